@@ -1,0 +1,1 @@
+//! Runnable examples live in `examples/`; this crate has no library code.

@@ -1,0 +1,41 @@
+//! Call language models as typed Rust methods.
+//!
+//! Declare what a model should do as the methods of a trait annotated with
+//! [`intents`]; the macro generates a typed client that plans the prompt, calls a
+//! [`Provider`](provider::Provider), verifies the reply step by step, asks a judge when
+//! told to, and retries with every problem fed back to the model.
+//!
+//! The crate is organised one module per concept; see each module's documentation.
+
+#![warn(missing_docs)]
+
+pub mod attempt;
+pub mod cache;
+pub mod client;
+pub mod error;
+pub mod input;
+pub mod judge;
+pub mod limits;
+pub mod options;
+pub mod parse;
+pub mod prompt;
+pub mod provider;
+pub mod result;
+pub mod schema;
+pub mod strict;
+pub mod verify;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use client::{IntentClient, IntentClientBuilder};
+pub use error::IntentError;
+pub use options::{Example, IntentOptions, IntoProblems, Validator};
+pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
+pub use strict::StrictCompatible;
+
+pub use intent_macros::{StrictCompatible, intents};
+
+/// The `schemars` this crate builds schemas with; derive `JsonSchema` from here or from a
+/// `schemars` of the same major version.
+pub use schemars;

@@ -1,0 +1,290 @@
+//! Per-call options: validators, examples, instructions, output requirements, judge use
+//! and the per-call overrides of the client's settings.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A check of a parsed value; an empty list means the value is acceptable.
+///
+/// Every message becomes a validator issue that is fed back to the model, so write it as
+/// an instruction ("Return exactly 3 items, one per input line.").
+pub type Validator<T> = Arc<dyn Fn(&T) -> Vec<String> + Send + Sync>;
+
+/// What a validator function may return: the problems it found.
+///
+/// Implemented for `Result<(), String>` (one problem or none), `Vec<String>`,
+/// `Option<String>` and `bool` (with a generic message when `false`).
+pub trait IntoProblems {
+    /// The problems, empty when there are none.
+    fn into_problems(self) -> Vec<String>;
+}
+
+impl IntoProblems for Result<(), String> {
+    fn into_problems(self) -> Vec<String> {
+        self.err().into_iter().collect()
+    }
+}
+
+impl IntoProblems for Result<(), &str> {
+    fn into_problems(self) -> Vec<String> {
+        self.err().map(str::to_owned).into_iter().collect()
+    }
+}
+
+impl IntoProblems for Vec<String> {
+    fn into_problems(self) -> Vec<String> {
+        self
+    }
+}
+
+impl IntoProblems for Option<String> {
+    fn into_problems(self) -> Vec<String> {
+        self.into_iter().collect()
+    }
+}
+
+impl IntoProblems for bool {
+    fn into_problems(self) -> Vec<String> {
+        if self {
+            Vec::new()
+        } else {
+            vec![
+                "The value was rejected by a validator; re-read the intent and correct it."
+                    .to_owned(),
+            ]
+        }
+    }
+}
+
+/// A worked example shown to the model: an input and the exact reply expected for it.
+///
+/// Write the output as the model is to answer: plain text for a `String` target, the
+/// envelope `{"value": ...}` for every other target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    /// The example input, as it would appear in the `## Input` section.
+    pub input: String,
+    /// The reply expected for it.
+    pub output: String,
+}
+
+impl Example {
+    /// A new example.
+    pub fn new(input: impl Into<String>, output: impl Into<String>) -> Self {
+        Self {
+            input: input.into(),
+            output: output.into(),
+        }
+    }
+}
+
+/// Options for one call with target type `T`.
+///
+/// Fields left unset fall back to the client's settings.
+pub struct IntentOptions<T> {
+    /// Checks run on the parsed value, in order.
+    pub validators: Vec<Validator<T>>,
+    /// Worked examples, shown in order.
+    pub examples: Vec<Example>,
+    /// Instructions appended to the system prompt.
+    pub system: Option<String>,
+    /// Requirements added to the output contract ("Additional output requirements").
+    pub output_requirements: Option<String>,
+    /// Ask the judge about every attempt that passed the deterministic checks (when the
+    /// client's judge mode allows it).
+    pub use_judge: bool,
+    /// The model to ask, instead of the provider's default.
+    pub model: Option<String>,
+    /// Attempts before giving up, instead of the client's.
+    pub max_attempts: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Maximum output tokens per model call.
+    pub max_output_tokens: Option<u32>,
+    /// Ceiling on model calls for this call (judge calls count), instead of the client's.
+    pub max_model_calls: Option<u32>,
+    /// Time budget for this call, provider calls in flight included.
+    pub time_budget: Option<Duration>,
+    /// Ask for a JSON object (`json_object` mode) instead of a strict schema: for targets
+    /// whose schema cannot be made strict.
+    pub json_mode: bool,
+}
+
+impl<T> Default for IntentOptions<T> {
+    fn default() -> Self {
+        Self {
+            validators: Vec::new(),
+            examples: Vec::new(),
+            system: None,
+            output_requirements: None,
+            use_judge: false,
+            model: None,
+            max_attempts: None,
+            temperature: None,
+            max_output_tokens: None,
+            max_model_calls: None,
+            time_budget: None,
+            json_mode: false,
+        }
+    }
+}
+
+impl<T> Clone for IntentOptions<T> {
+    fn clone(&self) -> Self {
+        Self {
+            validators: self.validators.clone(),
+            examples: self.examples.clone(),
+            system: self.system.clone(),
+            output_requirements: self.output_requirements.clone(),
+            use_judge: self.use_judge,
+            model: self.model.clone(),
+            max_attempts: self.max_attempts,
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            max_model_calls: self.max_model_calls,
+            time_budget: self.time_budget,
+            json_mode: self.json_mode,
+        }
+    }
+}
+
+impl<T> fmt::Debug for IntentOptions<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntentOptions")
+            .field("validators", &self.validators.len())
+            .field("examples", &self.examples)
+            .field("system", &self.system)
+            .field("output_requirements", &self.output_requirements)
+            .field("use_judge", &self.use_judge)
+            .field("model", &self.model)
+            .field("max_attempts", &self.max_attempts)
+            .field("temperature", &self.temperature)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("max_model_calls", &self.max_model_calls)
+            .field("time_budget", &self.time_budget)
+            .field("json_mode", &self.json_mode)
+            .finish()
+    }
+}
+
+impl<T> IntentOptions<T> {
+    /// Options with nothing set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a validator. `f` may return anything that implements [`IntoProblems`].
+    pub fn validate<F, R>(mut self, f: F) -> Self
+    where
+        F: Fn(&T) -> R + Send + Sync + 'static,
+        R: IntoProblems,
+    {
+        self.validators
+            .push(Arc::new(move |value| f(value).into_problems()));
+        self
+    }
+
+    /// Adds a validator that fails with `message` when `predicate` is false.
+    pub fn require<F>(mut self, predicate: F, message: impl Into<String>) -> Self
+    where
+        F: Fn(&T) -> bool + Send + Sync + 'static,
+    {
+        let message = message.into();
+        self.validators.push(Arc::new(move |value| {
+            if predicate(value) {
+                Vec::new()
+            } else {
+                vec![message.clone()]
+            }
+        }));
+        self
+    }
+
+    /// Adds a worked example.
+    pub fn example(mut self, input: impl Into<String>, output: impl Into<String>) -> Self {
+        self.examples.push(Example::new(input, output));
+        self
+    }
+
+    /// Sets instructions appended to the system prompt.
+    pub fn system(mut self, instructions: impl Into<String>) -> Self {
+        self.system = Some(instructions.into());
+        self
+    }
+
+    /// Sets additional output requirements.
+    pub fn output_requirements(mut self, requirements: impl Into<String>) -> Self {
+        self.output_requirements = Some(requirements.into());
+        self
+    }
+
+    /// Asks the judge about every attempt that passes the deterministic checks.
+    pub fn require_judge(mut self) -> Self {
+        self.use_judge = true;
+        self
+    }
+
+    /// Sets the model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the maximum number of attempts.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// Sets the sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the maximum output tokens per model call.
+    pub fn max_output_tokens(mut self, tokens: u32) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets the model-call ceiling for this call.
+    pub fn max_model_calls(mut self, calls: u32) -> Self {
+        self.max_model_calls = Some(calls);
+        self
+    }
+
+    /// Sets the time budget for this call.
+    pub fn time_budget(mut self, budget: Duration) -> Self {
+        self.time_budget = Some(budget);
+        self
+    }
+
+    /// Uses JSON-object mode instead of a strict schema.
+    pub fn json_mode(mut self) -> Self {
+        self.json_mode = true;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validator_return_types_become_problems() {
+        assert_eq!(Ok::<(), String>(()).into_problems(), Vec::<String>::new());
+        assert_eq!(Err::<(), String>("x".into()).into_problems(), vec!["x"]);
+        assert_eq!(Some("y".to_owned()).into_problems(), vec!["y"]);
+        assert_eq!(true.into_problems(), Vec::<String>::new());
+        assert_eq!(false.into_problems().len(), 1);
+    }
+
+    #[test]
+    fn require_reports_its_message_only_when_the_predicate_fails() {
+        let options = IntentOptions::<i32>::new().require(|n| *n > 0, "Must be positive.");
+        assert!((options.validators[0])(&1).is_empty());
+        assert_eq!((options.validators[0])(&-1), vec!["Must be positive."]);
+    }
+}

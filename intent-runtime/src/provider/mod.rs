@@ -1,0 +1,141 @@
+//! The seam between the runtime and the models: the [`Provider`] trait, the request and
+//! reply it exchanges, and the classified [`ProviderError`].
+//!
+//! A provider makes exactly one model call per [`Provider::complete`]; retrying transient
+//! failures with backoff is the attempt loop's job, so every provider gets the same policy.
+
+mod error;
+pub mod scripted;
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use error::{ProviderError, ProviderErrorKind};
+pub use scripted::{ScriptedProvider, ScriptedReply};
+
+use crate::result::Usage;
+
+/// How the model is asked to format its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResponseFormat {
+    /// Plain text: no JSON mode, no schema.
+    Text,
+    /// Any JSON object (`json_object`); the prompt carries the contract.
+    JsonObject,
+    /// A strict JSON schema (`json_schema` with `strict: true`).
+    JsonSchema,
+}
+
+/// The default schema name sent with a strict schema.
+pub const DEFAULT_SCHEMA_NAME: &str = "intent_output";
+
+/// One fully rendered model call.
+#[derive(Clone, PartialEq)]
+pub struct ProviderRequest {
+    /// The system prompt.
+    pub system: String,
+    /// The user message.
+    pub user: String,
+    /// The reply format to ask for.
+    pub response_format: ResponseFormat,
+    /// The strict schema, when `response_format` is [`ResponseFormat::JsonSchema`].
+    pub schema: Option<Arc<Value>>,
+    /// The schema's name (`[a-zA-Z0-9_-]{1,64}`).
+    pub schema_name: String,
+    /// The model to ask; `None` uses the provider's default.
+    pub model: Option<String>,
+    /// Maximum output tokens.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+}
+
+impl ProviderRequest {
+    /// A plain-text request with the given prompts and nothing else set.
+    pub fn text(system: impl Into<String>, user: impl Into<String>) -> Self {
+        Self {
+            system: system.into(),
+            user: user.into(),
+            response_format: ResponseFormat::Text,
+            schema: None,
+            schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
+            model: None,
+            max_output_tokens: None,
+            temperature: None,
+        }
+    }
+}
+
+impl fmt::Debug for ProviderRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderRequest")
+            .field("model", &self.model)
+            .field("response_format", &self.response_format)
+            .field("schema_name", &self.schema_name)
+            .field("system_chars", &self.system.len())
+            .field("user_chars", &self.user.len())
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("temperature", &self.temperature)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a model answered.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProviderReply {
+    /// The reply text (empty when the model refused).
+    pub text: String,
+    /// The refusal message, when the model refused.
+    pub refusal: Option<String>,
+    /// Whether the reply was cut off (output-token limit, content filter, context window).
+    pub truncated: bool,
+    /// The provider's stop or finish reason, as it sent it.
+    pub stop_reason: Option<String>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// The model that answered.
+    pub model: String,
+    /// The provider's request id, when it sent one.
+    pub request_id: Option<String>,
+}
+
+impl ProviderReply {
+    /// A complete text reply.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A model provider: makes one model call.
+///
+/// Implement it to connect another model service; the runtime's own implementations are
+/// [`ScriptedProvider`] and the HTTP providers.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// A short name for logs and records (`"openai"`, `"anthropic"`, `"scripted"`).
+    fn name(&self) -> &str;
+
+    /// The model used when a request names none.
+    fn default_model(&self) -> &str;
+
+    /// Sends one request and returns the reply, or a classified error.
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError>;
+}
+
+#[async_trait::async_trait]
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn default_model(&self) -> &str {
+        (**self).default_model()
+    }
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        (**self).complete(request).await
+    }
+}

@@ -1,0 +1,307 @@
+//! A provider that answers from a script and records every request: what the project's
+//! tests use, and what users use to test their own code without a model.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::{Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
+use crate::result::Usage;
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum ScriptedReply {
+    /// A complete text reply.
+    Text(String),
+    /// A refusal with this message.
+    Refusal(String),
+    /// A reply cut off at the output-token limit, with the text that came before.
+    Truncated(String),
+    /// A failed call.
+    Error(ProviderError),
+    /// A full reply, as given.
+    Reply(ProviderReply),
+    /// Another reply, sent after a delay.
+    Delayed(Duration, Box<ScriptedReply>),
+}
+
+impl ScriptedReply {
+    /// A complete text reply.
+    pub fn text(text: impl Into<String>) -> Self {
+        ScriptedReply::Text(text.into())
+    }
+
+    /// A refusal.
+    pub fn refusal(message: impl Into<String>) -> Self {
+        ScriptedReply::Refusal(message.into())
+    }
+
+    /// A truncated reply.
+    pub fn truncated(partial_text: impl Into<String>) -> Self {
+        ScriptedReply::Truncated(partial_text.into())
+    }
+
+    /// A failed call.
+    pub fn error(error: ProviderError) -> Self {
+        ScriptedReply::Error(error)
+    }
+
+    /// This reply, sent after `delay`.
+    pub fn after(self, delay: Duration) -> Self {
+        ScriptedReply::Delayed(delay, Box::new(self))
+    }
+}
+
+impl From<&str> for ScriptedReply {
+    fn from(text: &str) -> Self {
+        ScriptedReply::text(text)
+    }
+}
+
+impl From<String> for ScriptedReply {
+    fn from(text: String) -> Self {
+        ScriptedReply::Text(text)
+    }
+}
+
+type ReplyFn = dyn Fn(&ProviderRequest, usize) -> ScriptedReply + Send + Sync;
+
+enum Script {
+    List {
+        replies: VecDeque<ScriptedReply>,
+        scripted: usize,
+    },
+    Function(Box<ReplyFn>),
+}
+
+struct Inner {
+    script: Mutex<Script>,
+    requests: Mutex<Vec<ProviderRequest>>,
+}
+
+/// A provider that replies from a list or a closure and records every request.
+///
+/// Clones share the script and the record, so a test can keep one clone and hand the
+/// other to the client.
+///
+/// Usage is estimated at one token per four characters, so that token totals are not
+/// zero in tests.
+///
+/// ```
+/// use intent_runtime::provider::{Provider, ProviderRequest, ScriptedProvider};
+/// # tokio_test_block_on(async {
+/// let provider = ScriptedProvider::new(["{\"value\": 42}"]);
+/// let reply = provider.complete(&ProviderRequest::text("system", "user")).await.unwrap();
+/// assert_eq!(reply.text, "{\"value\": 42}");
+/// assert_eq!(provider.requests()[0].user, "user");
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ScriptedProvider {
+    inner: Arc<Inner>,
+    model: String,
+}
+
+impl fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedProvider")
+            .field("model", &self.model)
+            .field("requests", &lock(&self.inner.requests).len())
+            .finish()
+    }
+}
+
+// A panic in a test's closure must not turn every later call into a poisoned-lock panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ScriptedProvider {
+    /// Replies with each of `replies` in turn; a call after the last one fails with an
+    /// invalid-response error that says the script ran out.
+    pub fn new<I>(replies: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<ScriptedReply>,
+    {
+        let replies: VecDeque<ScriptedReply> = replies.into_iter().map(Into::into).collect();
+        let scripted = replies.len();
+        Self::with_script(Script::List { replies, scripted })
+    }
+
+    /// Replies with whatever `reply` returns for the request and its 0-based index.
+    pub fn from_fn<F>(reply: F) -> Self
+    where
+        F: Fn(&ProviderRequest, usize) -> ScriptedReply + Send + Sync + 'static,
+    {
+        Self::with_script(Script::Function(Box::new(reply)))
+    }
+
+    fn with_script(script: Script) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                script: Mutex::new(script),
+                requests: Mutex::new(Vec::new()),
+            }),
+            model: "scripted-model".to_owned(),
+        }
+    }
+
+    /// Names the model the replies claim to come from (default `scripted-model`).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<ProviderRequest> {
+        lock(&self.inner.requests).clone()
+    }
+
+    /// How many requests were received.
+    pub fn request_count(&self) -> usize {
+        lock(&self.inner.requests).len()
+    }
+
+    fn next_reply(&self, request: &ProviderRequest) -> ScriptedReply {
+        let index = {
+            let mut requests = lock(&self.inner.requests);
+            requests.push(request.clone());
+            requests.len() - 1
+        };
+        match &mut *lock(&self.inner.script) {
+            Script::List { replies, scripted } => replies.pop_front().unwrap_or_else(|| {
+                ScriptedReply::Error(ProviderError::new(
+                    ProviderErrorKind::InvalidResponse,
+                    "scripted",
+                    format!("the script has no reply left: {scripted} replies were scripted and request {} was made", index + 1),
+                ))
+            }),
+            Script::Function(reply) => reply(request, index),
+        }
+    }
+
+    fn usage(request: &ProviderRequest, output: &str) -> Usage {
+        let estimate = |chars: usize| chars.div_ceil(4) as u64;
+        let schema_chars = request.schema.as_ref().map_or(0, |s| s.to_string().len());
+        Usage {
+            input_tokens: estimate(request.system.len() + request.user.len() + schema_chars),
+            output_tokens: estimate(output.len()),
+            cached_input_tokens: 0,
+        }
+    }
+
+    fn model_for(&self, request: &ProviderRequest) -> String {
+        request.model.clone().unwrap_or_else(|| self.model.clone())
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn default_model(&self) -> &str {
+        &self.model
+    }
+
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        let mut reply = self.next_reply(request);
+        while let ScriptedReply::Delayed(delay, inner) = reply {
+            tokio::time::sleep(delay).await;
+            reply = *inner;
+        }
+        let model = self.model_for(request);
+        let reply = match reply {
+            ScriptedReply::Text(text) => ProviderReply {
+                usage: Self::usage(request, &text),
+                text,
+                stop_reason: Some("stop".to_owned()),
+                model,
+                ..ProviderReply::default()
+            },
+            ScriptedReply::Refusal(message) => ProviderReply {
+                usage: Self::usage(request, &message),
+                refusal: Some(message),
+                stop_reason: Some("refusal".to_owned()),
+                model,
+                ..ProviderReply::default()
+            },
+            ScriptedReply::Truncated(text) => ProviderReply {
+                usage: Self::usage(request, &text),
+                text,
+                truncated: true,
+                stop_reason: Some("length".to_owned()),
+                model,
+                ..ProviderReply::default()
+            },
+            ScriptedReply::Reply(reply) => reply,
+            ScriptedReply::Error(error) => return Err(error),
+            ScriptedReply::Delayed(..) => unreachable!("delays are unwrapped above"),
+        };
+        Ok(reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime")
+            .block_on(future)
+    }
+
+    #[test]
+    fn replies_in_order_and_records_requests() {
+        let provider = ScriptedProvider::new(["a", "b"]);
+        let first = block_on(provider.complete(&ProviderRequest::text("s", "one"))).unwrap();
+        let second = block_on(provider.complete(&ProviderRequest::text("s", "two"))).unwrap();
+        assert_eq!((first.text.as_str(), second.text.as_str()), ("a", "b"));
+        let users: Vec<_> = provider.requests().into_iter().map(|r| r.user).collect();
+        assert_eq!(users, ["one", "two"]);
+    }
+
+    #[test]
+    fn running_out_of_replies_is_an_error_not_a_panic() {
+        let provider = ScriptedProvider::new(Vec::<String>::new());
+        let err = block_on(provider.complete(&ProviderRequest::text("s", "u"))).unwrap_err();
+        assert_eq!(err.kind(), ProviderErrorKind::InvalidResponse);
+        assert!(err.message().contains("0 replies were scripted"), "{err}");
+    }
+
+    #[test]
+    fn refusal_and_truncation_are_flagged() {
+        let provider = ScriptedProvider::new([
+            ScriptedReply::refusal("no"),
+            ScriptedReply::truncated("{\"va"),
+        ]);
+        let refused = block_on(provider.complete(&ProviderRequest::text("s", "u"))).unwrap();
+        let truncated = block_on(provider.complete(&ProviderRequest::text("s", "u"))).unwrap();
+        assert_eq!(refused.refusal.as_deref(), Some("no"));
+        assert!(truncated.truncated);
+    }
+
+    #[test]
+    fn closure_sees_the_request_and_its_index() {
+        let provider =
+            ScriptedProvider::from_fn(|request, index| format!("{index}:{}", request.user).into());
+        let reply = block_on(provider.complete(&ProviderRequest::text("s", "hi"))).unwrap();
+        assert_eq!(reply.text, "0:hi");
+    }
+
+    #[test]
+    fn with_model_names_the_model() {
+        let provider = ScriptedProvider::new(["x"]).with_model("m-1");
+        let reply = block_on(provider.complete(&ProviderRequest::text("s", "u"))).unwrap();
+        assert_eq!(reply.model, "m-1");
+    }
+}

@@ -1,0 +1,316 @@
+//! What a call returns: the value, every issue found, and every attempt as it happened.
+//!
+//! There is no confidence score anywhere: a result carries only facts that were checked
+//! (DESIGN.md, "Nothing is guessed").
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::IntentError;
+
+/// Where an issue came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueSource {
+    /// The provider refused, truncated the reply, or failed (HTTP error, timeout, transport).
+    Provider,
+    /// The reply was empty, not JSON, a broken envelope, or did not match the target type.
+    Verification,
+    /// A validator (the caller's or one built from the full schema) rejected the value.
+    Validator,
+    /// The judge model listed a problem.
+    Judge,
+    /// A guardrail (model-call ceiling, time budget) stopped the request.
+    Guardrail,
+    /// The request could not be built (input over the size limit, a schema that cannot be
+    /// used); no model was called.
+    Input,
+}
+
+impl fmt::Display for IssueSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IssueSource::Provider => "provider",
+            IssueSource::Verification => "verification",
+            IssueSource::Validator => "validator",
+            IssueSource::Judge => "judge",
+            IssueSource::Guardrail => "guardrail",
+            IssueSource::Input => "input",
+        })
+    }
+}
+
+/// One problem found with an attempt, worded so that a model can act on it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ResultIssue {
+    /// Which check raised it.
+    pub source: IssueSource,
+    /// What is wrong and what to do instead.
+    pub message: String,
+    /// The attempt it belongs to (1-based). Issues raised when the loop stops early carry
+    /// the number of the attempt that was not made.
+    pub attempt: u32,
+}
+
+impl ResultIssue {
+    /// A new issue.
+    pub fn new(source: IssueSource, message: impl Into<String>, attempt: u32) -> Self {
+        Self {
+            source,
+            message: message.into(),
+            attempt,
+        }
+    }
+}
+
+impl fmt::Display for ResultIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{} issue, attempt {}] {}",
+            self.source, self.attempt, self.message
+        )
+    }
+}
+
+/// A change the lenient parser made to a reply before reading it. Recorded on the
+/// attempt so that no repair is silent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Repair {
+    /// A surrounding Markdown code fence was removed.
+    FenceStripped,
+    /// Comments were skipped.
+    CommentsSkipped,
+    /// Trailing commas were skipped.
+    TrailingCommasSkipped,
+    /// The reply was not JSON but was read as a bare primitive (number, bool, enum member).
+    BarePrimitive,
+    /// The reply was the bare value, without the `{"value": ...}` envelope.
+    MissingEnvelope,
+    /// A property name was matched to the schema's name ignoring case.
+    KeyCaseChanged {
+        /// The JSON pointer of the object holding the key.
+        path: String,
+        /// The name the model wrote.
+        from: String,
+        /// The name the schema declares.
+        to: String,
+    },
+    /// A number was read from a string where the schema wants a number.
+    NumberFromString {
+        /// The JSON pointer of the value.
+        path: String,
+    },
+}
+
+/// Tokens used by one or more model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Input (prompt) tokens.
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache, when it reports them.
+    pub cached_input_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.cached_input_tokens += rhs.cached_input_tokens;
+    }
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(mut self, rhs: Self) -> Usage {
+        self += rhs;
+        self
+    }
+}
+
+/// What the judge said about one attempt.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum JudgeRecord {
+    /// The judge gave a verdict.
+    Verdict {
+        /// Whether the candidate passed.
+        passes: bool,
+        /// The problems it listed.
+        problems: Vec<String>,
+    },
+    /// The judge's reply could not be read, so the attempt was accepted without a
+    /// verdict (fail-open, the default) or rejected (fail-closed).
+    Missing {
+        /// Why there is no verdict.
+        reason: String,
+        /// Whether the attempt was accepted anyway.
+        accepted: bool,
+    },
+}
+
+/// One attempt: the request's reply exactly as it came, and what was found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AttemptRecord {
+    /// 1-based attempt number.
+    pub number: u32,
+    /// The reply text as the model sent it (empty when the provider failed).
+    pub raw_output: String,
+    /// The issues found with this attempt.
+    pub issues: Vec<ResultIssue>,
+    /// The repairs the parser made before reading the reply.
+    pub repairs: Vec<Repair>,
+    /// The judge's verdict, when the judge ran.
+    pub judge: Option<JudgeRecord>,
+    /// Tokens used by this attempt, judge call included.
+    pub usage: Usage,
+    /// Model calls made by this attempt (the primary call, plus the judge's).
+    pub model_calls: u32,
+    /// Transient provider failures retried inside this attempt, with their messages.
+    pub provider_retries: Vec<String>,
+    /// Wall time of the attempt.
+    pub duration: Duration,
+    /// The model that answered, as the provider named it.
+    pub model: String,
+    /// Whether the reply was served from the response cache.
+    pub cached: bool,
+}
+
+impl AttemptRecord {
+    /// An empty record for attempt `number`.
+    pub fn new(number: u32) -> Self {
+        Self {
+            number,
+            raw_output: String::new(),
+            issues: Vec::new(),
+            repairs: Vec::new(),
+            judge: None,
+            usage: Usage::default(),
+            model_calls: 0,
+            provider_retries: Vec::new(),
+            duration: Duration::ZERO,
+            model: String::new(),
+            cached: false,
+        }
+    }
+}
+
+/// The whole record of one call: the value when it succeeded, and every fact checked.
+#[derive(Debug, Clone)]
+pub struct AIResult<T> {
+    /// The value; present exactly when the call succeeded.
+    pub value: Option<T>,
+    /// Every issue from every attempt, plus those raised when the loop stopped.
+    pub issues: Vec<ResultIssue>,
+    /// Every attempt, in order.
+    pub attempts: Vec<AttemptRecord>,
+    /// Tokens used by all attempts and judge calls.
+    pub usage: Usage,
+    /// Wall time of the whole call.
+    pub elapsed: Duration,
+}
+
+impl<T> AIResult<T> {
+    /// Whether the call produced a value that passed every check.
+    pub fn is_success(&self) -> bool {
+        self.value.is_some()
+    }
+
+    /// The distinct issue messages joined in order of first appearance; empty on success.
+    pub fn failure_summary(&self) -> String {
+        let mut seen: Vec<&str> = Vec::new();
+        for issue in &self.issues {
+            if !seen.contains(&issue.message.as_str()) {
+                seen.push(&issue.message);
+            }
+        }
+        seen.join("; ")
+    }
+
+    /// The value, or [`IntentError::Failed`] carrying the failure summary and the issues.
+    pub fn into_result(self) -> Result<T, IntentError> {
+        match self.value {
+            Some(value) => Ok(value),
+            None => Err(IntentError::Failed {
+                summary: if self.issues.is_empty() {
+                    "the call produced no value".to_owned()
+                } else {
+                    self.failure_summary()
+                },
+                issues: self.issues,
+            }),
+        }
+    }
+
+    /// Same as [`AIResult::into_result`]; reads well at call sites that want the value.
+    pub fn value_or_error(self) -> Result<T, IntentError> {
+        self.into_result()
+    }
+
+    /// Total model calls made, judge calls included.
+    pub fn model_calls(&self) -> u32 {
+        self.attempts.iter().map(|a| a.model_calls).sum()
+    }
+
+    /// Maps the value, keeping the record.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> AIResult<U> {
+        AIResult {
+            value: self.value.map(f),
+            issues: self.issues,
+            attempts: self.attempts,
+            usage: self.usage,
+            elapsed: self.elapsed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(messages: &[&str]) -> AIResult<u8> {
+        AIResult {
+            value: None,
+            issues: messages
+                .iter()
+                .map(|m| ResultIssue::new(IssueSource::Verification, *m, 1))
+                .collect(),
+            attempts: vec![],
+            usage: Usage::default(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn failure_summary_joins_distinct_messages_in_order() {
+        let result = failed(&["b broke", "a broke", "b broke"]);
+        assert_eq!(result.failure_summary(), "b broke; a broke");
+    }
+
+    #[test]
+    fn into_result_carries_the_summary() {
+        let err = failed(&["not valid JSON"]).into_result().unwrap_err();
+        assert_eq!(err.to_string(), "not valid JSON");
+        assert_eq!(err.issues().len(), 1);
+    }
+
+    #[test]
+    fn usage_adds_field_by_field() {
+        let a = Usage {
+            input_tokens: 1,
+            output_tokens: 2,
+            cached_input_tokens: 3,
+        };
+        assert_eq!(
+            a + a,
+            Usage {
+                input_tokens: 2,
+                output_tokens: 4,
+                cached_input_tokens: 6
+            }
+        );
+    }
+}
