@@ -1,21 +1,37 @@
-//! Procedural macros for intent-rs. Use them through `intent_runtime`, which re-exports
-//! them.
+//! Procedural macros for intent-rs: `#[intents]` turns a trait of intent methods into a
+//! typed client, and `#[derive(StrictCompatible)]` proves a type has a strict schema.
 //!
-//! STUB: the macro issue (#4) fills this crate in.
+//! Use them through `intent_runtime`, which re-exports them. The stages follow serde's and
+//! thiserror's layout: [`attr`] reads the attributes, [`model`] builds the typed model of
+//! the trait, [`check`] validates it, [`expand`] writes the client, and [`fallback`] keeps
+//! the trait compiling next to the errors so that one mistake does not cascade.
+
+mod attr;
+mod check;
+mod ctxt;
+mod expand;
+mod fallback;
+mod model;
+mod strict;
 
 use proc_macro::TokenStream;
 
-/// Turns a trait of intent methods into a typed client.
+/// Turns a trait of intent methods into a typed client, `<Trait>Client`.
+///
+/// See the `intent_runtime` crate documentation for the method attributes.
 #[proc_macro_attribute]
-pub fn intents(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = syn::parse_macro_input!(item as syn::ItemTrait);
+    expand::intents(args.into(), &item)
+        .unwrap_or_else(|error| fallback::with_error(&item, error))
+        .into()
 }
 
 /// Derives `StrictCompatible` for a struct or enum whose fields are all strict-compatible.
-#[proc_macro_derive(StrictCompatible)]
+#[proc_macro_derive(StrictCompatible, attributes(serde, schemars))]
 pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    let name = &input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    quote::quote!(impl #impl_generics ::intent_runtime::StrictCompatible for #name #ty_generics #where_clause {}).into()
+    strict::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }

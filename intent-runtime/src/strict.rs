@@ -1,7 +1,97 @@
 //! Compile-time strictness: the [`StrictCompatible`] marker trait for types whose schema
-//! can be made strict.
+//! can be sent to a provider's strict mode, implemented for the std types that qualify and
+//! derived for user types with `#[derive(StrictCompatible)]`.
 //!
-//! STUB: the macro issue (#4) fills this module in.
+//! A strict schema must list every property of every object, so a type qualifies when its
+//! shape is fixed: maps (keys not known in advance), `serde_json::Value` (no shape at all),
+//! trait objects and `()` do not. Such types can still be targets: return
+//! `serde_json::Value` with a runtime schema, or opt in to JSON-object mode with
+//! `#[intent("...", json_mode)]`.
+//!
+//! Not implemented for the `time` crate's types: `schemars` has no `JsonSchema` for them,
+//! so they cannot be targets at all; use chrono (feature `chrono`) or a `String` field.
+
+use std::collections::{BTreeSet, HashSet, LinkedList, VecDeque};
+use std::num::{NonZeroI32, NonZeroI64, NonZeroU32, NonZeroU64};
+use std::sync::Arc;
 
 /// A type whose JSON schema can be sent to a provider in strict mode.
+///
+/// Derive it for your structs and enums with `#[derive(StrictCompatible)]`; the derive
+/// checks that every field is strict-compatible and that the type does not contain
+/// itself. The `#[intents]` macro requires it of every target type other than `String`
+/// and `serde_json::Value`, unless the method opts in to `json_mode`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an intent target with a strict schema",
+    label = "`{Self}` is not `StrictCompatible`",
+    note = "a strict schema fixes every property: maps have no fixed keys, `serde_json::Value` and trait objects have no shape, `()` has no value, and a recursive type cannot be spelled out",
+    note = "derive `StrictCompatible` for your own structs and enums, use a struct instead of a map, return `serde_json::Value` with `#[intent(\"...\", schema = \"file.json\")]`, or add `json_mode` to the `#[intent]` attribute"
+)]
 pub trait StrictCompatible {}
+
+/// A struct with named fields whose strict schema is a plain object, so that it can be
+/// `#[serde(flatten)]`ed into another strict struct. `#[derive(StrictCompatible)]`
+/// implements it for such structs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be flattened into a strict schema",
+    label = "`#[serde(flatten)]` of `{Self}`",
+    note = "only a struct with named fields that derives `StrictCompatible` can be flattened into a strict object; enums, maps and `Option`s cannot",
+    note = "remove `#[serde(flatten)]` to nest the value under its field name instead"
+)]
+pub trait StrictObject: StrictCompatible {}
+
+macro_rules! strict_leaf {
+    ($($ty:ty),* $(,)?) => {
+        $(impl StrictCompatible for $ty {})*
+    };
+}
+
+strict_leaf!(
+    bool, char, String, str, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize,
+    f32, f64, NonZeroU32, NonZeroU64, NonZeroI32, NonZeroI64,
+);
+
+macro_rules! strict_wrapper {
+    ($($wrapper:ident),* $(,)?) => {
+        $(impl<T: StrictCompatible> StrictCompatible for $wrapper<T> {})*
+    };
+}
+
+strict_wrapper!(Vec, VecDeque, LinkedList, Option, BTreeSet, HashSet);
+
+impl<T: StrictCompatible + ?Sized> StrictCompatible for Box<T> {}
+impl<T: StrictCompatible + ?Sized> StrictCompatible for Arc<T> {}
+impl<T: StrictCompatible + ?Sized> StrictCompatible for &T {}
+impl<T: StrictCompatible> StrictCompatible for [T] {}
+impl<T: StrictCompatible, const N: usize> StrictCompatible for [T; N] {}
+
+// Tuples are arrays with `prefixItems` in schemars' output; providers' strict modes accept
+// arrays of one item schema only, so a tuple has no strict form and is deliberately
+// absent. A struct with named fields says the same thing and gives the model names.
+
+#[cfg(feature = "chrono")]
+mod chrono_impls {
+    use super::StrictCompatible;
+
+    // Each of these has a string format (ISO 8601) in schemars, which strict modes accept.
+    impl StrictCompatible for chrono::NaiveDate {}
+    impl StrictCompatible for chrono::NaiveTime {}
+    impl StrictCompatible for chrono::NaiveDateTime {}
+    impl<Tz: chrono::TimeZone> StrictCompatible for chrono::DateTime<Tz> {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strict<T: StrictCompatible + ?Sized>() -> bool {
+        true
+    }
+
+    #[test]
+    fn std_types_with_a_fixed_shape_are_strict() {
+        assert!(strict::<Vec<Option<Box<[u8; 4]>>>>());
+        assert!(strict::<VecDeque<BTreeSet<String>>>());
+        assert!(strict::<&'static str>());
+    }
+}

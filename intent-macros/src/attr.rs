@@ -1,0 +1,406 @@
+//! Parsing of the method attributes (`#[intent]`, `#[guardrail]`, `#[validate]`,
+//! `#[example]`, `#[system]`, `#[output]`), with every keyword named in one place.
+
+use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, ExprLit, Ident, Lit, LitStr, Token};
+
+use crate::ctxt::Errors;
+
+/// The attribute names this macro consumes; any other attribute stays on the method.
+pub(crate) mod name {
+    pub(crate) const INTENT: &str = "intent";
+    pub(crate) const GUARDRAIL: &str = "guardrail";
+    pub(crate) const VALIDATE: &str = "validate";
+    pub(crate) const EXAMPLE: &str = "example";
+    pub(crate) const SYSTEM: &str = "system";
+    pub(crate) const OUTPUT: &str = "output";
+
+    pub(crate) const ALL: [&str; 6] = [INTENT, GUARDRAIL, VALIDATE, EXAMPLE, SYSTEM, OUTPUT];
+}
+
+/// Options of `#[intent("...", ...)]`.
+mod intent_option {
+    pub(crate) const MODEL: &str = "model";
+    pub(crate) const MAX_ATTEMPTS: &str = "max_attempts";
+    pub(crate) const TEMPERATURE: &str = "temperature";
+    pub(crate) const SCHEMA: &str = "schema";
+    pub(crate) const JSON_MODE: &str = "json_mode";
+
+    pub(crate) const ALL: [&str; 5] = [MODEL, MAX_ATTEMPTS, TEMPERATURE, SCHEMA, JSON_MODE];
+}
+
+/// Keys of `#[guardrail(...)]`.
+mod guardrail_key {
+    pub(crate) const REQUIRE_JUDGE: &str = "require_judge";
+    pub(crate) const MAX_MODEL_CALLS: &str = "max_model_calls";
+    pub(crate) const TIME_BUDGET_MS: &str = "time_budget_ms";
+
+    pub(crate) const ALL: [&str; 3] = [REQUIRE_JUDGE, MAX_MODEL_CALLS, TIME_BUDGET_MS];
+}
+
+/// Keys of `#[example(...)]`.
+mod example_key {
+    pub(crate) const INPUT: &str = "input";
+    pub(crate) const OUTPUT: &str = "output";
+
+    pub(crate) const ALL: [&str; 2] = [INPUT, OUTPUT];
+}
+
+/// Whether `attr` is one of ours.
+pub(crate) fn is_intent_attr(attr: &Attribute) -> bool {
+    name::ALL.iter().any(|name| attr.path().is_ident(name))
+}
+
+/// `#[intent("...", options)]`.
+pub(crate) struct Intent {
+    /// The attribute's span, for errors about the attribute as a whole.
+    pub span: Span,
+    pub text: LitStr,
+    pub model: Option<LitStr>,
+    pub max_attempts: Option<u32>,
+    pub temperature: Option<f32>,
+    pub schema: Option<LitStr>,
+    pub json_mode: Option<Ident>,
+}
+
+/// The merged `#[guardrail(...)]` attributes of one method.
+#[derive(Default)]
+pub(crate) struct Guardrails {
+    pub require_judge: Option<Ident>,
+    pub max_model_calls: Option<u32>,
+    pub time_budget_ms: Option<u64>,
+}
+
+/// `#[example(input = "...", output = "...")]`.
+pub(crate) struct ExampleAttr {
+    pub input: LitStr,
+    pub output: LitStr,
+}
+
+/// Every attribute of one method, ours parsed and the others kept.
+#[derive(Default)]
+pub(crate) struct MethodAttrs {
+    pub intent: Option<Intent>,
+    pub guardrails: Guardrails,
+    pub validators: Vec<syn::Path>,
+    pub examples: Vec<ExampleAttr>,
+    pub system: Option<LitStr>,
+    pub output: Option<LitStr>,
+    /// Attributes that are not ours (docs, `cfg`, lints), copied to the generated items.
+    pub kept: Vec<Attribute>,
+}
+
+/// One argument of an attribute list: a bare string, a flag, or `name = value`.
+enum Arg {
+    Text(LitStr),
+    Flag(Ident),
+    Named(Ident, Expr),
+}
+
+impl Parse for Arg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            return input.parse().map(Arg::Text);
+        }
+        let name: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+        if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            Ok(Arg::Named(name, input.parse()?))
+        } else {
+            Ok(Arg::Flag(name))
+        }
+    }
+}
+
+fn parse_args(attr: &Attribute, usage: &str) -> syn::Result<Punctuated<Arg, Token![,]>> {
+    match &attr.meta {
+        syn::Meta::List(list) => list.parse_args_with(Punctuated::parse_terminated),
+        _ => Err(syn::Error::new_spanned(
+            attr,
+            format!("expected a list of arguments, like `{usage}`"),
+        )),
+    }
+}
+
+/// Reads every attribute of a method, recording each mistake in `errors`.
+pub(crate) fn parse_method_attrs(attrs: &[Attribute], errors: &mut Errors) -> MethodAttrs {
+    let mut parsed = MethodAttrs::default();
+    for attr in attrs {
+        let path = attr.path();
+        if path.is_ident(name::INTENT) {
+            if parsed.intent.is_some() {
+                errors.spanned(attr, "duplicate `#[intent]` attribute; a method states one intent");
+            } else {
+                parsed.intent = parse_intent(attr, errors);
+            }
+        } else if path.is_ident(name::GUARDRAIL) {
+            parse_guardrail(attr, &mut parsed.guardrails, errors);
+        } else if path.is_ident(name::VALIDATE) {
+            parse_validate(attr, &mut parsed.validators, errors);
+        } else if path.is_ident(name::EXAMPLE) {
+            parsed.examples.extend(parse_example(attr, errors));
+        } else if path.is_ident(name::SYSTEM) {
+            set_text(attr, name::SYSTEM, "#[system(\"Answer in French\")]", &mut parsed.system, errors);
+        } else if path.is_ident(name::OUTPUT) {
+            set_text(attr, name::OUTPUT, "#[output(\"At most 20 words\")]", &mut parsed.output, errors);
+        } else {
+            parsed.kept.push(attr.clone());
+        }
+    }
+    parsed
+}
+
+fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
+    let args = errors.ok(parse_args(attr, "#[intent(\"Summarize the text\")]"))?;
+    let mut args = args.into_iter();
+    let text = match args.next() {
+        Some(Arg::Text(text)) => text,
+        _ => {
+            errors.spanned(
+                attr,
+                "`#[intent]` needs the intent text first, like `#[intent(\"Summarize the text\")]`",
+            );
+            return None;
+        }
+    };
+    let mut intent = Intent {
+        span: attr.span(),
+        text,
+        model: None,
+        max_attempts: None,
+        temperature: None,
+        schema: None,
+        json_mode: None,
+    };
+    for arg in args {
+        let (key, value) = match arg {
+            Arg::Text(text) => {
+                errors.spanned(&text, "the intent text is given once, as the first argument of `#[intent]`");
+                continue;
+            }
+            Arg::Flag(key) => (key, None),
+            Arg::Named(key, value) => (key, Some(value)),
+        };
+        let name = key.to_string();
+        match name.as_str() {
+            intent_option::MODEL => {
+                let value = lit_str(&key, value, "model = \"gpt-4o-mini\"", errors);
+                set_once(&mut intent.model, value, &key, "intent option", errors);
+            }
+            intent_option::MAX_ATTEMPTS => {
+                let value = lit_count(&key, value, "max_attempts = 3", errors);
+                set_once(&mut intent.max_attempts, value, &key, "intent option", errors);
+            }
+            intent_option::TEMPERATURE => {
+                let value = lit_temperature(&key, value, errors);
+                set_once(&mut intent.temperature, value, &key, "intent option", errors);
+            }
+            intent_option::SCHEMA => {
+                let value = lit_str(&key, value, "schema = \"schemas/order.json\"", errors);
+                set_once(&mut intent.schema, value, &key, "intent option", errors);
+            }
+            intent_option::JSON_MODE => {
+                let value = flag(&key, value, errors);
+                set_once(&mut intent.json_mode, value, &key, "intent option", errors);
+            }
+            _ => errors.spanned(
+                &key,
+                format!("unknown intent option `{name}`; expected one of {}", list(&intent_option::ALL)),
+            ),
+        }
+    }
+    Some(intent)
+}
+
+fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut Errors) {
+    let Some(args) = errors.ok(parse_args(attr, "#[guardrail(require_judge)]")) else {
+        return;
+    };
+    for arg in args {
+        let (key, value) = match arg {
+            Arg::Text(text) => {
+                errors.spanned(&text, format!("expected a guardrail name; expected one of {}", list(&guardrail_key::ALL)));
+                continue;
+            }
+            Arg::Flag(key) => (key, None),
+            Arg::Named(key, value) => (key, Some(value)),
+        };
+        let name = key.to_string();
+        match name.as_str() {
+            guardrail_key::REQUIRE_JUDGE => {
+                let value = flag(&key, value, errors);
+                set_once(&mut guardrails.require_judge, value, &key, "guardrail", errors);
+            }
+            guardrail_key::MAX_MODEL_CALLS => {
+                let value = lit_count(&key, value, "max_model_calls = 4", errors);
+                set_once(&mut guardrails.max_model_calls, value, &key, "guardrail", errors);
+            }
+            guardrail_key::TIME_BUDGET_MS => {
+                let value = lit_count(&key, value, "time_budget_ms = 30000", errors);
+                set_once(&mut guardrails.time_budget_ms, value, &key, "guardrail", errors);
+            }
+            _ => errors.spanned(
+                &key,
+                format!("unknown guardrail `{name}`; expected one of {}", list(&guardrail_key::ALL)),
+            ),
+        }
+    }
+}
+
+fn parse_validate(attr: &Attribute, validators: &mut Vec<syn::Path>, errors: &mut Errors) {
+    let parsed = match &attr.meta {
+        syn::Meta::List(list) => list.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated),
+        _ => Err(syn::Error::new_spanned(attr, "")),
+    };
+    match parsed {
+        Ok(paths) if !paths.is_empty() => validators.extend(paths),
+        _ => errors.spanned(
+            attr,
+            "`#[validate]` takes the path of a validator function, like `#[validate(totals_add_up)]`",
+        ),
+    }
+}
+
+fn parse_example(attr: &Attribute, errors: &mut Errors) -> Option<ExampleAttr> {
+    const USAGE: &str = "#[example(input = \"...\", output = \"...\")]";
+    let args = errors.ok(parse_args(attr, USAGE))?;
+    let (mut input, mut output) = (None, None);
+    for arg in args {
+        let Arg::Named(key, value) = arg else {
+            errors.spanned(attr, format!("`#[example]` takes `input` and `output` strings, like `{USAGE}`"));
+            continue;
+        };
+        let name = key.to_string();
+        let slot = match name.as_str() {
+            example_key::INPUT => &mut input,
+            example_key::OUTPUT => &mut output,
+            _ => {
+                errors.spanned(
+                    &key,
+                    format!("unknown example key `{name}`; expected one of {}", list(&example_key::ALL)),
+                );
+                continue;
+            }
+        };
+        let value = lit_str(&key, Some(value), &format!("{name} = \"...\""), errors);
+        set_once(slot, value, &key, "example key", errors);
+    }
+    match (input, output) {
+        (Some(input), Some(output)) => Some(ExampleAttr { input, output }),
+        (input, _) => {
+            let missing = if input.is_none() { example_key::INPUT } else { example_key::OUTPUT };
+            errors.spanned(attr, format!("`#[example]` is missing `{missing}`; write `{USAGE}`"));
+            None
+        }
+    }
+}
+
+fn set_text(attr: &Attribute, name: &str, usage: &str, slot: &mut Option<LitStr>, errors: &mut Errors) {
+    if slot.is_some() {
+        errors.spanned(attr, format!("duplicate `#[{name}]` attribute; write all of it in one string"));
+        return;
+    }
+    match attr.parse_args::<LitStr>() {
+        Ok(text) => *slot = Some(text),
+        Err(_) => errors.spanned(attr, format!("`#[{name}]` takes one string literal, like `{usage}`")),
+    }
+}
+
+/// Stores `value` unless the key was given already.
+fn set_once<T>(slot: &mut Option<T>, value: Option<T>, key: &Ident, kind: &str, errors: &mut Errors) {
+    if slot.is_some() {
+        errors.spanned(key, format!("duplicate {kind} `{key}`; give it once"));
+    } else if value.is_some() {
+        *slot = value;
+    }
+}
+
+fn literal(value: &Expr) -> Option<&Lit> {
+    match value {
+        Expr::Lit(ExprLit { lit, .. }) => Some(lit),
+        _ => None,
+    }
+}
+
+fn lit_str(key: &Ident, value: Option<Expr>, usage: &str, errors: &mut Errors) -> Option<LitStr> {
+    match value.as_ref().and_then(literal) {
+        Some(Lit::Str(text)) => Some(text.clone()),
+        _ => {
+            let message = format!("`{key}` expects a string literal, like `{usage}`");
+            match value {
+                Some(value) => errors.spanned(value, message),
+                None => errors.spanned(key, message),
+            }
+            None
+        }
+    }
+}
+
+/// A positive integer literal (attempts, calls, milliseconds).
+fn lit_count<N>(key: &Ident, value: Option<Expr>, usage: &str, errors: &mut Errors) -> Option<N>
+where
+    N: std::str::FromStr + PartialEq + From<u8>,
+    N::Err: std::fmt::Display,
+{
+    let message = format!("`{key}` expects a positive integer literal, like `{usage}`");
+    let Some(value) = value else {
+        errors.spanned(key, message);
+        return None;
+    };
+    let Some(Lit::Int(int)) = literal(&value) else {
+        errors.spanned(value, message);
+        return None;
+    };
+    match int.base10_parse::<N>() {
+        Ok(n) if n != N::from(0) => Some(n),
+        Ok(_) => {
+            errors.spanned(int, format!("`{key}` must be at least 1"));
+            None
+        }
+        Err(error) => {
+            errors.spanned(int, format!("`{key}` is out of range: {error}"));
+            None
+        }
+    }
+}
+
+fn lit_temperature(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<f32> {
+    let message = format!("`{key}` expects a number literal, like `{key} = 0.2`");
+    let Some(value) = value else {
+        errors.spanned(key, message);
+        return None;
+    };
+    let parsed = match literal(&value) {
+        Some(Lit::Float(float)) => float.base10_parse::<f32>().ok(),
+        Some(Lit::Int(int)) => int.base10_parse::<f32>().ok(),
+        _ => None,
+    };
+    match parsed {
+        Some(t) if t.is_finite() && (0.0..=2.0).contains(&t) => Some(t),
+        Some(_) => {
+            errors.spanned(value, format!("`{key}` must be between 0.0 and 2.0"));
+            None
+        }
+        None => {
+            errors.spanned(value, message);
+            None
+        }
+    }
+}
+
+fn flag(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<Ident> {
+    match value {
+        None => Some(key.clone()),
+        Some(value) => {
+            errors.spanned(value, format!("`{key}` takes no value; write just `{key}`"));
+            None
+        }
+    }
+}
+
+fn list(names: &[&str]) -> String {
+    names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,85 @@
+//! Checks across a method's attributes and its target type, and the compile-time reading
+//! of runtime schema files.
+
+use std::path::PathBuf;
+
+use syn::LitStr;
+
+use crate::ctxt::Errors;
+use crate::model::{IntentMethod, IntentTrait, TargetKind};
+
+/// A runtime schema file that exists and holds a JSON object.
+pub(crate) struct SchemaFile {
+    /// The absolute path, for `include_str!` (which also makes cargo rebuild on change).
+    pub absolute: String,
+}
+
+/// Checks every method, recording each mistake and loading schema files.
+pub(crate) fn check(model: &mut IntentTrait<'_>, errors: &mut Errors) {
+    for method in &mut model.methods {
+        check_method(method, errors);
+    }
+}
+
+fn check_method(method: &mut IntentMethod<'_>, errors: &mut Errors) {
+    let kind = method.output.kind;
+    if let Some(json_mode) = &method.intent.json_mode {
+        match kind {
+            TargetKind::Text => errors.spanned(
+                json_mode,
+                "`json_mode` does not apply to a `String` target, which is asked for as plain text",
+            ),
+            TargetKind::Value => errors.spanned(
+                json_mode,
+                "`json_mode` does not apply to a `serde_json::Value` target: without `schema` it is asked for as a JSON object already",
+            ),
+            TargetKind::Typed => {}
+        }
+    }
+    if let Some(schema) = &method.intent.schema {
+        if kind == TargetKind::Value {
+            method.schema_file = errors.ok(load_schema(schema));
+        } else {
+            errors.spanned(
+                schema,
+                "`schema` applies only to methods returning `serde_json::Value`; a typed target takes its schema from its type",
+            );
+        }
+    }
+    if kind != TargetKind::Text {
+        for example in &method.attrs.examples {
+            if let Err(error) = serde_json::from_str::<serde_json::Value>(&example.output.value()) {
+                errors.spanned(
+                    &example.output,
+                    format!(
+                        "this example output is not JSON ({error}); for a non-`String` target write the reply as the model should send it, like `{{\"value\": ...}}`"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Reads `path` relative to the crate's manifest directory and checks it is a JSON object.
+fn load_schema(path: &LitStr) -> syn::Result<SchemaFile> {
+    let relative = path.value();
+    let error = |message: String| syn::Error::new(path.span(), message);
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .ok_or_else(|| error("`CARGO_MANIFEST_DIR` is not set, so the schema file cannot be found; build with cargo".to_owned()))?;
+    let absolute = PathBuf::from(manifest_dir).join(&relative);
+    let text = std::fs::read_to_string(&absolute).map_err(|io| {
+        error(format!(
+            "cannot read schema file `{relative}` ({io}); the path is relative to the crate's directory (where its Cargo.toml is)"
+        ))
+    })?;
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(serde_json::Value::Object(_)) => {}
+        Ok(_) => return Err(error(format!("schema file `{relative}` must hold a JSON object (a JSON Schema)"))),
+        Err(json) => return Err(error(format!("schema file `{relative}` is not valid JSON: {json}"))),
+    }
+    let absolute = absolute
+        .to_str()
+        .ok_or_else(|| error(format!("the path of schema file `{relative}` is not valid UTF-8")))?
+        .to_owned();
+    Ok(SchemaFile { absolute })
+}

@@ -1,0 +1,52 @@
+//! What is emitted next to the errors: the trait as written and a client whose bodies are
+//! `unreachable!()`, so that code using them keeps compiling and the errors stay the
+//! macro's own (thiserror's `fallback`, clap's `dummies`).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{ItemTrait, TraitItem};
+
+use crate::expand::{client_header, client_name, send_trait};
+
+/// The errors, then the fallback trait and client.
+pub(crate) fn with_error(item: &ItemTrait, error: syn::Error) -> TokenStream {
+    let error = error.into_compile_error();
+    let intent_trait = send_trait(item);
+    let header = client_header(item, &quote!(#[allow(dead_code)]));
+    let name = client_name(item);
+    let trait_name = &item.ident;
+    let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
+    // An item the client cannot implement (an associated type or const) would add an error
+    // of its own; the trait still compiles, so leave the impl out.
+    let only_methods = intent_trait.items.iter().all(|i| matches!(i, TraitItem::Fn(_)));
+    let methods = intent_trait.items.iter().filter_map(|trait_item| match trait_item {
+        TraitItem::Fn(method) if method.default.is_none() => {
+            let sig = &method.sig;
+            let body = if is_future(sig) {
+                quote!(async move { ::core::unreachable!() })
+            } else {
+                quote!(::core::unreachable!())
+            };
+            Some(quote!(#sig { #body }))
+        }
+        _ => None,
+    });
+    let client_impl = only_methods.then(|| {
+        quote! {
+            #[allow(unused_variables, clippy::manual_async_fn)]
+            impl #impl_generics #trait_name #ty_generics for #name #where_clause {
+                #(#methods)*
+            }
+        }
+    });
+    quote! {
+        #error
+        #intent_trait
+        #header
+        #client_impl
+    }
+}
+
+fn is_future(sig: &syn::Signature) -> bool {
+    matches!(&sig.output, syn::ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::ImplTrait(_)))
+}

@@ -1,0 +1,250 @@
+//! The typed model of an `#[intents]` trait: its intent methods, their inputs and their
+//! target types, built from the syntax with every mistake recorded.
+
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, Ident, ItemTrait, Pat, PathArguments, ReturnType, TraitItem, TraitItemFn, Type};
+
+use crate::attr::{self, Intent, MethodAttrs};
+use crate::ctxt::Errors;
+
+/// A trait and its methods.
+pub(crate) struct IntentTrait<'a> {
+    pub item: &'a ItemTrait,
+    pub methods: Vec<IntentMethod<'a>>,
+    /// Methods with a default body and no `#[intent]`: the client inherits them.
+    pub provided: Vec<&'a TraitItemFn>,
+}
+
+/// One `#[intent]` method.
+pub(crate) struct IntentMethod<'a> {
+    pub item: &'a TraitItemFn,
+    pub intent: Intent,
+    pub attrs: MethodAttrs,
+    pub inputs: Vec<Input<'a>>,
+    pub output: Output<'a>,
+    /// The runtime schema file, read and checked by `check`.
+    pub schema_file: Option<crate::check::SchemaFile>,
+}
+
+/// An input parameter.
+pub(crate) struct Input<'a> {
+    pub name: &'a Ident,
+    pub ty: &'a Type,
+}
+
+/// What the method returns.
+pub(crate) struct Output<'a> {
+    /// The return type as written, e.g. `Result<Invoice, IntentError>`.
+    pub ty: &'a Type,
+    pub wrapper: Wrapper,
+    /// `T` of `Result<T, IntentError>` / `AIResult<T>`.
+    pub target: &'a Type,
+    pub kind: TargetKind,
+}
+
+/// How the method hands back the call's record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wrapper {
+    /// `Result<T, IntentError>`: the value or the failure summary.
+    Result,
+    /// `AIResult<T>`: the whole record.
+    AIResult,
+}
+
+/// How the target is asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TargetKind {
+    /// `String`: plain text, no schema.
+    Text,
+    /// `serde_json::Value`: a runtime shape, with an optional schema file.
+    Value,
+    /// Any other type: a strict schema from `schemars`.
+    Typed,
+}
+
+const RETURN_HELP: &str = "an intent method returns `Result<T, IntentError>` or `AIResult<T>` (written with these names: type aliases cannot be seen by the macro)";
+
+impl<'a> IntentTrait<'a> {
+    /// Builds the model, recording every mistake in `errors`.
+    pub(crate) fn from_syn(item: &'a ItemTrait, errors: &mut Errors) -> Self {
+        let mut model = IntentTrait { item, methods: Vec::new(), provided: Vec::new() };
+        for trait_item in &item.items {
+            match trait_item {
+                TraitItem::Fn(method) => {
+                    let has_intent = method.attrs.iter().any(|a| a.path().is_ident(attr::name::INTENT));
+                    if !has_intent && method.default.is_some() {
+                        model.provided.push(method);
+                    } else if let Some(method) = IntentMethod::from_syn(method, errors) {
+                        model.methods.push(method);
+                    }
+                }
+                other => errors.spanned(
+                    other,
+                    "an `#[intents]` trait holds only intent methods (and methods with a default body); move this item to another trait",
+                ),
+            }
+        }
+        model
+    }
+}
+
+impl<'a> IntentMethod<'a> {
+    fn from_syn(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Self> {
+        let mut attrs = attr::parse_method_attrs(&item.attrs, errors);
+        let sig = &item.sig;
+        check_signature(item, errors);
+        let inputs = inputs(item, errors);
+        let output = output(&sig.output, errors);
+        let Some(intent) = attrs.intent.take() else {
+            errors.spanned(
+                &sig.ident,
+                format!(
+                    "method `{}` needs an `#[intent(\"...\")]` attribute saying what the model should do",
+                    sig.ident
+                ),
+            );
+            return None;
+        };
+        Some(IntentMethod { item, intent, attrs, inputs: inputs?, output: output?, schema_file: None })
+    }
+}
+
+fn check_signature(item: &TraitItemFn, errors: &mut Errors) {
+    let sig = &item.sig;
+    if sig.asyncness.is_none() {
+        errors.spanned(&sig.fn_token, format!("intent method `{}` must be `async fn`", sig.ident));
+    }
+    if let Some(token) = &sig.constness {
+        errors.spanned(token, "an intent method cannot be `const`");
+    }
+    if let Some(token) = &sig.unsafety {
+        errors.spanned(token, "an intent method cannot be `unsafe`");
+    }
+    if let Some(abi) = &sig.abi {
+        errors.spanned(abi, "an intent method cannot declare an ABI");
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.spanned(variadic, "an intent method cannot be variadic");
+    }
+    for param in &sig.generics.params {
+        if !matches!(param, syn::GenericParam::Lifetime(_)) {
+            errors.spanned(
+                param,
+                "an intent method cannot have type or const parameters: the target and inputs must be concrete types (make the trait generic instead)",
+            );
+        }
+    }
+    if let Some(body) = &item.default {
+        errors.at(
+            body.span(),
+            "an intent method has no body: the generated client implements it; remove the body or the `#[intent]` attribute",
+        );
+    }
+}
+
+fn inputs<'a>(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Vec<Input<'a>>> {
+    let sig = &item.sig;
+    let mut params = sig.inputs.iter();
+    let receiver_ok = match params.next() {
+        Some(FnArg::Receiver(receiver))
+            if receiver.reference.is_some() && receiver.mutability.is_none() && receiver.colon_token.is_none() =>
+        {
+            true
+        }
+        Some(FnArg::Receiver(receiver)) => {
+            errors.spanned(receiver, "an intent method takes `&self`, so that calls can run concurrently");
+            false
+        }
+        _ => {
+            errors.spanned(&sig.ident, format!("intent method `{}` must take `&self` first", sig.ident));
+            false
+        }
+    };
+    let mut inputs = Vec::new();
+    let mut ok = receiver_ok;
+    for param in params {
+        match param {
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                    inputs.push(Input { name: &pat.ident, ty: &typed.ty })
+                }
+                other => {
+                    errors.spanned(
+                        other,
+                        "an intent input needs a plain name (it names the input for the model), like `text: &str`",
+                    );
+                    ok = false;
+                }
+            },
+            FnArg::Receiver(receiver) => {
+                errors.spanned(receiver, "`self` must be the first parameter");
+                ok = false;
+            }
+        }
+    }
+    if receiver_ok && inputs.is_empty() && ok {
+        errors.at(
+            sig.paren_token.span.join(),
+            format!("intent method `{}` needs at least one input after `&self`, like `text: &str`", sig.ident),
+        );
+        ok = false;
+    }
+    ok.then_some(inputs)
+}
+
+fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>> {
+    let ty = match output {
+        ReturnType::Type(_, ty) => &**ty,
+        ReturnType::Default => {
+            errors.at(output.span(), RETURN_HELP);
+            return None;
+        }
+    };
+    let parsed = last_segment(ty).and_then(|segment| {
+        let args = generic_types(&segment.arguments);
+        match (segment.ident.to_string().as_str(), args.as_slice()) {
+            ("Result", [target, error]) if last_segment(error).is_some_and(|s| s.ident == "IntentError") => {
+                Some((Wrapper::Result, *target))
+            }
+            ("AIResult", [target]) => Some((Wrapper::AIResult, *target)),
+            _ => None,
+        }
+    });
+    let Some((wrapper, target)) = parsed else {
+        errors.spanned(ty, RETURN_HELP);
+        return None;
+    };
+    Some(Output { ty, wrapper, target, kind: target_kind(target) })
+}
+
+fn target_kind(target: &Type) -> TargetKind {
+    match last_segment(target) {
+        Some(segment) if segment.arguments.is_none() && segment.ident == "String" => TargetKind::Text,
+        Some(segment) if segment.arguments.is_none() && segment.ident == "Value" => TargetKind::Value,
+        _ => TargetKind::Typed,
+    }
+}
+
+/// The last segment of a plain path type (`a::b::C<..>` gives `C<..>`).
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
+        Type::Group(group) => last_segment(&group.elem),
+        Type::Paren(paren) => last_segment(&paren.elem),
+        _ => None,
+    }
+}
+
+fn generic_types(arguments: &PathArguments) -> Vec<&Type> {
+    match arguments {
+        PathArguments::AngleBracketed(args) => args
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                GenericArgument::Type(ty) => Some(ty),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
