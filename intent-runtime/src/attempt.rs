@@ -1,1 +1,391 @@
-//! STUB
+//! The attempt loop: render the prompt, call the provider, verify, ask the judge, feed
+//! every problem back, and stop on success, on the attempt limit, or at a guardrail.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::cache::CacheKey;
+use crate::client::ClientInner;
+use crate::judge::{JudgeReading, JudgeRequest};
+use crate::limits::Deadline;
+use crate::prompt::{PromptPlan, render};
+use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
+use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
+use crate::verify::Verification;
+
+/// The settings of one call, resolved from the client's and the call's options.
+#[derive(Debug, Clone)]
+pub(crate) struct CallSettings {
+    pub max_attempts: u32,
+    pub max_model_calls: Option<u32>,
+    pub deadline: Deadline,
+    pub use_judge: bool,
+    pub model: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Why a provider call produced no reply.
+enum CallFailure {
+    Provider(ProviderError),
+    /// The time budget ran out while waiting (for the provider, a backoff or the limiter).
+    Budget,
+}
+
+/// The running state of one call.
+struct Loop<'a> {
+    client: &'a ClientInner,
+    settings: &'a CallSettings,
+    model_calls: u32,
+}
+
+impl Loop<'_> {
+    fn ceiling_reached(&self) -> bool {
+        self.settings
+            .max_model_calls
+            .is_some_and(|max| self.model_calls >= max)
+    }
+
+    fn ceiling_issue(&self, attempt: u32, what: &str) -> ResultIssue {
+        ResultIssue::new(
+            IssueSource::Guardrail,
+            format!(
+                "Stopped: the model-call ceiling of {} was reached before {what}.",
+                self.settings.max_model_calls.unwrap_or_default()
+            ),
+            attempt,
+        )
+    }
+
+    fn budget_issue(&self, attempt: u32, what: &str) -> ResultIssue {
+        let budget = self.settings.deadline.budget().unwrap_or_default();
+        ResultIssue::new(
+            IssueSource::Guardrail,
+            format!(
+                "Stopped: the time budget of {} ms ran out {what}.",
+                budget.as_millis()
+            ),
+            attempt,
+        )
+    }
+
+    fn count_call(&mut self, record: &mut AttemptRecord) {
+        self.model_calls += 1;
+        record.model_calls += 1;
+        self.client
+            .totals
+            .model_calls
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn add_usage(&self, record: &mut AttemptRecord, usage: Usage) {
+        record.usage += usage;
+        self.client
+            .totals
+            .input_tokens
+            .fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.client
+            .totals
+            .output_tokens
+            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+    }
+
+    /// Runs `future` within the call's time budget.
+    async fn within_budget<F: Future>(&self, future: F) -> Option<F::Output> {
+        match self.settings.deadline.instant() {
+            None => Some(future.await),
+            Some(at) => tokio::time::timeout_at(at.into(), future).await.ok(),
+        }
+    }
+
+    /// One model call through the rate limiter, retrying transient failures with backoff
+    /// inside the budget; every retry is noted on the record.
+    async fn call(
+        &mut self,
+        request: &ProviderRequest,
+        record: &mut AttemptRecord,
+    ) -> Result<ProviderReply, CallFailure> {
+        let mut retries = 0;
+        loop {
+            if let Some(limiter) = &self.client.rate_limiter {
+                let estimated_tokens =
+                    (request.system.len() + request.user.len()).div_ceil(4) as u64;
+                self.within_budget(limiter.acquire(estimated_tokens))
+                    .await
+                    .ok_or(CallFailure::Budget)?;
+            }
+            let result = self
+                .within_budget(self.client.provider.complete(request))
+                .await
+                .ok_or(CallFailure::Budget)?;
+            self.count_call(record);
+            let error = match result {
+                Ok(reply) => return Ok(reply),
+                Err(error) => error,
+            };
+            let policy = &self.client.retry_policy;
+            if !error.is_transient() || retries >= policy.max_retries || self.ceiling_reached() {
+                return Err(CallFailure::Provider(error));
+            }
+            retries += 1;
+            let wait = policy.delay(retries, &error);
+            if !self.settings.deadline.allows(wait) {
+                return Err(CallFailure::Provider(error));
+            }
+            tracing::debug!(%error, ?wait, retry = retries, "transient provider failure; retrying");
+            record
+                .provider_retries
+                .push(format!("{error} (retried after {} ms)", wait.as_millis()));
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// Runs the attempt loop for one call. `verify` checks a reply for attempt `n`.
+pub(crate) async fn run_attempts<T, V>(
+    client: &ClientInner,
+    plan: &PromptPlan,
+    settings: &CallSettings,
+    verify: V,
+) -> AIResult<T>
+where
+    T: Send,
+    V: Fn(&ProviderReply, u32) -> Verification<T> + Send + Sync,
+{
+    let started = Instant::now();
+    let mut state = Loop {
+        client,
+        settings,
+        model_calls: 0,
+    };
+    let mut attempts: Vec<AttemptRecord> = Vec::new();
+    let mut issues: Vec<ResultIssue> = Vec::new();
+    let mut value = None;
+    let model_name = settings
+        .model
+        .clone()
+        .unwrap_or_else(|| client.provider.default_model().to_owned());
+
+    for number in 1..=settings.max_attempts.max(1) {
+        if state.ceiling_reached() {
+            issues.push(state.ceiling_issue(number, &format!("attempt {number}")));
+            break;
+        }
+        if settings.deadline.expired() {
+            issues.push(state.budget_issue(number, &format!("before attempt {number}")));
+            break;
+        }
+        let attempt_started = Instant::now();
+        let mut record = AttemptRecord::new(number);
+        let prompt = render(plan, attempts.last());
+        let request = ProviderRequest {
+            system: prompt.system,
+            user: prompt.user,
+            response_format: plan.response_format(),
+            schema: plan.schema(),
+            schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
+            model: settings.model.clone(),
+            max_output_tokens: settings.max_output_tokens,
+            temperature: settings.temperature,
+        };
+
+        // Only a first attempt may be served from the cache: a retry's request carries the
+        // previous failure, and asking again is the point of it.
+        let cache_key = match (&client.cache, number) {
+            (Some(_), 1) => Some(CacheKey::of(&request, &model_name)),
+            _ => None,
+        };
+        let cached =
+            cache_key.and_then(|key| client.cache.as_ref().and_then(|cache| cache.get(&key)));
+        let reply = match cached {
+            Some(reply) => {
+                record.cached = true;
+                Ok(reply)
+            }
+            None => state.call(&request, &mut record).await,
+        };
+
+        let stop = match reply {
+            Err(CallFailure::Provider(error)) => {
+                record.issues.push(ResultIssue::new(
+                    IssueSource::Provider,
+                    error.to_string(),
+                    number,
+                ));
+                true
+            }
+            Err(CallFailure::Budget) => {
+                record
+                    .issues
+                    .push(state.budget_issue(number, "while waiting for the provider"));
+                true
+            }
+            Ok(reply) => {
+                if !record.cached {
+                    state.add_usage(&mut record, reply.usage);
+                }
+                record.raw_output.clone_from(&reply.text);
+                record.model.clone_from(&reply.model);
+                let verification = verify(&reply, number);
+                let passed = verification.passed();
+                record.issues = verification.issues;
+                record.repairs = verification.repairs;
+                let mut candidate = if passed { verification.value } else { None };
+                let mut stop = false;
+                if candidate.is_some() && settings.use_judge {
+                    match judge_attempt(&mut state, plan, &reply.text, &mut record).await {
+                        JudgeStep::Accepted => {}
+                        JudgeStep::Rejected => candidate = None,
+                        JudgeStep::Stopped => {
+                            candidate = None;
+                            stop = true;
+                        }
+                    }
+                }
+                if candidate.is_some() {
+                    if let (Some(key), Some(cache), false) =
+                        (cache_key, &client.cache, record.cached)
+                    {
+                        cache.put(key, reply);
+                    }
+                    value = candidate;
+                }
+                stop
+            }
+        };
+        record.duration = attempt_started.elapsed();
+        issues.extend(record.issues.iter().cloned());
+        attempts.push(record);
+        if value.is_some() || stop {
+            break;
+        }
+    }
+
+    let usage = attempts
+        .iter()
+        .fold(Usage::default(), |sum, a| sum + a.usage);
+    AIResult {
+        value,
+        issues,
+        attempts,
+        usage,
+        elapsed: started.elapsed(),
+    }
+}
+
+enum JudgeStep {
+    Accepted,
+    Rejected,
+    /// A guardrail stopped the call before or during the judge's call.
+    Stopped,
+}
+
+/// Asks the judge about an attempt that passed the deterministic checks.
+async fn judge_attempt(
+    state: &mut Loop<'_>,
+    plan: &PromptPlan,
+    candidate: &str,
+    record: &mut AttemptRecord,
+) -> JudgeStep {
+    let number = record.number;
+    let Some(judge) = state.client.judge.clone() else {
+        return JudgeStep::Accepted;
+    };
+    if state.ceiling_reached() {
+        record
+            .issues
+            .push(state.ceiling_issue(number, "the judge could check the reply"));
+        return JudgeStep::Stopped;
+    }
+    if let Some(limiter) = &state.client.rate_limiter {
+        let estimated_tokens = (plan.input.text.len() + candidate.len()).div_ceil(4) as u64;
+        if state
+            .within_budget(limiter.acquire(estimated_tokens))
+            .await
+            .is_none()
+        {
+            record
+                .issues
+                .push(state.budget_issue(number, "while waiting for the judge"));
+            return JudgeStep::Stopped;
+        }
+    }
+    let request = JudgeRequest {
+        intent: &plan.intent,
+        input: &plan.input.text,
+        candidate,
+        output_requirements: plan.output_requirements.as_deref(),
+        model: state.client.judge_model.as_deref(),
+    };
+    let Some(result) = state.within_budget(judge.judge(&request)).await else {
+        state.count_call(record);
+        record
+            .issues
+            .push(state.budget_issue(number, "while waiting for the judge"));
+        return JudgeStep::Stopped;
+    };
+    state.count_call(record);
+    let reading = match result {
+        Ok(response) => {
+            state.add_usage(record, response.reply.usage);
+            response.reading
+        }
+        Err(error) => JudgeReading::Unreadable(format!("the judge call failed: {error}")),
+    };
+    match reading {
+        JudgeReading::Verdict(verdict) => {
+            let passes = verdict.passes;
+            let mut problems = verdict.problems.clone();
+            if !passes && problems.is_empty() {
+                problems.push("The judge rejected the output without naming a problem; re-read the intent and the requirements and correct the output.".to_owned());
+            }
+            record.judge = Some(JudgeRecord::Verdict {
+                passes,
+                problems: verdict.problems,
+            });
+            if passes {
+                return JudgeStep::Accepted;
+            }
+            for problem in problems {
+                record
+                    .issues
+                    .push(ResultIssue::new(IssueSource::Judge, problem, number));
+            }
+            JudgeStep::Rejected
+        }
+        JudgeReading::NoVerdict => {
+            record.judge = Some(JudgeRecord::Missing {
+                reason: "the judge returned null".to_owned(),
+                accepted: false,
+            });
+            record.issues.push(ResultIssue::new(
+                IssueSource::Judge,
+                "The judge returned no verdict.",
+                number,
+            ));
+            JudgeStep::Rejected
+        }
+        JudgeReading::Unreadable(reason) => {
+            let accepted = !state.client.judge_fail_closed;
+            tracing::warn!(
+                intent = %plan.intent,
+                %reason,
+                accepted,
+                "the judge gave no readable verdict"
+            );
+            record.judge = Some(JudgeRecord::Missing {
+                reason: reason.clone(),
+                accepted,
+            });
+            if accepted {
+                return JudgeStep::Accepted;
+            }
+            record.issues.push(ResultIssue::new(
+                IssueSource::Judge,
+                format!("The output could not be judged: {reason}."),
+                number,
+            ));
+            JudgeStep::Rejected
+        }
+    }
+}

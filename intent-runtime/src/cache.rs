@@ -1,1 +1,174 @@
-//! STUB
+//! The response cache: replies to first attempts, keyed by everything that shapes the
+//! request. A retry is never served from it (its request carries the previous failure).
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, PoisonError};
+
+use crate::provider::{ProviderReply, ProviderRequest, ResponseFormat};
+
+/// The key of a cached reply: a hash of every field of the request that can change the
+/// reply (prompts, format, schema and its name, model, output limit, temperature).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheKey(u64);
+
+impl CacheKey {
+    /// The key of `request`, with `model` the model that will actually be asked (the
+    /// request may leave it to the provider's default).
+    pub fn of(request: &ProviderRequest, model: &str) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        request.system.hash(&mut hasher);
+        request.user.hash(&mut hasher);
+        match request.response_format {
+            ResponseFormat::Text => 0u8,
+            ResponseFormat::JsonObject => 1,
+            ResponseFormat::JsonSchema => 2,
+        }
+        .hash(&mut hasher);
+        request
+            .schema
+            .as_ref()
+            .map(|s| s.to_string())
+            .hash(&mut hasher);
+        request.schema_name.hash(&mut hasher);
+        model.hash(&mut hasher);
+        request.max_output_tokens.hash(&mut hasher);
+        request.temperature.map(f32::to_bits).hash(&mut hasher);
+        Self(hasher.finish())
+    }
+}
+
+/// Where replies are cached. Implement it to put the cache somewhere shared (Redis, a
+/// file); [`InMemoryCache`] is the default.
+pub trait ResponseCache: Send + Sync + fmt::Debug {
+    /// The cached reply for `key`, if any.
+    fn get(&self, key: &CacheKey) -> Option<ProviderReply>;
+    /// Stores `reply` under `key`.
+    fn put(&self, key: CacheKey, reply: ProviderReply);
+}
+
+/// An in-process cache holding at most `capacity` replies; the oldest is dropped first.
+pub struct InMemoryCache {
+    capacity: usize,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    replies: HashMap<CacheKey, ProviderReply>,
+    order: VecDeque<CacheKey>,
+}
+
+impl InMemoryCache {
+    /// A cache of at most `capacity` replies (at least one).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            entries: Mutex::new(Entries::default()),
+        }
+    }
+
+    /// How many replies are cached.
+    pub fn len(&self) -> usize {
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replies
+            .len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Debug for InMemoryCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryCache")
+            .field("capacity", &self.capacity)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl ResponseCache for InMemoryCache {
+    fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.replies.get(key).cloned()
+    }
+
+    fn put(&self, key: CacheKey, reply: ProviderReply) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.replies.insert(key, reply).is_none() {
+            entries.order.push_back(key);
+        }
+        while entries.order.len() > self.capacity {
+            if let Some(oldest) = entries.order.pop_front() {
+                entries.replies.remove(&oldest);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shaping_field_changes_the_key() {
+        let base = ProviderRequest::text("s", "u");
+        let key = CacheKey::of(&base, "m");
+        let variants = [
+            ProviderRequest {
+                system: "s2".into(),
+                ..base.clone()
+            },
+            ProviderRequest {
+                user: "u2".into(),
+                ..base.clone()
+            },
+            ProviderRequest {
+                response_format: ResponseFormat::JsonObject,
+                ..base.clone()
+            },
+            ProviderRequest {
+                schema: Some(std::sync::Arc::new(serde_json::json!({}))),
+                ..base.clone()
+            },
+            ProviderRequest {
+                schema_name: "other".into(),
+                ..base.clone()
+            },
+            ProviderRequest {
+                max_output_tokens: Some(5),
+                ..base.clone()
+            },
+            ProviderRequest {
+                temperature: Some(0.5),
+                ..base.clone()
+            },
+        ];
+        for variant in &variants {
+            assert_ne!(CacheKey::of(variant, "m"), key, "{variant:?}");
+        }
+        assert_ne!(CacheKey::of(&base, "other-model"), key);
+        assert_eq!(CacheKey::of(&base.clone(), "m"), key);
+    }
+
+    #[test]
+    fn oldest_entry_is_evicted_past_capacity() {
+        let cache = InMemoryCache::new(2);
+        let keys: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .map(|u| CacheKey::of(&ProviderRequest::text("s", *u), "m"))
+            .collect();
+        for (key, text) in keys.iter().zip(["1", "2", "3"]) {
+            cache.put(*key, ProviderReply::text(text));
+        }
+        assert_eq!(cache.len(), 2);
+        assert!(cache.get(&keys[0]).is_none());
+        assert_eq!(cache.get(&keys[2]).map(|r| r.text), Some("3".to_owned()));
+    }
+}

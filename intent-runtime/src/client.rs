@@ -1,7 +1,575 @@
-//! STUB: the client.
-/// The client.
-#[derive(Debug, Clone)]
-pub struct IntentClient;
-/// The builder.
-#[derive(Debug)]
-pub struct IntentClientBuilder;
+//! [`IntentClient`]: the entry point. Cheap to clone and shared across tasks; built by
+//! [`IntentClientBuilder`], which reports every configuration mistake from `build()`.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::attempt::{CallSettings, run_attempts};
+use crate::cache::{InMemoryCache, ResponseCache};
+use crate::input::{InputError, PreparedInput, check_input_size, prepare_input};
+use crate::judge::{Judge, JudgeMode, ModelJudge};
+use crate::limits::{Deadline, RateLimiter, RetryPolicy};
+use crate::options::{IntentOptions, Validator};
+use crate::prompt::{OutputTarget, PromptPlan};
+use crate::provider::Provider;
+use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
+use crate::schema::{TargetSchema, runtime_target_schema, target_schema};
+use crate::verify::{Verification, verify_text, verify_typed, verify_value};
+
+/// The default number of attempts per call.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// Running totals of a client and all its clones.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    pub model_calls: AtomicU64,
+    pub input_tokens: AtomicU64,
+    pub output_tokens: AtomicU64,
+}
+
+pub(crate) struct ClientInner {
+    pub provider: Arc<dyn Provider>,
+    pub judge: Option<Arc<dyn Judge>>,
+    pub judge_mode: JudgeMode,
+    pub judge_model: Option<String>,
+    pub judge_fail_closed: bool,
+    pub max_attempts: u32,
+    pub max_model_calls: Option<u32>,
+    pub time_budget: Option<Duration>,
+    pub max_input_chars: Option<usize>,
+    pub rate_limiter: Option<RateLimiter>,
+    pub cache: Option<Arc<dyn ResponseCache>>,
+    pub retry_policy: RetryPolicy,
+    pub model: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub totals: Totals,
+}
+
+/// Runs intents against a model: plans the prompt, calls the provider, verifies, judges
+/// and retries.
+///
+/// Cloning is cheap (one `Arc`); clones share the provider, the cache, the rate limiter
+/// and the running totals.
+///
+/// ```
+/// use intent_runtime::IntentClient;
+/// use intent_runtime::provider::ScriptedProvider;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let client = IntentClient::builder()
+///     .provider(ScriptedProvider::new([r#"{"value": 3}"#]))
+///     .build()
+///     .unwrap();
+/// let count: u32 = client
+///     .transform("one two three", "Count the words", Default::default())
+///     .await
+///     .into_result()
+///     .unwrap();
+/// assert_eq!(count, 3);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct IntentClient {
+    inner: Arc<ClientInner>,
+}
+
+impl fmt::Debug for IntentClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("IntentClient")
+            .field("provider", &inner.provider)
+            .field("judge_mode", &inner.judge_mode)
+            .field("judge_model", &inner.judge_model)
+            .field("max_attempts", &inner.max_attempts)
+            .field("max_model_calls", &inner.max_model_calls)
+            .field("time_budget", &inner.time_budget)
+            .field("max_input_chars", &inner.max_input_chars)
+            .field("rate_limiter", &inner.rate_limiter)
+            .field("cache", &inner.cache)
+            .field("model", &inner.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntentClient {
+    /// A builder; only the provider is required.
+    pub fn builder() -> IntentClientBuilder {
+        IntentClientBuilder::default()
+    }
+
+    /// Model calls made so far by this client and its clones, judge calls included.
+    pub fn total_model_calls(&self) -> u64 {
+        self.inner.totals.model_calls.load(Ordering::Relaxed)
+    }
+
+    /// Tokens used so far by this client and its clones.
+    pub fn total_usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.inner.totals.input_tokens.load(Ordering::Relaxed),
+            output_tokens: self.inner.totals.output_tokens.load(Ordering::Relaxed),
+            cached_input_tokens: 0,
+        }
+    }
+
+    /// Carries out `intent` on `input` and returns a value of type `T`.
+    ///
+    /// A `String` target asks for plain text; any other `T` asks for the `{"value": ...}`
+    /// envelope with `T`'s strict schema (or JSON-object mode when the schema cannot be
+    /// strict, or when `options.json_mode` is set).
+    pub async fn transform<I, T>(
+        &self,
+        input: &I,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> AIResult<T>
+    where
+        I: Serialize + JsonSchema + ?Sized,
+        T: DeserializeOwned + JsonSchema + Send + 'static,
+    {
+        self.transform_input(prepare_input(input), intent, options)
+            .await
+    }
+
+    /// [`IntentClient::transform`] with an input that was already prepared (the generated
+    /// clients prepare several parameters as one object).
+    pub async fn transform_input<T>(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> AIResult<T>
+    where
+        T: DeserializeOwned + JsonSchema + Send + 'static,
+    {
+        let started = Instant::now();
+        let input = match self.checked_input(input) {
+            Ok(input) => input,
+            Err(error) => return preflight_failure(error.to_string(), started),
+        };
+        if TypeId::of::<T>() == TypeId::of::<String>() {
+            return self.transform_text(input, intent, options).await;
+        }
+        let schema = match target_schema::<T>() {
+            Ok(schema) => schema,
+            Err(error) => return preflight_failure(error.to_string(), started),
+        };
+        let target = if options.json_mode || !schema.strict_compatible {
+            OutputTarget::TypedJsonObject(schema.clone())
+        } else {
+            OutputTarget::Typed(schema.clone())
+        };
+        let plan = self.plan(intent, input, target, &options);
+        let settings = self.settings(&options);
+        let validators = options.validators;
+        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+            verify_typed::<T>(reply, &schema, &validators, attempt)
+        })
+        .await
+    }
+
+    // `T` is `String` here; the value and the validators cross over through `Any`.
+    async fn transform_text<T>(
+        &self,
+        input: PreparedInput,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> AIResult<T>
+    where
+        T: Send + 'static,
+    {
+        let validators: Vec<Validator<String>> = options
+            .validators
+            .iter()
+            .map(|validator| {
+                let validator = validator.clone();
+                Arc::new(
+                    move |text: &String| match (text as &dyn Any).downcast_ref::<T>() {
+                        Some(value) => validator(value),
+                        None => Vec::new(),
+                    },
+                ) as Validator<String>
+            })
+            .collect();
+        let plan = self.plan(intent, input, OutputTarget::Text, &options);
+        let settings = self.settings(&options);
+        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+            let verification = verify_text(reply, &validators, attempt);
+            Verification {
+                value: verification.value.and_then(cast::<String, T>),
+                issues: verification.issues,
+                repairs: verification.repairs,
+                truncated: verification.truncated,
+            }
+        })
+        .await
+    }
+
+    /// Carries out `intent` on `input` and returns a JSON value shaped by `schema` (a
+    /// runtime shape). With no schema, any JSON value is asked for in JSON-object mode.
+    pub async fn transform_value<I>(
+        &self,
+        input: &I,
+        intent: &str,
+        schema: Option<&Value>,
+        options: IntentOptions<Value>,
+    ) -> AIResult<Value>
+    where
+        I: Serialize + JsonSchema + ?Sized,
+    {
+        let target = match schema.map(runtime_target_schema).transpose() {
+            Ok(target) => target.map(Arc::new),
+            Err(error) => return preflight_failure(error.to_string(), Instant::now()),
+        };
+        self.transform_value_input(prepare_input(input), intent, target, options)
+            .await
+    }
+
+    /// [`IntentClient::transform_value`] with a prepared input and a prepared schema.
+    pub async fn transform_value_input(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        schema: Option<Arc<TargetSchema>>,
+        options: IntentOptions<Value>,
+    ) -> AIResult<Value> {
+        let started = Instant::now();
+        let input = match self.checked_input(input) {
+            Ok(input) => input,
+            Err(error) => return preflight_failure(error.to_string(), started),
+        };
+        let target = match &schema {
+            Some(schema) => OutputTarget::RuntimeSchema(schema.clone()),
+            None => OutputTarget::AnyJson,
+        };
+        let plan = self.plan(intent, input, target, &options);
+        let settings = self.settings(&options);
+        let validators = options.validators;
+        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+            verify_value(reply, schema.as_deref(), &validators, attempt)
+        })
+        .await
+    }
+
+    fn checked_input(
+        &self,
+        input: Result<PreparedInput, InputError>,
+    ) -> Result<PreparedInput, InputError> {
+        let input = input?;
+        check_input_size(&input, self.inner.max_input_chars)?;
+        Ok(input)
+    }
+
+    fn plan<T>(
+        &self,
+        intent: &str,
+        input: PreparedInput,
+        target: OutputTarget,
+        options: &IntentOptions<T>,
+    ) -> PromptPlan {
+        PromptPlan {
+            intent: intent.to_owned(),
+            input,
+            target,
+            examples: options.examples.clone(),
+            system: options.system.clone(),
+            output_requirements: options.output_requirements.clone(),
+        }
+    }
+
+    fn settings<T>(&self, options: &IntentOptions<T>) -> CallSettings {
+        let inner = &self.inner;
+        let use_judge = inner.judge.is_some()
+            && match inner.judge_mode {
+                JudgeMode::Never => false,
+                JudgeMode::OnRequest => options.use_judge,
+                JudgeMode::Always => true,
+            };
+        CallSettings {
+            max_attempts: options.max_attempts.unwrap_or(inner.max_attempts),
+            max_model_calls: options.max_model_calls.or(inner.max_model_calls),
+            deadline: Deadline::after(Instant::now(), options.time_budget.or(inner.time_budget)),
+            use_judge,
+            model: options.model.clone().or_else(|| inner.model.clone()),
+            temperature: options.temperature,
+            max_output_tokens: options.max_output_tokens.or(inner.max_output_tokens),
+        }
+    }
+}
+
+fn cast<A: 'static, B: 'static>(value: A) -> Option<B> {
+    (Box::new(value) as Box<dyn Any>)
+        .downcast::<B>()
+        .ok()
+        .map(|boxed| *boxed)
+}
+
+/// A result for a request that could not be built: no model was called.
+fn preflight_failure<T>(message: String, started: Instant) -> AIResult<T> {
+    AIResult {
+        value: None,
+        issues: vec![ResultIssue::new(IssueSource::Input, message, 1)],
+        attempts: Vec::new(),
+        usage: Usage::default(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A configuration mistake found by [`IntentClientBuilder::build`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No provider was given.
+    #[error("no provider was configured; call `.provider(...)` on the builder")]
+    MissingProvider,
+    /// A limit was set to zero, which would make every call fail.
+    #[error("`{setting}` must be at least 1")]
+    Zero {
+        /// The setting's builder method.
+        setting: &'static str,
+    },
+    /// A judge was configured while the judge mode is `Never`.
+    #[error(
+        "a judge was configured but the judge mode is `Never`; remove the judge or change the mode"
+    )]
+    JudgeNeverUsed,
+}
+
+/// Builds an [`IntentClient`]. Errors are reported by [`IntentClientBuilder::build`].
+#[derive(Default)]
+pub struct IntentClientBuilder {
+    provider: Option<Arc<dyn Provider>>,
+    judge: Option<Arc<dyn Judge>>,
+    judge_provider: Option<Arc<dyn Provider>>,
+    judge_mode: JudgeMode,
+    judge_model: Option<String>,
+    judge_fail_closed: bool,
+    max_attempts: Option<u32>,
+    max_model_calls: Option<u32>,
+    time_budget: Option<Duration>,
+    max_input_chars: Option<usize>,
+    rate_limiter: Option<RateLimiter>,
+    cache: Option<Arc<dyn ResponseCache>>,
+    retry_policy: RetryPolicy,
+    model: Option<String>,
+    max_output_tokens: Option<u32>,
+}
+
+impl fmt::Debug for IntentClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntentClientBuilder")
+            .field("provider", &self.provider)
+            .field("judge_mode", &self.judge_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntentClientBuilder {
+    /// The provider every call goes to (required).
+    pub fn provider(mut self, provider: impl Provider + 'static) -> Self {
+        self.provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// The provider, already shared.
+    pub fn shared_provider(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// When the judge runs (default [`JudgeMode::OnRequest`]).
+    pub fn judge_mode(mut self, mode: JudgeMode) -> Self {
+        self.judge_mode = mode;
+        self
+    }
+
+    /// A custom judge, instead of a [`ModelJudge`] over the primary provider.
+    pub fn judge(mut self, judge: impl Judge + 'static) -> Self {
+        self.judge = Some(Arc::new(judge));
+        self
+    }
+
+    /// A separate provider for the default model judge.
+    pub fn judge_provider(mut self, provider: impl Provider + 'static) -> Self {
+        self.judge_provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// The model the judge uses (default: the judge provider's default model).
+    pub fn judge_model(mut self, model: impl Into<String>) -> Self {
+        self.judge_model = Some(model.into());
+        self
+    }
+
+    /// Makes a judge reply that cannot be read fail the attempt, instead of accepting it
+    /// without a verdict (the default, so that a broken judge cannot block results).
+    pub fn judge_fail_closed(mut self, fail_closed: bool) -> Self {
+        self.judge_fail_closed = fail_closed;
+        self
+    }
+
+    /// Attempts per call (default 3).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// The most model calls one call may make, judge calls and retried requests included.
+    pub fn max_model_calls(mut self, calls: u32) -> Self {
+        self.max_model_calls = Some(calls);
+        self
+    }
+
+    /// The time budget of one call, provider calls in flight included.
+    pub fn time_budget(mut self, budget: Duration) -> Self {
+        self.time_budget = Some(budget);
+        self
+    }
+
+    /// The longest serialized input, in characters; longer inputs fail before any call.
+    pub fn max_input_chars(mut self, chars: usize) -> Self {
+        self.max_input_chars = Some(chars);
+        self
+    }
+
+    /// A rate limiter shared by every clone of the client and by the judge's calls.
+    pub fn rate_limiter(mut self, limiter: RateLimiter) -> Self {
+        self.rate_limiter = Some(limiter);
+        self
+    }
+
+    /// A response cache for first attempts.
+    pub fn cache(mut self, cache: impl ResponseCache + 'static) -> Self {
+        self.cache = Some(Arc::new(cache));
+        self
+    }
+
+    /// An in-memory response cache of at most `capacity` replies.
+    pub fn in_memory_cache(self, capacity: usize) -> Self {
+        self.cache(InMemoryCache::new(capacity))
+    }
+
+    /// How transient provider failures are retried (default [`RetryPolicy::default`]).
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry_policy = policy;
+        self
+    }
+
+    /// The model every call uses unless its options name another.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Maximum output tokens per model call unless a call's options say otherwise.
+    pub fn max_output_tokens(mut self, tokens: u32) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
+
+    /// Builds the client, or says what is wrong with the configuration.
+    pub fn build(self) -> Result<IntentClient, BuildError> {
+        let provider = self.provider.ok_or(BuildError::MissingProvider)?;
+        for (setting, value) in [
+            ("max_attempts", self.max_attempts),
+            ("max_model_calls", self.max_model_calls),
+        ] {
+            if value == Some(0) {
+                return Err(BuildError::Zero { setting });
+            }
+        }
+        if self.max_input_chars == Some(0) {
+            return Err(BuildError::Zero {
+                setting: "max_input_chars",
+            });
+        }
+        let judge = match (self.judge_mode, self.judge, self.judge_provider) {
+            (JudgeMode::Never, None, None) => None,
+            (JudgeMode::Never, _, _) => return Err(BuildError::JudgeNeverUsed),
+            (_, Some(judge), _) => Some(judge),
+            (_, None, Some(judge_provider)) => {
+                Some(Arc::new(ModelJudge::new(judge_provider)) as Arc<dyn Judge>)
+            }
+            (_, None, None) => Some(Arc::new(ModelJudge::new(provider.clone())) as Arc<dyn Judge>),
+        };
+        Ok(IntentClient {
+            inner: Arc::new(ClientInner {
+                provider,
+                judge,
+                judge_mode: self.judge_mode,
+                judge_model: self.judge_model,
+                judge_fail_closed: self.judge_fail_closed,
+                max_attempts: self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
+                max_model_calls: self.max_model_calls,
+                time_budget: self.time_budget,
+                max_input_chars: self.max_input_chars,
+                rate_limiter: self.rate_limiter,
+                cache: self.cache,
+                retry_policy: self.retry_policy,
+                model: self.model,
+                max_output_tokens: self.max_output_tokens,
+                totals: Totals::default(),
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ScriptedProvider;
+
+    #[test]
+    fn build_requires_a_provider() {
+        assert_eq!(
+            IntentClient::builder().build().unwrap_err(),
+            BuildError::MissingProvider
+        );
+    }
+
+    #[test]
+    fn build_rejects_zero_limits() {
+        let err = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .max_attempts(0)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            BuildError::Zero {
+                setting: "max_attempts"
+            }
+        );
+        assert_eq!(err.to_string(), "`max_attempts` must be at least 1");
+    }
+
+    #[test]
+    fn never_mode_builds_no_judge_and_refuses_one() {
+        let client = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .judge_mode(JudgeMode::Never)
+            .build()
+            .unwrap();
+        assert!(client.inner.judge.is_none());
+        let err = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .judge_mode(JudgeMode::Never)
+            .judge_provider(ScriptedProvider::new(Vec::<String>::new()))
+            .build()
+            .unwrap_err();
+        assert_eq!(err, BuildError::JudgeNeverUsed);
+    }
+
+    #[test]
+    fn client_is_send_sync_and_cheap_to_clone() {
+        fn assert_send_sync<T: Send + Sync + Clone>() {}
+        assert_send_sync::<IntentClient>();
+    }
+}

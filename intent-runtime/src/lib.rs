@@ -28,8 +28,9 @@ pub mod verify;
 #[doc(hidden)]
 pub mod __private;
 
-pub use client::{IntentClient, IntentClientBuilder};
+pub use client::{BuildError, IntentClient, IntentClientBuilder};
 pub use error::IntentError;
+pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Validator};
 pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
 pub use strict::StrictCompatible;

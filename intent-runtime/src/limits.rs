@@ -1,1 +1,301 @@
-//! STUB
+//! What stops or paces a request: the retry policy for transient provider failures, the
+//! call's deadline, and the client-side rate limiter.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::provider::ProviderError;
+
+/// How transient provider failures (rate limits, overload, timeouts, dropped
+/// connections) are retried inside one attempt.
+///
+/// The wait before retry `n` (1-based) is what the provider asked for in
+/// `retry-after-ms` / `retry-after` when it said, otherwise `base_delay * 2^(n-1)` with
+/// up to 50% random jitter, capped at `max_delay`. No wait ever runs past the call's time
+/// budget: when the budget cannot cover it, the failure is reported instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first failure (0 disables retrying).
+    pub max_retries: u32,
+    /// The first backoff delay.
+    pub base_delay: Duration,
+    /// The longest backoff delay, also the cap on a provider's `retry-after`.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy that never retries.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (1-based) after `error`.
+    pub fn delay(&self, retry: u32, error: &ProviderError) -> Duration {
+        if let Some(asked) = error.retry_after() {
+            return asked.min(self.max_delay);
+        }
+        let exponent = retry.saturating_sub(1).min(16);
+        let backoff = self
+            .base_delay
+            .saturating_mul(1 << exponent)
+            .min(self.max_delay);
+        // Jitter spreads out clients that failed together, so they do not retry together.
+        let jitter = backoff.mul_f64(fastrand::f64() * 0.5);
+        (backoff + jitter).min(self.max_delay)
+    }
+}
+
+/// The end of a call's time budget, if it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+    at: Option<Instant>,
+    budget: Option<Duration>,
+}
+
+impl Deadline {
+    /// A deadline `budget` after `start`; no deadline when `budget` is `None`.
+    pub fn after(start: Instant, budget: Option<Duration>) -> Self {
+        Self {
+            at: budget.and_then(|b| start.checked_add(b)),
+            budget,
+        }
+    }
+
+    /// The instant the budget runs out.
+    pub fn instant(&self) -> Option<Instant> {
+        self.at
+    }
+
+    /// The configured budget.
+    pub fn budget(&self) -> Option<Duration> {
+        self.budget
+    }
+
+    /// Whether the budget has run out.
+    pub fn expired(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Whether waiting `wait` from now still ends inside the budget.
+    pub fn allows(&self, wait: Duration) -> bool {
+        self.at.is_none_or(|at| Instant::now() + wait < at)
+    }
+}
+
+/// A client-side token bucket: requests per minute, and optionally tokens per minute.
+///
+/// Clones share one bucket, so every clone of an `IntentClient` (and its judge calls)
+/// draws from the same allowance.
+#[derive(Clone)]
+pub struct RateLimiter {
+    shared: Arc<Mutex<Buckets>>,
+}
+
+struct Bucket {
+    capacity: f64,
+    available: f64,
+    per_second: f64,
+}
+
+impl Bucket {
+    fn per_minute(limit: u32) -> Self {
+        let capacity = f64::from(limit.max(1));
+        Self {
+            capacity,
+            available: capacity,
+            per_second: capacity / 60.0,
+        }
+    }
+
+    fn refill(&mut self, elapsed: Duration) {
+        self.available =
+            (self.available + elapsed.as_secs_f64() * self.per_second).min(self.capacity);
+    }
+
+    /// Time until `amount` is available (zero if it is now). A request larger than the
+    /// whole bucket waits for a full bucket rather than forever.
+    fn wait_for(&self, amount: f64) -> Duration {
+        let amount = amount.min(self.capacity);
+        if self.available >= amount {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64((amount - self.available) / self.per_second)
+        }
+    }
+}
+
+struct Buckets {
+    requests: Bucket,
+    tokens: Option<Bucket>,
+    last_refill: Instant,
+}
+
+impl fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("RateLimiter")
+            .field("requests_per_minute", &buckets.requests.capacity)
+            .field(
+                "tokens_per_minute",
+                &buckets.tokens.as_ref().map(|t| t.capacity),
+            )
+            .finish()
+    }
+}
+
+impl RateLimiter {
+    /// At most `requests` model calls per minute (bursts up to `requests`).
+    pub fn per_minute(requests: u32) -> Self {
+        Self {
+            shared: Arc::new(Mutex::new(Buckets {
+                requests: Bucket::per_minute(requests),
+                tokens: None,
+                last_refill: Instant::now(),
+            })),
+        }
+    }
+
+    /// Also limits estimated input tokens per minute.
+    pub fn with_tokens_per_minute(self, tokens: u32) -> Self {
+        {
+            let mut buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            buckets.tokens = Some(Bucket::per_minute(tokens));
+        }
+        self
+    }
+
+    /// Waits until one request carrying about `estimated_tokens` input tokens may be sent,
+    /// and takes it from the buckets. Returns how long it waited.
+    pub async fn acquire(&self, estimated_tokens: u64) -> Duration {
+        let mut waited = Duration::ZERO;
+        loop {
+            let wait = self.try_acquire(estimated_tokens as f64);
+            if wait.is_zero() {
+                return waited;
+            }
+            // Sleep outside the lock; another caller may take the refill first, so check again.
+            tokio::time::sleep(wait).await;
+            waited += wait;
+        }
+    }
+
+    fn try_acquire(&self, tokens: f64) -> Duration {
+        let mut buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(buckets.last_refill);
+        buckets.last_refill = now;
+        buckets.requests.refill(elapsed);
+        if let Some(token_bucket) = buckets.tokens.as_mut() {
+            token_bucket.refill(elapsed);
+        }
+        let wait = buckets.requests.wait_for(1.0).max(
+            buckets
+                .tokens
+                .as_ref()
+                .map_or(Duration::ZERO, |t| t.wait_for(tokens)),
+        );
+        if wait.is_zero() {
+            buckets.requests.available -= 1.0;
+            if let Some(token_bucket) = buckets.tokens.as_mut() {
+                token_bucket.available -= tokens.min(token_bucket.capacity);
+            }
+        }
+        wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderErrorKind;
+
+    fn rate_limited() -> ProviderError {
+        ProviderError::new(ProviderErrorKind::RateLimited, "test", "slow down")
+    }
+
+    #[test]
+    fn retry_after_from_the_provider_wins_but_is_capped() {
+        let policy = RetryPolicy::default();
+        let asked = rate_limited().with_retry_after(Duration::from_secs(3));
+        assert_eq!(policy.delay(1, &asked), Duration::from_secs(3));
+        let greedy = rate_limited().with_retry_after(Duration::from_secs(3600));
+        assert_eq!(policy.delay(1, &greedy), policy.max_delay);
+    }
+
+    #[test]
+    fn backoff_doubles_with_bounded_jitter() {
+        let policy = RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(10),
+        };
+        for retry in 1..=4u32 {
+            let base = Duration::from_millis(100 * (1 << (retry - 1)));
+            let delay = policy.delay(retry, &rate_limited());
+            assert!(
+                delay >= base && delay <= base.mul_f64(1.5),
+                "retry {retry}: {delay:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn deadline_without_budget_never_expires() {
+        let deadline = Deadline::after(Instant::now(), None);
+        assert!(!deadline.expired());
+        assert!(deadline.allows(Duration::from_secs(1_000_000)));
+    }
+
+    #[test]
+    fn deadline_refuses_waits_past_the_budget() {
+        let deadline = Deadline::after(Instant::now(), Some(Duration::from_millis(50)));
+        assert!(!deadline.allows(Duration::from_secs(1)));
+        assert!(deadline.allows(Duration::ZERO));
+    }
+
+    #[test]
+    fn bucket_allows_a_burst_then_asks_to_wait() {
+        let limiter = RateLimiter::per_minute(2);
+        assert!(limiter.try_acquire(0.0).is_zero());
+        assert!(limiter.try_acquire(0.0).is_zero());
+        let wait = limiter.try_acquire(0.0);
+        // One request per 30 s refills; allow for the time the test itself took.
+        assert!(
+            wait > Duration::from_secs(29) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn clones_share_one_bucket() {
+        let limiter = RateLimiter::per_minute(1);
+        let clone = limiter.clone();
+        assert!(limiter.try_acquire(0.0).is_zero());
+        assert!(!clone.try_acquire(0.0).is_zero());
+    }
+
+    #[test]
+    fn token_bucket_limits_large_requests() {
+        let limiter = RateLimiter::per_minute(100).with_tokens_per_minute(600);
+        assert!(limiter.try_acquire(600.0).is_zero());
+        let wait = limiter.try_acquire(60.0);
+        assert!(
+            wait > Duration::from_secs(5) && wait <= Duration::from_secs(6),
+            "{wait:?}"
+        );
+    }
+}

@@ -52,6 +52,16 @@ impl PromptPlan {
             OutputTarget::TypedJsonObject(_) | OutputTarget::AnyJson => ResponseFormat::JsonObject,
         }
     }
+
+    /// The strict schema to send, for targets that send one.
+    pub fn schema(&self) -> Option<Arc<serde_json::Value>> {
+        match &self.target {
+            OutputTarget::Typed(schema) | OutputTarget::RuntimeSchema(schema) => {
+                Some(schema.strict.clone())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A rendered prompt: one system prompt and one user message.
