@@ -1,10 +1,8 @@
 //! Parsing of the method attributes (`#[intent]`, `#[guardrail]`, `#[validate]`,
 //! `#[example]`, `#[system]`, `#[output]`), with every keyword named in one place.
 
-use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ExprLit, Ident, Lit, LitStr, Token};
 
 use crate::ctxt::Errors;
@@ -56,8 +54,6 @@ pub(crate) fn is_intent_attr(attr: &Attribute) -> bool {
 
 /// `#[intent("...", options)]`.
 pub(crate) struct Intent {
-    /// The attribute's span, for errors about the attribute as a whole.
-    pub span: Span,
     pub text: LitStr,
     pub model: Option<LitStr>,
     pub max_attempts: Option<u32>,
@@ -167,7 +163,6 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
         }
     };
     let mut intent = Intent {
-        span: attr.span(),
         text,
         model: None,
         max_attempts: None,

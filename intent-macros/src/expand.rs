@@ -260,6 +260,82 @@ mod tests {
         intents(TokenStream::new(), &item).unwrap()
     }
 
+    const TYPICAL: &str = r##"
+        /// Reads documents.
+        pub trait Documents {
+            /// The sentiment.
+            #[intent("Classify the sentiment of the review", model = "small", max_attempts = 3)]
+            async fn sentiment(&self, review: &str) -> Result<Sentiment, IntentError>;
+
+            #[intent("Extract the invoice fields", temperature = 0.0)]
+            #[guardrail(require_judge, max_model_calls = 6, time_budget_ms = 30000)]
+            #[validate(totals_add_up)]
+            #[example(input = "Invoice 7", output = r#"{"value": {"number": "7"}}"#)]
+            #[system("Amounts are in cents.")]
+            #[output("Dates in ISO 8601.")]
+            async fn invoice(&self, document: &str, currency: Currency) -> AIResult<Invoice>;
+
+            #[intent("Summarize in one sentence")]
+            async fn summary(&self, text: &str) -> Result<String, IntentError>;
+        }
+    "##;
+
+    /// The expansion laid out by rustfmt, as a reader of `cargo expand` would see it.
+    fn formatted(tokens: &TokenStream) -> String {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut rustfmt = Command::new("rustfmt")
+            .args(["--edition", "2024", "--emit", "stdout"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("rustfmt is installed (CI installs it)");
+        let mut stdin = rustfmt.stdin.take().unwrap();
+        stdin.write_all(tokens.to_string().as_bytes()).unwrap();
+        drop(stdin);
+        let output = rustfmt.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    #[test]
+    fn a_typical_method_expands_to_fewer_than_40_lines() {
+        let expansion = formatted(&expand(TYPICAL));
+        let impl_start = expansion.find("impl Documents for DocumentsClient").unwrap();
+        let methods = &expansion[impl_start..];
+        let total = expansion.lines().count();
+        let per_method = methods.lines().count() / 3;
+        println!("expansion: {total} lines in all, {per_method} lines per method in the impl\n{expansion}");
+        assert!(per_method < 40, "{per_method} lines per method:\n{expansion}");
+    }
+
+    #[test]
+    fn the_generated_code_reaches_the_runtime_by_absolute_paths_only() {
+        let text = expand(TYPICAL).to_string();
+        for call in ["IntentOptions", "IntentClient", "__private"] {
+            for (index, _) in text.match_indices(call) {
+                let before = &text[..index];
+                assert!(before.ends_with(":: intent_runtime :: "), "relative `{call}` at {index}: {text}");
+            }
+        }
+        assert!(!text.contains(". json_mode ()"));
+        assert!(text.contains("__private :: validator :: < Invoice , _ , _ > (totals_add_up)"), "{text}");
+    }
+
+    #[test]
+    fn several_inputs_are_named_and_one_input_is_sent_as_itself() {
+        let text = expand(TYPICAL).to_string();
+        assert!(text.contains(r#"named ("currency" , "Currency" , & currency)"#), "{text}");
+        assert!(text.contains("__private :: input (review)"), "{text}");
+    }
+
+    #[test]
+    fn strictness_is_checked_for_typed_targets_only() {
+        let text = expand(TYPICAL).to_string();
+        assert_eq!(text.matches("assert_strict").count(), 2, "{text}");
+        assert!(!text.contains("assert_strict :: < String >"));
+    }
+
     #[test]
     fn type_labels_lose_only_the_token_spacing() {
         assert_eq!(type_label(&syn::parse_quote!(&'a str)), "&'a str");

@@ -34,8 +34,6 @@ pub(crate) struct Input<'a> {
 
 /// What the method returns.
 pub(crate) struct Output<'a> {
-    /// The return type as written, e.g. `Result<Invoice, IntentError>`.
-    pub ty: &'a Type,
     pub wrapper: Wrapper,
     /// `T` of `Result<T, IntentError>` / `AIResult<T>`.
     pub target: &'a Type,
@@ -214,7 +212,7 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
         errors.spanned(ty, RETURN_HELP);
         return None;
     };
-    Some(Output { ty, wrapper, target, kind: target_kind(target) })
+    Some(Output { wrapper, target, kind: target_kind(target) })
 }
 
 fn target_kind(target: &Type) -> TargetKind {
