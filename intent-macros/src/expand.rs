@@ -32,7 +32,11 @@ pub(crate) fn send_trait(item: &ItemTrait) -> ItemTrait {
     for trait_item in &mut item.items {
         if let TraitItem::Fn(method) = trait_item {
             method.attrs.retain(|a| !attr::is_intent_attr(a));
-            method.sig = send_signature(&method.sig);
+            // A method with a body is the user's own code; only declarations become
+            // `Send` futures.
+            if method.default.is_none() {
+                method.sig = send_signature(&method.sig);
+            }
         }
     }
     item
@@ -171,12 +175,6 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     if let Some(millis) = guardrails.time_budget_ms {
         calls.push(quote!(.time_budget(::core::time::Duration::from_millis(#millis))));
     }
-    for path in &attrs.validators {
-        // Spanned on the path, so a missing function or a wrong signature is reported
-        // at the `#[validate(...)]` argument.
-        let validator = quote_spanned!(path.span()=> ::intent_runtime::__private::validator::<#target, _, _>(#path));
-        calls.push(quote!(.validate(#validator)));
-    }
     for example in &attrs.examples {
         let (input, output) = (&example.input, &example.output);
         calls.push(quote!(.example(#input, #output)));
@@ -187,7 +185,16 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     if let Some(output) = &attrs.output {
         calls.push(quote!(.output_requirements(#output)));
     }
-    quote!(::intent_runtime::IntentOptions::<#target>::new() #(#calls)*)
+    let options = quote!(::intent_runtime::IntentOptions::<#target>::new() #(#calls)*);
+    if attrs.validators.is_empty() {
+        return options;
+    }
+    // Spanned on each path, so a missing function or a wrong signature is reported at the
+    // `#[validate(...)]` argument.
+    let validators = attrs.validators.iter().map(|path| {
+        quote_spanned!(path.span()=> ::intent_runtime::__private::validator::<#target, _, _>(#path))
+    });
+    quote!(::intent_runtime::__private::with_validators(#options, [#(#validators),*]))
 }
 
 /// The prepared input: one input as itself, several as one object keyed by name.
@@ -311,7 +318,10 @@ mod tests {
 
     #[test]
     fn the_generated_code_reaches_the_runtime_by_absolute_paths_only() {
-        let text = expand(TYPICAL).to_string();
+        let expansion = expand(TYPICAL).to_string();
+        // Doc strings name the runtime's items too; only the code matters here.
+        let code: String = expansion.split('"').step_by(2).collect();
+        let text = code.as_str();
         for call in ["IntentOptions", "IntentClient", "__private"] {
             for (index, _) in text.match_indices(call) {
                 let before = &text[..index];
@@ -319,7 +329,11 @@ mod tests {
             }
         }
         assert!(!text.contains(". json_mode ()"));
-        assert!(text.contains("__private :: validator :: < Invoice , _ , _ > (totals_add_up)"), "{text}");
+        assert!(
+            text.contains("__private :: with_validators (:: intent_runtime :: IntentOptions :: < Invoice >"),
+            "{text}"
+        );
+        assert!(text.contains("[:: intent_runtime :: __private :: validator :: < Invoice , _ , _ > (totals_add_up)]"), "{text}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::client::IntentClient;
 use crate::input::{self, InputError, PreparedInput};
-use crate::options::{IntentOptions, IntoProblems};
+use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::strict::{StrictCompatible, StrictObject};
@@ -28,15 +28,24 @@ pub fn assert_strict<T: StrictCompatible + ?Sized>() {}
 #[inline(always)]
 pub fn assert_flatten<T: StrictObject + ?Sized>() {}
 
-/// Returns `f` unchanged when it is a validator of `T`; spanned on the user's path so that
-/// a wrong signature is reported at the `#[validate(...)]` argument.
-#[inline(always)]
-pub fn validator<T, F, R>(f: F) -> F
+/// `f` as a validator of `T`. The macro spans the call on the user's path, so a wrong
+/// signature is reported once, at the `#[validate(...)]` argument; the result has a
+/// concrete type, so the error does not repeat where it is used.
+pub fn validator<T, F, R>(f: F) -> Validator<T>
 where
     F: Fn(&T) -> R + Send + Sync + 'static,
     R: IntoProblems,
 {
-    f
+    Arc::new(move |value| f(value).into_problems())
+}
+
+/// `options` with `validators` added after its own, in order.
+pub fn with_validators<T, const N: usize>(
+    mut options: IntentOptions<T>,
+    validators: [Validator<T>; N],
+) -> IntentOptions<T> {
+    options.validators.extend(validators);
+    options
 }
 
 /// Prepares a method's only input.
@@ -145,6 +154,22 @@ fn input_failure<T>(reason: String) -> AIResult<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn validators_keep_their_order_and_report_problems() {
+        let options = with_validators(
+            IntentOptions::<i32>::new().require(|n| *n != 0, "Not zero."),
+            [
+                validator(|n: &i32| (*n > 0).then_some(()).ok_or("Positive.".to_owned())),
+                validator(|n: &i32| *n < 10),
+            ],
+        );
+        let problems: Vec<Vec<String>> = options.validators.iter().map(|v| v(&-1)).collect();
+        assert_eq!(problems[0], Vec::<String>::new());
+        assert_eq!(problems[1], vec!["Positive."]);
+        assert!(problems[2].is_empty());
+        assert_eq!(options.validators[2](&11).len(), 1);
+    }
 
     #[test]
     fn named_inputs_keep_declaration_order_and_list_types() {

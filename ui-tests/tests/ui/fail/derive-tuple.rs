@@ -1,0 +1,6 @@
+use intent_runtime::StrictCompatible;
+
+#[derive(StrictCompatible)]
+struct Point(f64, f64);
+
+fn main() {}

@@ -1,0 +1,9 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize", max_attempts = "3", model = small, temperature = "hot")]
+    async fn summary(&self, text: &str) -> Result<String, IntentError>;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use intent_runtime::intents;
+
+#[intents]
+struct Docs;
+
+fn main() {}

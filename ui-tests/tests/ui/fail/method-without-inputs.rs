@@ -1,0 +1,9 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Tell a joke")]
+    async fn joke(&self) -> Result<String, IntentError>;
+}
+
+fn main() {}

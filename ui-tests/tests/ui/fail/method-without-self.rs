@@ -1,0 +1,12 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize")]
+    async fn summary(text: &str) -> Result<String, IntentError>;
+
+    #[intent("Translate")]
+    async fn translate(&mut self, text: &str) -> Result<String, IntentError>;
+}
+
+fn main() {}

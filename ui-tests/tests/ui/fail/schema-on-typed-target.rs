@@ -1,0 +1,9 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Orders {
+    #[intent("Count the items", schema = "count.json")]
+    async fn count(&self, text: &str) -> Result<u32, IntentError>;
+}
+
+fn main() {}

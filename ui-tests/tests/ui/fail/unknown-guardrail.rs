@@ -1,0 +1,10 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize")]
+    #[guardrail(require_judge, max_tokens = 10)]
+    async fn summary(&self, text: &str) -> Result<String, IntentError>;
+}
+
+fn main() {}
