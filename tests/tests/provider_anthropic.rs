@@ -83,7 +83,12 @@ async fn only_body(server: &MockServer) -> Value {
 
 /// The body's top-level field names, sorted.
 fn fields(body: &Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort_unstable();
     keys
 }
@@ -155,7 +160,10 @@ async fn request_limits_temperature_and_model_are_sent() {
     };
     provider(&server.uri()).complete(&request).await.unwrap();
     let body = only_body(&server).await;
-    assert_eq!(fields(&body), ["max_tokens", "messages", "model", "temperature"]);
+    assert_eq!(
+        fields(&body),
+        ["max_tokens", "messages", "model", "temperature"]
+    );
     assert_eq!(body["max_tokens"], 300);
     assert_eq!(body["temperature"], json!(0.3));
     assert_eq!(body["model"], "claude-other");
@@ -163,10 +171,10 @@ async fn request_limits_temperature_and_model_are_sent() {
 
 #[tokio::test]
 async fn an_accepted_schema_goes_in_output_config() {
-    let server = server_replying(
-        ResponseTemplate::new(200)
-            .set_body_json(message(text_blocks(&[r#"{"value":"Positive"}"#]), "end_turn")),
-    )
+    let server = server_replying(ResponseTemplate::new(200).set_body_json(message(
+        text_blocks(&[r#"{"value":"Positive"}"#]),
+        "end_turn",
+    )))
     .await;
     let reply = provider(&server.uri())
         .complete(&schema_request(strict_schema()))
@@ -245,10 +253,9 @@ async fn refusal_stop_reason_is_a_refusal() {
     assert_eq!(reply.refusal.as_deref(), Some("I can't help with that."));
     assert_eq!(reply.text, "");
 
-    let silent = server_replying(
-        ResponseTemplate::new(200).set_body_json(message(json!([]), "refusal")),
-    )
-    .await;
+    let silent =
+        server_replying(ResponseTemplate::new(200).set_body_json(message(json!([]), "refusal")))
+            .await;
     let reply = provider(&silent.uri())
         .complete(&schema_request(strict_schema()))
         .await
@@ -305,11 +312,28 @@ async fn error_for(
         .unwrap_err()
 }
 
+/// Status, error type, message, extra headers, expected kind and `retry_after`.
+type ErrorCase = (
+    u16,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    ProviderErrorKind,
+    Option<Duration>,
+);
+
 #[tokio::test]
 async fn each_documented_error_status_is_classified() {
     use ProviderErrorKind::*;
-    let cases: [(u16, &str, &str, &[(&str, &str)], ProviderErrorKind, Option<Duration>); 12] = [
-        (400, "invalid_request_error", "messages: at least one message is required", &[], InvalidRequest, None),
+    let cases: [ErrorCase; 12] = [
+        (
+            400,
+            "invalid_request_error",
+            "messages: at least one message is required",
+            &[],
+            InvalidRequest,
+            None,
+        ),
         (
             400,
             "invalid_request_error",
@@ -318,23 +342,82 @@ async fn each_documented_error_status_is_classified() {
             SchemaRejected,
             None,
         ),
-        (401, "authentication_error", "invalid x-api-key", &[], Authentication, None),
-        (402, "billing_error", "Your credit balance is too low to access the Anthropic API.", &[], Permission, None),
-        (403, "permission_error", "Your API key does not have permission to use the specified resource.", &[], Permission, None),
-        (404, "not_found_error", "model: claude-test", &[], NotFound, None),
-        (413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", &[], InvalidRequest, None),
+        (
+            401,
+            "authentication_error",
+            "invalid x-api-key",
+            &[],
+            Authentication,
+            None,
+        ),
+        (
+            402,
+            "billing_error",
+            "Your credit balance is too low to access the Anthropic API.",
+            &[],
+            Permission,
+            None,
+        ),
+        (
+            403,
+            "permission_error",
+            "Your API key does not have permission to use the specified resource.",
+            &[],
+            Permission,
+            None,
+        ),
+        (
+            404,
+            "not_found_error",
+            "model: claude-test",
+            &[],
+            NotFound,
+            None,
+        ),
+        (
+            413,
+            "request_too_large",
+            "Request exceeds the maximum allowed number of bytes.",
+            &[],
+            InvalidRequest,
+            None,
+        ),
         (
             429,
             "rate_limit_error",
             "This request would exceed the rate limit for your organization of 50 requests per minute.",
-            &[("retry-after", "12"), ("anthropic-ratelimit-requests-remaining", "0")],
+            &[
+                ("retry-after", "12"),
+                ("anthropic-ratelimit-requests-remaining", "0"),
+            ],
             RateLimited,
             Some(Duration::from_secs(12)),
         ),
         (500, "api_error", "Internal server error", &[], Server, None),
-        (504, "timeout_error", "Request timed out", &[], Timeout, None),
-        (529, "overloaded_error", "Overloaded", &[("x-should-retry", "true")], Overloaded, None),
-        (503, "overloaded_error", "Service unavailable", &[], Overloaded, None),
+        (
+            504,
+            "timeout_error",
+            "Request timed out",
+            &[],
+            Timeout,
+            None,
+        ),
+        (
+            529,
+            "overloaded_error",
+            "Overloaded",
+            &[("x-should-retry", "true")],
+            Overloaded,
+            None,
+        ),
+        (
+            503,
+            "overloaded_error",
+            "Service unavailable",
+            &[],
+            Overloaded,
+            None,
+        ),
     ];
     for (status, error_type, message, headers, kind, retry_after) in cases {
         let err = error_for(status, error_type, message, headers).await;
@@ -351,7 +434,13 @@ async fn each_documented_error_status_is_classified() {
 
 #[tokio::test]
 async fn x_should_retry_false_overrides_a_transient_status() {
-    let err = error_for(529, "overloaded_error", "Overloaded", &[("x-should-retry", "false")]).await;
+    let err = error_for(
+        529,
+        "overloaded_error",
+        "Overloaded",
+        &[("x-should-retry", "false")],
+    )
+    .await;
     assert_eq!(err.kind(), ProviderErrorKind::Overloaded);
     assert!(!err.is_transient());
 }
@@ -359,19 +448,34 @@ async fn x_should_retry_false_overrides_a_transient_status() {
 #[tokio::test]
 async fn malformed_success_bodies_are_invalid_responses_with_an_excerpt() {
     let cases = [
-        (format!("<html><body>{}</body></html>", "Gateway ".repeat(60)), "text/html", "(expected value"),
-        (r#"{"id":"msg_01","type":"message","content":[{"type":"te"#.to_owned(), "application/json", "(EOF while parsing"),
-        (r#"{"id":"msg_01","type":"message","role":"assistant"}"#.to_owned(), "application/json", "(missing field `content`"),
+        (
+            format!("<html><body>{}</body></html>", "Gateway ".repeat(60)),
+            "text/html",
+            "(expected value",
+        ),
+        (
+            r#"{"id":"msg_01","type":"message","content":[{"type":"te"#.to_owned(),
+            "application/json",
+            "(EOF while parsing",
+        ),
+        (
+            r#"{"id":"msg_01","type":"message","role":"assistant"}"#.to_owned(),
+            "application/json",
+            "(missing field `content`",
+        ),
     ];
     for (body, content_type, expected) in cases {
-        let server = server_replying(ResponseTemplate::new(200).set_body_raw(body.clone(), content_type)).await;
+        let server =
+            server_replying(ResponseTemplate::new(200).set_body_raw(body.clone(), content_type))
+                .await;
         let err = provider(&server.uri())
             .complete(&ProviderRequest::text("", "hi"))
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ProviderErrorKind::InvalidResponse);
         assert!(
-            err.message().starts_with(&format!("the reply is not a Messages response {expected}")),
+            err.message()
+                .starts_with(&format!("the reply is not a Messages response {expected}")),
             "{}",
             err.message()
         );

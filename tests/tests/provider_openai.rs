@@ -85,7 +85,10 @@ async fn text_reply_is_read_with_usage_model_and_request_id() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/chat/completions"))
-        .and(header("authorization", format!("Bearer {SECRET_KEY}").as_str()))
+        .and(header(
+            "authorization",
+            format!("Bearer {SECRET_KEY}").as_str(),
+        ))
         .and(header("content-type", "application/json"))
         .respond_with(
             ResponseTemplate::new(200)
@@ -126,10 +129,10 @@ async fn text_reply_is_read_with_usage_model_and_request_id() {
 
 #[tokio::test]
 async fn strict_schema_request_has_the_documented_shape() {
-    let server = server_replying(
-        ResponseTemplate::new(200)
-            .set_body_json(completion(assistant(json!(r#"{"value":"Positive"}"#)), "stop")),
-    )
+    let server = server_replying(ResponseTemplate::new(200).set_body_json(completion(
+        assistant(json!(r#"{"value":"Positive"}"#)),
+        "stop",
+    )))
     .await;
 
     let reply = provider(&server.uri())
@@ -175,9 +178,11 @@ async fn json_object_request_and_model_override() {
 
 #[tokio::test]
 async fn refusal_is_reported_with_empty_text() {
-    let message = json!({"role": "assistant", "content": null, "refusal": "I can't help with that."});
+    let message =
+        json!({"role": "assistant", "content": null, "refusal": "I can't help with that."});
     let server =
-        server_replying(ResponseTemplate::new(200).set_body_json(completion(message, "stop"))).await;
+        server_replying(ResponseTemplate::new(200).set_body_json(completion(message, "stop")))
+            .await;
 
     let reply = provider(&server.uri())
         .complete(&schema_request())
@@ -234,7 +239,12 @@ struct ErrorCase {
     retry_after: Option<Duration>,
 }
 
-fn case(status: u16, error_type: &'static str, message: &'static str, kind: ProviderErrorKind) -> ErrorCase {
+fn case(
+    status: u16,
+    error_type: &'static str,
+    message: &'static str,
+    kind: ProviderErrorKind,
+) -> ErrorCase {
     ErrorCase {
         status,
         error_type,
@@ -274,7 +284,12 @@ async fn each_documented_error_status_is_classified() {
         ErrorCase {
             code: json!("unsupported_parameter"),
             param: json!("max_tokens"),
-            ..case(400, "invalid_request_error", "Unsupported parameter: 'max_tokens'.", InvalidRequest)
+            ..case(
+                400,
+                "invalid_request_error",
+                "Unsupported parameter: 'max_tokens'.",
+                InvalidRequest,
+            )
         },
         ErrorCase {
             param: json!("response_format"),
@@ -287,17 +302,42 @@ async fn each_documented_error_status_is_classified() {
         },
         ErrorCase {
             code: json!("invalid_api_key"),
-            ..case(401, "invalid_request_error", "Incorrect API key provided: sk-test***1e7d.", Authentication)
+            ..case(
+                401,
+                "invalid_request_error",
+                "Incorrect API key provided: sk-test***1e7d.",
+                Authentication,
+            )
         },
-        case(403, "invalid_request_error", "You are not allowed to sample from this model", Permission),
+        case(
+            403,
+            "invalid_request_error",
+            "You are not allowed to sample from this model",
+            Permission,
+        ),
         ErrorCase {
             code: json!("model_not_found"),
             param: json!("model"),
-            ..case(404, "invalid_request_error", "The model `gpt-test` does not exist or you do not have access to it.", NotFound)
+            ..case(
+                404,
+                "invalid_request_error",
+                "The model `gpt-test` does not exist or you do not have access to it.",
+                NotFound,
+            )
         },
         case(408, "server_error", "Request timed out.", Server),
-        case(409, "server_error", "Conflict: the request could not be completed.", Server),
-        case(422, "invalid_request_error", "Unprocessable entity.", InvalidRequest),
+        case(
+            409,
+            "server_error",
+            "Conflict: the request could not be completed.",
+            Server,
+        ),
+        case(
+            422,
+            "invalid_request_error",
+            "Unprocessable entity.",
+            InvalidRequest,
+        ),
         ErrorCase {
             code: json!("rate_limit_exceeded"),
             headers: &[
@@ -308,25 +348,50 @@ async fn each_documented_error_status_is_classified() {
                 ("x-ratelimit-reset-requests", "6m0s"),
             ],
             retry_after: Some(Duration::from_millis(1500)),
-            ..case(429, "requests", "Rate limit reached for gpt-test on requests per min (RPM): Limit 500, Used 500, Requested 1.", RateLimited)
+            ..case(
+                429,
+                "requests",
+                "Rate limit reached for gpt-test on requests per min (RPM): Limit 500, Used 500, Requested 1.",
+                RateLimited,
+            )
         },
         ErrorCase {
             code: json!("insufficient_quota"),
             headers: &[("x-should-retry", "false")],
             transient: false,
-            ..case(429, "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.", RateLimited)
+            ..case(
+                429,
+                "insufficient_quota",
+                "You exceeded your current quota, please check your plan and billing details.",
+                RateLimited,
+            )
         },
         ErrorCase {
             headers: &[("retry-after", "7")],
             retry_after: Some(Duration::from_secs(7)),
-            ..case(500, "server_error", "The server had an error while processing your request. Sorry about that!", Server)
+            ..case(
+                500,
+                "server_error",
+                "The server had an error while processing your request. Sorry about that!",
+                Server,
+            )
         },
         case(502, "server_error", "Bad gateway.", Server),
-        case(503, "server_error", "The engine is currently overloaded, please try again later.", Overloaded),
+        case(
+            503,
+            "server_error",
+            "The engine is currently overloaded, please try again later.",
+            Overloaded,
+        ),
         ErrorCase {
             headers: &[("x-should-retry", "true")],
             transient: true,
-            ..case(400, "invalid_request_error", "Please retry this request.", InvalidRequest)
+            ..case(
+                400,
+                "invalid_request_error",
+                "Please retry this request.",
+                InvalidRequest,
+            )
         },
     ];
     for case in &cases {
@@ -346,7 +411,12 @@ async fn each_documented_error_status_is_classified() {
 async fn retry_after_as_an_http_date_is_a_wait() {
     let err = error_for(&ErrorCase {
         headers: &[("retry-after", "Fri, 01 Jan 2100 00:00:00 GMT")],
-        ..case(503, "server_error", "Overloaded.", ProviderErrorKind::Overloaded)
+        ..case(
+            503,
+            "server_error",
+            "Overloaded.",
+            ProviderErrorKind::Overloaded,
+        )
     })
     .await;
     assert!(err.retry_after().unwrap() > Duration::from_secs(365 * 24 * 3600));
@@ -354,7 +424,10 @@ async fn retry_after_as_an_http_date_is_a_wait() {
 
 #[tokio::test]
 async fn html_error_page_from_a_proxy_keeps_an_excerpt() {
-    let html = format!("<html><head><title>502 Bad Gateway</title></head><body>{}</body></html>", "x".repeat(400));
+    let html = format!(
+        "<html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
+        "x".repeat(400)
+    );
     let server = server_replying(ResponseTemplate::new(502).set_body_raw(html, "text/html")).await;
     let err = provider(&server.uri())
         .complete(&ProviderRequest::text("", "hi"))
@@ -362,8 +435,14 @@ async fn html_error_page_from_a_proxy_keeps_an_excerpt() {
         .unwrap_err();
     assert_eq!(err.kind(), ProviderErrorKind::Server);
     assert!(err.is_transient());
-    let quoted = err.message().strip_prefix("unexpected error body: ").unwrap();
-    assert!(quoted.starts_with("<html><head><title>502 Bad Gateway"), "{quoted}");
+    let quoted = err
+        .message()
+        .strip_prefix("unexpected error body: ")
+        .unwrap();
+    assert!(
+        quoted.starts_with("<html><head><title>502 Bad Gateway"),
+        "{quoted}"
+    );
     assert_eq!(quoted.chars().count(), 200);
 }
 
@@ -374,9 +453,16 @@ fn quoted_excerpt(err: &ProviderError) -> &str {
 
 #[tokio::test]
 async fn malformed_success_bodies_are_invalid_responses_with_an_excerpt() {
-    let long_html = format!("<!DOCTYPE html><html><body>{}</body></html>", "Sign in. ".repeat(100));
+    let long_html = format!(
+        "<!DOCTYPE html><html><body>{}</body></html>",
+        "Sign in. ".repeat(100)
+    );
     let cases: [(String, &str, &str); 4] = [
-        (long_html, "text/html", "the reply is not a Chat Completions response (expected value"),
+        (
+            long_html,
+            "text/html",
+            "the reply is not a Chat Completions response (expected value",
+        ),
         (
             r#"{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assis"#.to_owned(),
             "application/json",
@@ -456,7 +542,9 @@ async fn dropped_and_refused_connections_are_transport_errors() {
 async fn the_key_never_appears_in_errors_debug_or_logs() {
     let (logs, _guard) = CapturedLogs::start();
     // A server that echoes the key back must not make it leak either.
-    let echoed = format!("Incorrect API key provided: {SECRET_KEY}. You can find your API key at https://platform.openai.com/account/api-keys.");
+    let echoed = format!(
+        "Incorrect API key provided: {SECRET_KEY}. You can find your API key at https://platform.openai.com/account/api-keys."
+    );
     let server = server_replying(
         ResponseTemplate::new(401)
             .set_body_json(json!({"error": {"message": echoed, "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})),
@@ -480,11 +568,17 @@ async fn the_key_never_appears_in_errors_debug_or_logs() {
     printed.push(format!("{request:?}"));
 
     let logs = logs.text();
-    assert!(logs.contains("sending a chat completion"), "the capture saw nothing: {logs}");
+    assert!(
+        logs.contains("sending a chat completion"),
+        "the capture saw nothing: {logs}"
+    );
     printed.push(logs);
     for text in printed {
         assert!(!text.contains(SECRET_KEY), "the key leaked: {text}");
-        assert!(!text.contains("LEAKCHECK"), "part of the key leaked: {text}");
+        assert!(
+            !text.contains("LEAKCHECK"),
+            "part of the key leaked: {text}"
+        );
     }
 }
 
@@ -494,7 +588,14 @@ async fn the_client_is_reused_across_calls() {
         provider_support::keep_alive_server(completion(assistant(json!("ok")), "stop")).await;
     let openai = provider(&url);
     for _ in 0..3 {
-        assert_eq!(openai.complete(&ProviderRequest::text("", "hi")).await.unwrap().text, "ok");
+        assert_eq!(
+            openai
+                .complete(&ProviderRequest::text("", "hi"))
+                .await
+                .unwrap()
+                .text,
+            "ok"
+        );
     }
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

@@ -404,7 +404,7 @@ pub(crate) fn trim_base_url(base: impl Into<String>) -> String {
     base
 }
 
-/// `text` as a JSON number with its shortest decimal form (`0.2`, not
+/// `temperature` as a JSON number in its shortest decimal form (`0.2`, not
 /// `0.20000000298023224`), or `None` when it is not finite.
 pub(crate) fn temperature_value(temperature: f32) -> Option<Value> {
     if !temperature.is_finite() {

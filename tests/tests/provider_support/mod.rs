@@ -76,9 +76,12 @@ pub async fn drops_mid_reply() -> String {
         while let Ok((mut stream, _)) = listener.accept().await {
             let mut buffer = Vec::new();
             let _ = read_request(&mut stream, &mut buffer).await;
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n";
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n";
             let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(br#"{"choices":[{"message":{"content":"hal"#).await;
+            let _ = stream
+                .write_all(br#"{"choices":[{"message":{"content":"hal"#)
+                .await;
             let _ = stream.shutdown().await;
         }
     });
@@ -169,7 +172,11 @@ impl Subscriber for CapturedLogs {
     }
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
-        let mut line = Line(format!("{} {} ", event.metadata().level(), event.metadata().target()));
+        let mut line = Line(format!(
+            "{} {} ",
+            event.metadata().level(),
+            event.metadata().target()
+        ));
         event.record(&mut line);
         self.push(line.0);
     }
@@ -192,9 +199,10 @@ pub const OPENAI_FIELDS: &[&str] = &[
 fn openai_request_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| {
-        let schema: Value =
-            serde_json::from_str(include_str!("../../fixtures/openai-chat-request.schema.json"))
-                .unwrap();
+        let schema: Value = serde_json::from_str(include_str!(
+            "../../fixtures/openai-chat-request.schema.json"
+        ))
+        .unwrap();
         jsonschema::validator_for(&schema).unwrap()
     })
 }
@@ -211,15 +219,22 @@ pub fn openai_schema_errors(body: &Value) -> Vec<String> {
 /// fields, and that any schema name matches `[a-zA-Z0-9_-]{1,64}`.
 pub fn assert_valid_chat_request(body: &Value, allowed: &[&str]) {
     let errors = openai_schema_errors(body);
-    assert!(errors.is_empty(), "request breaks the OpenAI schema: {errors:#?}\n{body:#}");
+    assert!(
+        errors.is_empty(),
+        "request breaks the OpenAI schema: {errors:#?}\n{body:#}"
+    );
     for key in body.as_object().unwrap().keys() {
-        assert!(allowed.contains(&key.as_str()), "unexpected top-level field `{key}`");
+        assert!(
+            allowed.contains(&key.as_str()),
+            "unexpected top-level field `{key}`"
+        );
     }
     if let Some(name) = body.pointer("/response_format/json_schema/name") {
         let name = name.as_str().unwrap();
         assert!((1..=64).contains(&name.len()), "{name}");
         assert!(
-            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
             "{name}"
         );
     }
