@@ -1,6 +1,23 @@
 //! Shared HTTP plumbing of the HTTP providers: the pooled `reqwest` client, timeouts, turning
 //! transport failures and error replies into [`ProviderError`]s, `retry-after` parsing and
 //! short body excerpts.
+//!
+//! How failures are classified (every provider; `x-should-retry: true|false` overrides the
+//! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`]):
+//!
+//! | kind | OpenAI and compatible servers | Anthropic | transient |
+//! | --- | --- | --- | --- |
+//! | `Authentication` | 401 | 401 `authentication_error` | no |
+//! | `Permission` | 402, 403 | 402 `billing_error`, 403 `permission_error` | no |
+//! | `NotFound` | 404 | 404 `not_found_error` | no |
+//! | `InvalidRequest` | 400, 413, 422, other 4xx | 400 `invalid_request_error`, 413 `request_too_large` | no |
+//! | `SchemaRejected` | 400 whose message or `param` names `response_format` / `schema` | 400 naming `output_config` / `schema` | no |
+//! | `RateLimited` | 429 | 429 `rate_limit_error` | yes |
+//! | `Overloaded` | 503 | 529 `overloaded_error` (and 503) | yes |
+//! | `Server` | 408, 409, 500 and other 5xx | 500 `api_error`, other 5xx | yes |
+//! | `Timeout` | the request timeout elapsed | 504 `timeout_error`, or the timeout elapsed | yes |
+//! | `Transport` | connection refused, reset, or dropped mid-reply | same | yes |
+//! | `InvalidResponse` | a 2xx body that is not JSON or lacks `choices` (with an excerpt) | a 2xx body without `content` | no |
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -135,7 +152,8 @@ impl RawResponse {
 /// The `reqwest` client of one provider and its timeouts.
 ///
 /// The client is built on first use and then reused by every call (and every clone), so
-/// connections are pooled; building it cannot fail in a constructor that returns `Self`.
+/// connections are pooled; building lazily lets the builder-style constructors return `Self`
+/// and report a build failure from the call instead.
 #[derive(Clone)]
 pub(crate) struct HttpTransport {
     connect_timeout: Duration,
