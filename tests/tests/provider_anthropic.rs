@@ -194,7 +194,7 @@ async fn an_accepted_schema_goes_in_output_config() {
 
 #[tokio::test]
 async fn a_schema_anthropic_rejects_falls_back_to_the_prompt_and_says_so() {
-    let (logs, _guard) = CapturedLogs::start();
+    let logs = CapturedLogs::start();
     let server = server_replying(
         ResponseTemplate::new(200).set_body_json(message(text_blocks(&["{}"]), "end_turn")),
     )
@@ -515,7 +515,7 @@ async fn slow_replies_time_out_and_dropped_connections_are_transport() {
 
 #[tokio::test]
 async fn the_key_never_appears_in_errors_debug_or_logs() {
-    let (logs, _guard) = CapturedLogs::start();
+    let logs = CapturedLogs::start();
     let echoed = format!("invalid x-api-key: {SECRET_KEY}");
     let server = server_replying(ResponseTemplate::new(401).set_body_json(
         json!({"type": "error", "error": {"type": "authentication_error", "message": echoed}}),

@@ -277,7 +277,7 @@ async fn clones_share_one_connection_pool() {
 
 #[tokio::test]
 async fn the_key_never_appears_in_errors_debug_or_logs() {
-    let (logs, _guard) = CapturedLogs::start();
+    let logs = CapturedLogs::start();
     let server = server_replying(
         ResponseTemplate::new(401)
             .set_body_json(json!({"error": {"message": format!("No auth credentials found for {SECRET_KEY}"), "code": 401}})),
@@ -299,4 +299,24 @@ async fn the_key_never_appears_in_errors_debug_or_logs() {
         assert!(!text.contains("LEAKCHECK"), "the key leaked: {text}");
     }
     assert!(format!("{:?}", OpenAiCompatible::ollama("m")).contains("api_key: None"));
+}
+
+#[tokio::test]
+async fn a_supplied_http_client_is_the_one_used() {
+    let server =
+        server_replying(ResponseTemplate::new(200).set_body_json(ollama_reply("ok"))).await;
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-gateway", "corporate".parse().unwrap());
+    let client = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    OpenAiCompatible::ollama("m")
+        .with_base_url(format!("{}/v1", server.uri()))
+        .with_http_client(client)
+        .complete(&ProviderRequest::text("", "hi"))
+        .await
+        .unwrap();
+    let request = server.received_requests().await.unwrap().remove(0);
+    assert_eq!(request.headers.get("x-gateway").unwrap(), "corporate");
 }

@@ -540,7 +540,7 @@ async fn dropped_and_refused_connections_are_transport_errors() {
 
 #[tokio::test]
 async fn the_key_never_appears_in_errors_debug_or_logs() {
-    let (logs, _guard) = CapturedLogs::start();
+    let logs = CapturedLogs::start();
     // A server that echoes the key back must not make it leak either.
     let echoed = format!(
         "Incorrect API key provided: {SECRET_KEY}. You can find your API key at https://platform.openai.com/account/api-keys."
@@ -618,4 +618,17 @@ fn the_request_schema_fixture_rejects_bad_bodies() {
     // `nullable` was rewritten into a type union: null is accepted where OpenAI allows it.
     let nullable = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": null});
     assert!(openai_schema_errors(&nullable).is_empty());
+}
+
+#[tokio::test]
+async fn a_key_no_header_can_carry_is_an_authentication_error_without_the_key() {
+    let key = format!("{SECRET_KEY}\n");
+    let err = OpenAi::new(key)
+        .with_base_url(provider_support::refuses_connections().await)
+        .complete(&ProviderRequest::text("", "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::Authentication);
+    assert!(!err.is_transient());
+    assert!(!format!("{err} {err:?}").contains("LEAKCHECK"));
 }

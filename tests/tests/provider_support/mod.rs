@@ -125,16 +125,24 @@ pub async fn refuses_connections() -> String {
 // ---------------------------------------------------------------------------------------
 // Log capture
 
-/// Every event (and span field) logged while the returned guard lives, as text.
+/// Every event (and span field) logged by the test process, as text.
 #[derive(Clone, Default)]
 pub struct CapturedLogs(Arc<Mutex<Vec<String>>>);
 
 impl CapturedLogs {
-    /// Starts capturing on this thread (`#[tokio::test]` runs on one thread).
-    pub fn start() -> (Self, tracing::subscriber::DefaultGuard) {
-        let logs = Self::default();
-        let guard = tracing::subscriber::set_default(logs.clone());
-        (logs, guard)
+    /// The process-wide capture, installed as the global subscriber on first use.
+    ///
+    /// Global rather than per-thread: `tracing` caches whether a log site is enabled, and a
+    /// per-thread subscriber raced with parallel tests and missed lines. Every test's lines
+    /// land in it, which only widens the leak checks.
+    pub fn start() -> Self {
+        static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs = Self::default();
+            tracing::subscriber::set_global_default(logs.clone()).unwrap();
+            logs
+        })
+        .clone()
     }
 
     /// All lines captured so far, joined.
