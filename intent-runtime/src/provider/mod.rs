@@ -4,7 +4,11 @@
 //! A provider makes exactly one model call per [`Provider::complete`]; retrying transient
 //! failures with backoff is the attempt loop's job, so every provider gets the same policy.
 
+pub mod anthropic;
+pub mod compatible;
 mod error;
+pub mod http;
+pub mod openai;
 pub mod scripted;
 
 use std::fmt;
@@ -12,7 +16,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use anthropic::{Anthropic, anthropic_accepts_schema};
+pub use compatible::{MaxTokensField, OpenAiCompatible, StructuredOutput};
 pub use error::{ProviderError, ProviderErrorKind};
+pub use http::{ProviderConfigError, parse_retry_after};
+pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
 use crate::result::Usage;

@@ -1,0 +1,640 @@
+//! Anthropic's Messages API as a [`Provider`]: top-level `system`, `max_tokens` always sent,
+//! `output_config.format` for schemas Anthropic accepts, refusals, truncation and classified
+//! errors.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::http::{
+    self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, base_kind,
+    error_from_response, invalid_response, names_schema, secret_header, trim_base_url,
+};
+use super::{
+    Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
+};
+use crate::result::Usage;
+
+/// Anthropic's API root (the path `/v1/messages` is appended).
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The model used when neither the request nor `ANTHROPIC_MODEL` names one.
+pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+
+/// The output-token limit sent when a request sets none (Anthropic requires one).
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The API version this provider speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+const REQUEST_ID_HEADER: &str = "request-id";
+
+/// Words that, in a 400's message, mean the output schema was refused.
+const SCHEMA_WORDS: &[&str] = &["output_config", "schema"];
+
+/// Keywords Anthropic's structured outputs reject: numeric and length constraints.
+const UNSUPPORTED_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+];
+
+/// Anthropic Messages (`POST {base}/v1/messages`).
+///
+/// The API key is never printed: not by `Debug`, not in errors, not in logs.
+#[derive(Clone)]
+pub struct Anthropic {
+    api_key: String,
+    base_url: String,
+    model: String,
+    max_tokens: u32,
+    transport: HttpTransport,
+}
+
+impl Anthropic {
+    /// A provider for Anthropic's API with this key, the default base URL and model.
+    pub fn new(api_key: impl Into<String>) -> Self {
+        Self {
+            api_key: api_key.into(),
+            base_url: ANTHROPIC_DEFAULT_BASE_URL.to_owned(),
+            model: ANTHROPIC_DEFAULT_MODEL.to_owned(),
+            max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+            transport: HttpTransport::default(),
+        }
+    }
+
+    /// Reads `ANTHROPIC_API_KEY` (required), `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`
+    /// (optional).
+    pub fn from_env() -> Result<Self, ProviderConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderConfigError> {
+        let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let api_key = set("ANTHROPIC_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
+            variable: "ANTHROPIC_API_KEY",
+            provider: "Anthropic",
+        })?;
+        let mut provider = Self::new(api_key);
+        if let Some(base_url) = set("ANTHROPIC_BASE_URL") {
+            provider = provider.with_base_url(base_url);
+        }
+        if let Some(model) = set("ANTHROPIC_MODEL") {
+            provider = provider.with_model(model);
+        }
+        Ok(provider)
+    }
+
+    /// Sends requests to another API root (without `/v1`).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = trim_base_url(base_url);
+        self
+    }
+
+    /// Uses this model when a request names none.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// The `max_tokens` sent when a request sets no limit (default 4096).
+    pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// How long to wait for a connection (default 10 s).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.transport.set_connect_timeout(timeout);
+        self
+    }
+
+    /// How long one whole request may take (default 120 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.transport.set_request_timeout(timeout);
+        self
+    }
+
+    /// Uses this `reqwest` client instead of building one.
+    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
+        self.transport.set_client(client);
+        self
+    }
+
+    /// The API root requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let key = secret_header(&self.api_key).ok_or_else(|| {
+            ProviderError::new(
+                ProviderErrorKind::Authentication,
+                "anthropic",
+                "the API key contains characters an HTTP header cannot carry",
+            )
+        })?;
+        let mut headers = HeaderMap::new();
+        http::insert_header(&mut headers, "x-api-key", key);
+        http::insert_header(
+            &mut headers,
+            "anthropic-version",
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        Ok(headers)
+    }
+}
+
+impl fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Anthropic")
+            .field("api_key", &"[redacted]")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("max_tokens", &self.max_tokens)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn default_model(&self) -> &str {
+        &self.model
+    }
+
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let body = request_body(request, model, self.max_tokens);
+        let url = format!("{}/v1/messages", self.base_url);
+        let secret = Some(self.api_key.as_str());
+        tracing::debug!(provider = "anthropic", %model, %url, "sending a message request");
+        let started = Instant::now();
+        let raw = self
+            .transport
+            .post_json("anthropic", &url, self.headers()?, &body, secret)
+            .await?;
+        tracing::debug!(
+            provider = "anthropic",
+            status = raw.status.as_u16(),
+            request_id = raw.header(REQUEST_ID_HEADER),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "message request answered"
+        );
+        if !raw.status.is_success() {
+            let error = ErrorBody::parse(&raw.body);
+            let kind = classify(raw.status, &error);
+            return Err(error_from_response(
+                "anthropic",
+                &raw,
+                kind,
+                &error,
+                REQUEST_ID_HEADER,
+                secret,
+            ));
+        }
+        parse_reply(&raw, model, secret)
+    }
+}
+
+/// The JSON body of one Messages request.
+fn request_body(request: &ProviderRequest, model: &str, default_max_tokens: u32) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model));
+    body.insert(
+        "max_tokens".into(),
+        Value::from(request.max_output_tokens.unwrap_or(default_max_tokens)),
+    );
+    if !request.system.is_empty() {
+        body.insert("system".into(), Value::from(request.system.as_str()));
+    }
+    body.insert(
+        "messages".into(),
+        json!([{"role": "user", "content": request.user}]),
+    );
+    if let Some(temperature) = request.temperature.and_then(http::temperature_value) {
+        body.insert("temperature".into(), temperature);
+    }
+    if let Some(schema) = output_schema(request) {
+        body.insert(
+            "output_config".into(),
+            json!({"format": {"type": "json_schema", "schema": schema}}),
+        );
+    }
+    Value::Object(body)
+}
+
+/// The schema to send as `output_config.format`, when the request wants one and Anthropic
+/// accepts it; otherwise the prompt's contract alone shapes the reply.
+fn output_schema(request: &ProviderRequest) -> Option<&Value> {
+    if request.response_format != ResponseFormat::JsonSchema {
+        return None;
+    }
+    let schema = request.schema.as_deref()?;
+    match anthropic_accepts_schema(schema) {
+        Ok(()) => Some(schema),
+        Err(reason) => {
+            tracing::debug!(
+                provider = "anthropic",
+                schema = %request.schema_name,
+                %reason,
+                "structured outputs would reject this schema; sending the prompt contract without a schema"
+            );
+            None
+        }
+    }
+}
+
+/// Whether Anthropic's structured outputs accept `schema`; the reason when they do not.
+///
+/// Rejected: recursion (a `$ref` cycle), external or dangling `$ref`s, numeric and length
+/// constraints, `minItems` above 1, and `additionalProperties` other than `false`.
+pub fn anthropic_accepts_schema(schema: &Value) -> Result<(), String> {
+    SchemaCheck {
+        root: schema,
+        expanding: Vec::new(),
+        expanded: HashSet::new(),
+    }
+    .check(schema, "#")
+}
+
+struct SchemaCheck<'a> {
+    root: &'a Value,
+    /// The `$ref`s being expanded on the current path: meeting one again is recursion.
+    expanding: Vec<&'a str>,
+    /// `$ref`s already checked in full, so shared definitions are walked once.
+    expanded: HashSet<&'a str>,
+}
+
+impl<'a> SchemaCheck<'a> {
+    fn check(&mut self, node: &'a Value, at: &str) -> Result<(), String> {
+        let Value::Object(map) = node else {
+            return Ok(());
+        };
+        if let Some(keyword) = UNSUPPORTED_KEYWORDS.iter().find(|k| map.contains_key(**k)) {
+            return Err(format!(
+                "`{keyword}` at {at} (numeric and length constraints are not supported)"
+            ));
+        }
+        if let Some(min) = map
+            .get("minItems")
+            .and_then(Value::as_u64)
+            .filter(|min| *min > 1)
+        {
+            return Err(format!(
+                "`minItems: {min}` at {at} (only 0 or 1 is supported)"
+            ));
+        }
+        match map.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => {}
+            Some(_) => {
+                return Err(format!("`additionalProperties` other than false at {at}"));
+            }
+        }
+        if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+            self.follow(reference, at)?;
+        }
+        for (keyword, child) in map {
+            match keyword.as_str() {
+                "properties" | "patternProperties" | "$defs" | "definitions" => {
+                    for (name, schema) in child.as_object().into_iter().flatten() {
+                        self.check(schema, &format!("{at}/{keyword}/{name}"))?;
+                    }
+                }
+                "items" | "not" | "contains" | "if" | "then" | "else" | "propertyNames" => {
+                    if let Value::Array(schemas) = child {
+                        for (index, schema) in schemas.iter().enumerate() {
+                            self.check(schema, &format!("{at}/{keyword}/{index}"))?;
+                        }
+                    } else {
+                        self.check(child, &format!("{at}/{keyword}"))?;
+                    }
+                }
+                "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                    for (index, schema) in child.as_array().into_iter().flatten().enumerate() {
+                        self.check(schema, &format!("{at}/{keyword}/{index}"))?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn follow(&mut self, reference: &'a str, at: &str) -> Result<(), String> {
+        let Some(pointer) = reference.strip_prefix('#') else {
+            return Err(format!("external `$ref` \"{reference}\" at {at}"));
+        };
+        if self.expanding.contains(&reference) {
+            return Err(format!("recursive `$ref` \"{reference}\" at {at}"));
+        }
+        if self.expanded.contains(reference) {
+            return Ok(());
+        }
+        let Some(target) = self.root.pointer(pointer) else {
+            return Err(format!("`$ref` \"{reference}\" at {at} points nowhere"));
+        };
+        self.expanding.push(reference);
+        let result = self.check(target, reference);
+        self.expanding.pop();
+        self.expanded.insert(reference);
+        result
+    }
+}
+
+#[derive(Deserialize)]
+struct MessagesResponse {
+    content: Vec<ContentBlock>,
+    model: Option<String>,
+    stop_reason: Option<String>,
+    usage: Option<MessagesUsage>,
+}
+
+#[derive(Deserialize)]
+struct ContentBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MessagesUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+fn parse_reply(
+    raw: &RawResponse,
+    requested_model: &str,
+    secret: Option<&str>,
+) -> Result<ProviderReply, ProviderError> {
+    let parsed: MessagesResponse = serde_json::from_str(&raw.body).map_err(|err| {
+        invalid_response(
+            "anthropic",
+            raw,
+            &format!("the reply is not a Messages response ({err})"),
+            REQUEST_ID_HEADER,
+            secret,
+        )
+    })?;
+    let text: String = parsed
+        .content
+        .iter()
+        .filter(|block| block.kind == "text")
+        .filter_map(|block| block.text.as_deref())
+        .collect();
+    let stop_reason = parsed.stop_reason;
+    let truncated = matches!(
+        stop_reason.as_deref(),
+        Some("max_tokens" | "model_context_window_exceeded")
+    );
+    let (text, refusal) = if stop_reason.as_deref() == Some("refusal") {
+        let message = if text.trim().is_empty() {
+            "the model declined to answer (stop_reason: refusal)".to_owned()
+        } else {
+            text
+        };
+        (String::new(), Some(message))
+    } else {
+        (text, None)
+    };
+    Ok(ProviderReply {
+        text,
+        refusal,
+        truncated,
+        stop_reason,
+        usage: parsed.usage.map_or_else(Usage::default, usage),
+        model: parsed
+            .model
+            .filter(|model| !model.is_empty())
+            .unwrap_or_else(|| requested_model.to_owned()),
+        request_id: raw.header(REQUEST_ID_HEADER).map(str::to_owned),
+    })
+}
+
+/// Anthropic's `input_tokens` excludes cached and cache-written tokens; all three are added
+/// so `input_tokens` means the whole prompt, as it does for OpenAI.
+fn usage(usage: MessagesUsage) -> Usage {
+    let cache_read = usage.cache_read_input_tokens.unwrap_or(0);
+    Usage {
+        input_tokens: usage.input_tokens.unwrap_or(0)
+            + usage.cache_creation_input_tokens.unwrap_or(0)
+            + cache_read,
+        output_tokens: usage.output_tokens.unwrap_or(0),
+        cached_input_tokens: cache_read,
+    }
+}
+
+/// The kind of a Messages error reply, by documented status, and by the body's error type
+/// for statuses Anthropic does not document.
+fn classify(status: StatusCode, error: &ErrorBody) -> ProviderErrorKind {
+    match status.as_u16() {
+        400 if names_schema(error, SCHEMA_WORDS) => ProviderErrorKind::SchemaRejected,
+        400 | 413 => ProviderErrorKind::InvalidRequest,
+        504 => ProviderErrorKind::Timeout,
+        401 | 402 | 403 | 404 | 429 | 500 | 529 => base_kind(status),
+        _ => error
+            .error_type
+            .as_deref()
+            .and_then(kind_of_error_type)
+            .unwrap_or_else(|| base_kind(status)),
+    }
+}
+
+fn kind_of_error_type(error_type: &str) -> Option<ProviderErrorKind> {
+    Some(match error_type {
+        "invalid_request_error" | "request_too_large" => ProviderErrorKind::InvalidRequest,
+        "authentication_error" => ProviderErrorKind::Authentication,
+        "billing_error" | "permission_error" => ProviderErrorKind::Permission,
+        "not_found_error" => ProviderErrorKind::NotFound,
+        "rate_limit_error" => ProviderErrorKind::RateLimited,
+        "api_error" => ProviderErrorKind::Server,
+        "timeout_error" => ProviderErrorKind::Timeout,
+        "overloaded_error" => ProviderErrorKind::Overloaded,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn strict_object() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "value": {"type": "array", "items": {"$ref": "#/$defs/Line"}, "minItems": 1}
+            },
+            "required": ["value"],
+            "additionalProperties": false,
+            "$defs": {"Line": {
+                "type": "object",
+                "properties": {"minimum": {"type": "integer"}},
+                "required": ["minimum"],
+                "additionalProperties": false
+            }}
+        })
+    }
+
+    #[test]
+    fn a_strict_schema_is_accepted() {
+        assert_eq!(anthropic_accepts_schema(&strict_object()), Ok(()));
+    }
+
+    #[test]
+    fn recursion_is_rejected() {
+        let schema = json!({
+            "$ref": "#/$defs/Node",
+            "$defs": {"Node": {"type": "object", "properties": {
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+            }, "additionalProperties": false}}
+        });
+        let reason = anthropic_accepts_schema(&schema).unwrap_err();
+        assert!(
+            reason.starts_with("recursive `$ref` \"#/$defs/Node\""),
+            "{reason}"
+        );
+        let root = json!({"type": "object", "properties": {"next": {"$ref": "#"}}});
+        assert!(
+            anthropic_accepts_schema(&root)
+                .unwrap_err()
+                .starts_with("recursive")
+        );
+    }
+
+    #[test]
+    fn shared_definitions_are_not_recursion() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/X"}, "b": {"$ref": "#/$defs/X"}},
+            "$defs": {"X": {"type": "string"}}
+        });
+        assert_eq!(anthropic_accepts_schema(&schema), Ok(()));
+    }
+
+    #[test]
+    fn constraints_and_open_objects_are_rejected() {
+        let cases = [
+            (json!({"type": "integer", "minimum": 0}), "`minimum` at #"),
+            (
+                json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}}),
+                "`maxLength` at #/properties/s",
+            ),
+            (
+                json!({"type": "array", "minItems": 2}),
+                "`minItems: 2` at #",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": true}),
+                "`additionalProperties` other than false at #",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": {"type": "string"}}),
+                "`additionalProperties` other than false at #",
+            ),
+            (
+                json!({"$ref": "https://example.com/s.json"}),
+                "external `$ref` \"https://example.com/s.json\" at #",
+            ),
+            (
+                json!({"$ref": "#/$defs/Missing"}),
+                "`$ref` \"#/$defs/Missing\" at # points nowhere",
+            ),
+            (
+                json!({"anyOf": [{"type": "null"}, {"type": "number", "multipleOf": 2}]}),
+                "`multipleOf` at #/anyOf/1",
+            ),
+        ];
+        for (schema, expected) in cases {
+            let reason = anthropic_accepts_schema(&schema).unwrap_err();
+            assert!(reason.starts_with(expected), "{reason} vs {expected}");
+        }
+    }
+
+    #[test]
+    fn request_body_carries_output_config_only_for_accepted_schemas() {
+        let mut request = ProviderRequest::text("sys", "hi");
+        request.response_format = ResponseFormat::JsonSchema;
+        request.schema = Some(Arc::new(strict_object()));
+        let body = request_body(&request, "m", 4096);
+        assert_eq!(
+            body["output_config"],
+            json!({"format": {"type": "json_schema", "schema": strict_object()}})
+        );
+        request.schema = Some(Arc::new(json!({"type": "integer", "minimum": 1})));
+        assert!(
+            request_body(&request, "m", 4096)
+                .get("output_config")
+                .is_none()
+        );
+        request.response_format = ResponseFormat::JsonObject;
+        request.schema = Some(Arc::new(strict_object()));
+        assert!(
+            request_body(&request, "m", 4096)
+                .get("output_config")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn undocumented_statuses_fall_back_to_the_error_type() {
+        let overloaded = ErrorBody {
+            error_type: Some("overloaded_error".into()),
+            ..ErrorBody::default()
+        };
+        assert_eq!(
+            classify(StatusCode::from_u16(520).unwrap(), &overloaded),
+            ProviderErrorKind::Overloaded
+        );
+        assert_eq!(
+            classify(StatusCode::from_u16(418).unwrap(), &ErrorBody::default()),
+            ProviderErrorKind::InvalidRequest
+        );
+    }
+
+    #[test]
+    fn from_env_reads_key_base_url_and_model() {
+        let vars: HashMap<&str, &str> = [
+            ("ANTHROPIC_API_KEY", "sk-ant-test"),
+            ("ANTHROPIC_BASE_URL", "http://localhost:9/"),
+            ("ANTHROPIC_MODEL", "claude-test"),
+        ]
+        .into();
+        let provider = Anthropic::from_lookup(|n| vars.get(n).map(|v| (*v).to_owned())).unwrap();
+        assert_eq!(provider.base_url(), "http://localhost:9");
+        assert_eq!(provider.default_model(), "claude-test");
+        let err = Anthropic::from_lookup(|_| None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the environment variable ANTHROPIC_API_KEY is not set; set it to your Anthropic API key"
+        );
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let printed = format!("{:#?}", Anthropic::new("sk-ant-very-secret"));
+        assert!(!printed.contains("sk-ant-very-secret"), "{printed}");
+        assert!(printed.contains("[redacted]"));
+    }
+}

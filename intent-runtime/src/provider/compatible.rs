@@ -1,0 +1,204 @@
+//! Any server speaking OpenAI's Chat Completions (Ollama, vLLM, llama.cpp, LM Studio,
+//! OpenRouter) as a [`Provider`], with settings for what each supports differently.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::http::{HttpTransport, trim_base_url};
+use super::openai::chat::{ChatEndpoint, WireSettings};
+use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
+
+pub use super::openai::chat::{MaxTokensField, StructuredOutput};
+
+/// A Chat Completions server at a base URL (`{base}/chat/completions`).
+///
+/// Start from a preset ([`ollama`](Self::ollama), [`vllm`](Self::vllm),
+/// [`llama_cpp`](Self::llama_cpp), [`lm_studio`](Self::lm_studio),
+/// [`openrouter`](Self::openrouter)) or from [`new`](Self::new), and adjust. The API key is
+/// optional (local servers need none) and, when set, never printed.
+#[derive(Clone)]
+pub struct OpenAiCompatible {
+    endpoint: ChatEndpoint,
+}
+
+impl OpenAiCompatible {
+    /// A server at `base_url` (up to and including `/v1`) serving `model`, with OpenAI's own
+    /// settings: `max_completion_tokens`, strict `json_schema` with `name` and `strict`.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            endpoint: ChatEndpoint {
+                provider_name: "openai-compatible".to_owned(),
+                base_url: trim_base_url(base_url),
+                model: model.into(),
+                api_key: None,
+                settings: WireSettings::OPENAI,
+                extra_body: Map::new(),
+                transport: HttpTransport::default(),
+            },
+        }
+    }
+
+    /// Ollama's `/v1` endpoint on its default port.
+    ///
+    /// Ollama reads only `max_tokens`, forwards the schema but ignores `name` and `strict`
+    /// (so they are left out), and its replies carry no `refusal` key.
+    pub fn ollama(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:11434/v1", model)
+            .with_name("ollama")
+            .with_max_tokens_field(MaxTokensField::MaxTokens)
+            .with_schema_name_and_strict(false)
+    }
+
+    /// vLLM's OpenAI-compatible server on its default port.
+    ///
+    /// vLLM always enforces the schema, requires the schema `name`, and reads
+    /// `max_completion_tokens`: OpenAI's settings.
+    pub fn vllm(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:8000/v1", model).with_name("vllm")
+    }
+
+    /// The llama.cpp server on its default port.
+    ///
+    /// llama.cpp turns the schema into a grammar (silently skipping keywords it does not
+    /// support, which the verifier still checks) and reads `max_completion_tokens`.
+    pub fn llama_cpp(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:8080/v1", model).with_name("llama.cpp")
+    }
+
+    /// LM Studio's local server on its default port.
+    ///
+    /// LM Studio accepts OpenAI's `json_schema` format; its documented requests limit output
+    /// with `max_tokens`.
+    pub fn lm_studio(model: impl Into<String>) -> Self {
+        Self::new("http://localhost:1234/v1", model)
+            .with_name("lm-studio")
+            .with_max_tokens_field(MaxTokensField::MaxTokens)
+    }
+
+    /// OpenRouter, which routes to many providers.
+    ///
+    /// Schema support varies by model, so requests carry `provider.require_parameters: true`
+    /// to be routed only where every parameter sent (the schema included) is supported;
+    /// OpenRouter documents `max_tokens` as its output limit.
+    pub fn openrouter(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        Self::new("https://openrouter.ai/api/v1", model)
+            .with_name("openrouter")
+            .with_api_key(api_key)
+            .with_max_tokens_field(MaxTokensField::MaxTokens)
+            .with_body_field("provider", json!({"require_parameters": true}))
+    }
+
+    /// The name used in logs, records and errors (default `openai-compatible`).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.endpoint.provider_name = name.into();
+        self
+    }
+
+    /// Sends `Authorization: Bearer <key>`.
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.endpoint.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sends requests to another base URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.endpoint.base_url = trim_base_url(base_url);
+        self
+    }
+
+    /// Uses this model when a request names none.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.endpoint.model = model.into();
+        self
+    }
+
+    /// Which body field carries the output-token limit.
+    pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
+        self.endpoint.settings.max_tokens_field = field;
+        self
+    }
+
+    /// How strict-schema requests are sent: the schema, or `json_object` for servers that
+    /// cannot enforce one.
+    pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
+        self.endpoint.settings.structured_output = mode;
+        self
+    }
+
+    /// Whether `json_schema` carries `name` and `strict: true` (some servers ignore or
+    /// reject them).
+    pub fn with_schema_name_and_strict(mut self, send: bool) -> Self {
+        self.endpoint.settings.send_schema_name_and_strict = send;
+        self
+    }
+
+    /// Adds a top-level field to every request body (server-specific options); fields the
+    /// provider sets itself (`model`, `messages`, ...) are never overridden.
+    pub fn with_body_field(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.endpoint.extra_body.insert(key.into(), value);
+        self
+    }
+
+    /// How long to wait for a connection (default 10 s).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.endpoint.transport.set_connect_timeout(timeout);
+        self
+    }
+
+    /// How long one whole request may take (default 120 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.endpoint.transport.set_request_timeout(timeout);
+        self
+    }
+
+    /// Uses this `reqwest` client instead of building one.
+    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
+        self.endpoint.transport.set_client(client);
+        self
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.endpoint.base_url
+    }
+
+    /// Which body field carries the output-token limit.
+    pub fn max_tokens_field(&self) -> MaxTokensField {
+        self.endpoint.settings.max_tokens_field
+    }
+
+    /// How strict-schema requests are sent.
+    pub fn structured_output(&self) -> StructuredOutput {
+        self.endpoint.settings.structured_output
+    }
+
+    /// Whether `json_schema` carries `name` and `strict`.
+    pub fn sends_schema_name_and_strict(&self) -> bool {
+        self.endpoint.settings.send_schema_name_and_strict
+    }
+}
+
+impl fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiCompatible {
+    fn name(&self) -> &str {
+        &self.endpoint.provider_name
+    }
+
+    fn default_model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        self.endpoint.complete(request).await
+    }
+}

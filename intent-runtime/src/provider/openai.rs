@@ -1,0 +1,171 @@
+//! OpenAI's Chat Completions API as a [`Provider`]: strict `json_schema`, `json_object` and
+//! text replies, refusals, truncation and classified errors.
+
+pub(crate) mod chat;
+
+use std::fmt;
+use std::time::Duration;
+
+use self::chat::{ChatEndpoint, WireSettings};
+use super::http::{HttpTransport, ProviderConfigError, trim_base_url};
+use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
+
+/// OpenAI's API root.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The model used when neither the request nor `OPENAI_MODEL` names one.
+pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// OpenAI Chat Completions (`POST {base}/chat/completions`).
+///
+/// Sends `max_completion_tokens` (never `max_tokens`, which reasoning models reject) and a
+/// strict `json_schema` response format for schema targets. The API key is never printed:
+/// not by `Debug`, not in errors, not in logs.
+#[derive(Clone)]
+pub struct OpenAi {
+    endpoint: ChatEndpoint,
+}
+
+impl OpenAi {
+    /// A provider for OpenAI's API with this key, the default base URL and model.
+    pub fn new(api_key: impl Into<String>) -> Self {
+        Self {
+            endpoint: ChatEndpoint {
+                provider_name: "openai".to_owned(),
+                base_url: OPENAI_DEFAULT_BASE_URL.to_owned(),
+                model: OPENAI_DEFAULT_MODEL.to_owned(),
+                api_key: Some(api_key.into()),
+                settings: WireSettings::OPENAI,
+                extra_body: serde_json::Map::new(),
+                transport: HttpTransport::default(),
+            },
+        }
+    }
+
+    /// Reads `OPENAI_API_KEY` (required), `OPENAI_BASE_URL` and `OPENAI_MODEL` (optional).
+    pub fn from_env() -> Result<Self, ProviderConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderConfigError> {
+        let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let api_key = set("OPENAI_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
+            variable: "OPENAI_API_KEY",
+            provider: "OpenAI",
+        })?;
+        let mut provider = Self::new(api_key);
+        if let Some(base_url) = set("OPENAI_BASE_URL") {
+            provider = provider.with_base_url(base_url);
+        }
+        if let Some(model) = set("OPENAI_MODEL") {
+            provider = provider.with_model(model);
+        }
+        Ok(provider)
+    }
+
+    /// Sends requests to another API root (a proxy, Azure-style gateway, a test server).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.endpoint.base_url = trim_base_url(base_url);
+        self
+    }
+
+    /// Uses this model when a request names none.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.endpoint.model = model.into();
+        self
+    }
+
+    /// How long to wait for a connection (default 10 s).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.endpoint.transport.set_connect_timeout(timeout);
+        self
+    }
+
+    /// How long one whole request may take (default 120 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.endpoint.transport.set_request_timeout(timeout);
+        self
+    }
+
+    /// Uses this `reqwest` client (its proxy, TLS and pool settings) instead of building one;
+    /// the connect timeout is then the client's own.
+    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
+        self.endpoint.transport.set_client(client);
+        self
+    }
+
+    /// The API root requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.endpoint.base_url
+    }
+}
+
+impl fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        &self.endpoint.provider_name
+    }
+
+    fn default_model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        self.endpoint.complete(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn from_env_needs_a_key() {
+        let err = OpenAi::from_lookup(lookup(&[("OPENAI_API_KEY", "  ")])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the environment variable OPENAI_API_KEY is not set; set it to your OpenAI API key"
+        );
+    }
+
+    #[test]
+    fn from_env_reads_base_url_and_model() {
+        let provider = OpenAi::from_lookup(lookup(&[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("OPENAI_BASE_URL", "http://localhost:9/v1/"),
+            ("OPENAI_MODEL", "gpt-test"),
+        ]))
+        .unwrap();
+        assert_eq!(provider.base_url(), "http://localhost:9/v1");
+        assert_eq!(provider.default_model(), "gpt-test");
+        let defaults = OpenAi::from_lookup(lookup(&[("OPENAI_API_KEY", "sk-test")])).unwrap();
+        assert_eq!(defaults.base_url(), OPENAI_DEFAULT_BASE_URL);
+        assert_eq!(defaults.default_model(), OPENAI_DEFAULT_MODEL);
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let provider = OpenAi::new("sk-very-secret-1234");
+        let printed = format!("{provider:?} {provider:#?}");
+        assert!(!printed.contains("sk-very-secret-1234"), "{printed}");
+        assert!(printed.contains("[redacted]"));
+    }
+}

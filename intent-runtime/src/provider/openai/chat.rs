@@ -1,0 +1,437 @@
+//! The Chat Completions wire format, shared by [`OpenAi`](super::OpenAi) and
+//! [`OpenAiCompatible`](crate::provider::OpenAiCompatible): request bodies, reply parsing and
+//! error classification.
+
+use std::fmt;
+use std::time::Instant;
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::provider::http::{
+    self, ErrorBody, HttpTransport, RawResponse, base_kind, error_from_response, invalid_response,
+    names_schema, secret_header,
+};
+use crate::provider::{
+    DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
+    ResponseFormat,
+};
+use crate::result::Usage;
+
+/// The header that carries OpenAI's (and most compatible servers') request id.
+const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Words that, in a 400's message or `param`, mean the response schema was refused.
+const SCHEMA_WORDS: &[&str] = &["response_format", "json_schema", "schema"];
+
+/// Which body field carries the output-token limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MaxTokensField {
+    /// `max_completion_tokens`: OpenAI's current field (reasoning models reject the old one).
+    MaxCompletionTokens,
+    /// `max_tokens`: the older field, the only one some servers read.
+    MaxTokens,
+}
+
+impl MaxTokensField {
+    fn key(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        }
+    }
+}
+
+/// How a request for a strict schema is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StructuredOutput {
+    /// `response_format: {"type":"json_schema", ...}` with the schema.
+    JsonSchema,
+    /// `response_format: {"type":"json_object"}`: for servers without schema support; the
+    /// prompt carries the contract and the verifier checks it.
+    JsonObject,
+}
+
+/// What differs between servers speaking Chat Completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct WireSettings {
+    pub(crate) max_tokens_field: MaxTokensField,
+    pub(crate) structured_output: StructuredOutput,
+    pub(crate) send_schema_name_and_strict: bool,
+}
+
+impl WireSettings {
+    /// OpenAI's own API.
+    pub(crate) const OPENAI: WireSettings = WireSettings {
+        max_tokens_field: MaxTokensField::MaxCompletionTokens,
+        structured_output: StructuredOutput::JsonSchema,
+        send_schema_name_and_strict: true,
+    };
+}
+
+/// `name` reduced to what OpenAI accepts as a schema name: `[a-zA-Z0-9_-]{1,64}`, other
+/// characters replaced by `_`.
+pub(crate) fn sanitize_schema_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        DEFAULT_SCHEMA_NAME.to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// The JSON body of one Chat Completions request.
+pub(crate) fn request_body(
+    request: &ProviderRequest,
+    model: &str,
+    settings: &WireSettings,
+    extra: &Map<String, Value>,
+) -> Value {
+    let mut messages = Vec::with_capacity(2);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    messages.push(json!({"role": "user", "content": request.user}));
+
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model));
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(limit) = request.max_output_tokens {
+        body.insert(settings.max_tokens_field.key().into(), Value::from(limit));
+    }
+    if let Some(temperature) = request.temperature.and_then(http::temperature_value) {
+        body.insert("temperature".into(), temperature);
+    }
+    if let Some(format) = response_format(request, settings) {
+        body.insert("response_format".into(), format);
+    }
+    for (key, value) in extra {
+        body.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    Value::Object(body)
+}
+
+fn response_format(request: &ProviderRequest, settings: &WireSettings) -> Option<Value> {
+    match (request.response_format, settings.structured_output) {
+        (ResponseFormat::Text, _) => None,
+        (ResponseFormat::JsonObject, _)
+        | (ResponseFormat::JsonSchema, StructuredOutput::JsonObject) => {
+            Some(json!({"type": "json_object"}))
+        }
+        (ResponseFormat::JsonSchema, StructuredOutput::JsonSchema) => {
+            let Some(schema) = request.schema.as_deref() else {
+                tracing::debug!(
+                    "a strict schema was asked for without a schema; sending json_object"
+                );
+                return Some(json!({"type": "json_object"}));
+            };
+            let mut json_schema = Map::new();
+            if settings.send_schema_name_and_strict {
+                json_schema.insert(
+                    "name".into(),
+                    sanitize_schema_name(&request.schema_name).into(),
+                );
+            }
+            json_schema.insert("schema".into(), schema.clone());
+            if settings.send_schema_name_and_strict {
+                json_schema.insert("strict".into(), Value::Bool(true));
+            }
+            Some(json!({"type": "json_schema", "json_schema": json_schema}))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    choices: Vec<Choice>,
+    model: Option<String>,
+    usage: Option<ChatUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ChoiceMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    content: Option<String>,
+    // Absent on servers without refusals (Ollama): that is a normal reply.
+    refusal: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChatUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    cached_tokens: Option<u64>,
+}
+
+/// Reads a success reply: text, refusal, truncation, usage, model and request id.
+pub(crate) fn parse_reply(
+    provider: &str,
+    raw: &RawResponse,
+    requested_model: &str,
+    secret: Option<&str>,
+) -> Result<ProviderReply, ProviderError> {
+    let invalid = |what: String| invalid_response(provider, raw, &what, REQUEST_ID_HEADER, secret);
+    let parsed: ChatResponse = serde_json::from_str(&raw.body).map_err(|err| {
+        invalid(format!(
+            "the reply is not a Chat Completions response ({err})"
+        ))
+    })?;
+    let Some(choice) = parsed.choices.into_iter().next() else {
+        return Err(invalid("the reply has no choices".to_owned()));
+    };
+    let refusal = choice.message.refusal.filter(|text| !text.is_empty());
+    let truncated = matches!(
+        choice.finish_reason.as_deref(),
+        Some("length" | "content_filter")
+    );
+    let text = if refusal.is_some() {
+        String::new()
+    } else {
+        choice.message.content.unwrap_or_default()
+    };
+    let usage = parsed.usage.map_or_else(Usage::default, |usage| Usage {
+        input_tokens: usage.prompt_tokens.unwrap_or(0),
+        output_tokens: usage.completion_tokens.unwrap_or(0),
+        cached_input_tokens: usage
+            .prompt_tokens_details
+            .and_then(|details| details.cached_tokens)
+            .unwrap_or(0),
+    });
+    Ok(ProviderReply {
+        text,
+        refusal,
+        truncated,
+        stop_reason: choice.finish_reason,
+        usage,
+        model: parsed
+            .model
+            .filter(|model| !model.is_empty())
+            .unwrap_or_else(|| requested_model.to_owned()),
+        request_id: raw.header(REQUEST_ID_HEADER).map(str::to_owned),
+    })
+}
+
+/// The kind of a Chat Completions error reply.
+///
+/// OpenAI documents 400 invalid request, 401, 403, 404, 422, 429 and 5xx; a 400 that names
+/// the response schema is [`ProviderErrorKind::SchemaRejected`], because the schema, not the
+/// prompt, has to change.
+pub(crate) fn classify(status: StatusCode, error: &ErrorBody) -> ProviderErrorKind {
+    if status == StatusCode::BAD_REQUEST && names_schema(error, SCHEMA_WORDS) {
+        return ProviderErrorKind::SchemaRejected;
+    }
+    base_kind(status)
+}
+
+/// One Chat Completions endpoint: where it is, how to authenticate, what to send.
+#[derive(Clone)]
+pub(crate) struct ChatEndpoint {
+    pub(crate) provider_name: String,
+    pub(crate) base_url: String,
+    pub(crate) model: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) settings: WireSettings,
+    pub(crate) extra_body: Map<String, Value>,
+    pub(crate) transport: HttpTransport,
+}
+
+impl fmt::Debug for ChatEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatEndpoint")
+            .field("provider", &self.provider_name)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("settings", &self.settings)
+            .field("extra_body", &self.extra_body)
+            .field("connect_timeout", &self.transport.connect_timeout())
+            .field("request_timeout", &self.transport.request_timeout())
+            .finish()
+    }
+}
+
+impl ChatEndpoint {
+    /// Sends one request and reads the reply.
+    pub(crate) async fn complete(
+        &self,
+        request: &ProviderRequest,
+    ) -> Result<ProviderReply, ProviderError> {
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let body = request_body(request, model, &self.settings, &self.extra_body);
+        let url = format!("{}/chat/completions", self.base_url);
+        let secret = self.api_key.as_deref();
+        let mut headers = HeaderMap::new();
+        if let Some(key) = secret {
+            let value = secret_header(&format!("Bearer {key}")).ok_or_else(|| {
+                ProviderError::new(
+                    ProviderErrorKind::Authentication,
+                    &self.provider_name,
+                    "the API key contains characters an HTTP header cannot carry",
+                )
+            })?;
+            http::insert_header(&mut headers, "authorization", value);
+        }
+        tracing::debug!(provider = %self.provider_name, %model, %url, "sending a chat completion");
+        let started = Instant::now();
+        let raw = self
+            .transport
+            .post_json(&self.provider_name, &url, headers, &body, secret)
+            .await?;
+        tracing::debug!(
+            provider = %self.provider_name,
+            status = raw.status.as_u16(),
+            request_id = raw.header(REQUEST_ID_HEADER),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "chat completion answered"
+        );
+        if !raw.status.is_success() {
+            let error = ErrorBody::parse(&raw.body);
+            let kind = classify(raw.status, &error);
+            return Err(error_from_response(
+                &self.provider_name,
+                &raw,
+                kind,
+                &error,
+                REQUEST_ID_HEADER,
+                secret,
+            ));
+        }
+        parse_reply(&self.provider_name, &raw, model, secret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn schema_request() -> ProviderRequest {
+        ProviderRequest {
+            response_format: ResponseFormat::JsonSchema,
+            schema: Some(Arc::new(json!({"type": "object"}))),
+            schema_name: "Invoice<Line> v2".into(),
+            ..ProviderRequest::text("sys", "user")
+        }
+    }
+
+    #[test]
+    fn schema_names_are_sanitized() {
+        assert_eq!(sanitize_schema_name("Invoice<Line> v2"), "Invoice_Line__v2");
+        assert_eq!(sanitize_schema_name(""), DEFAULT_SCHEMA_NAME);
+        assert_eq!(sanitize_schema_name(&"a".repeat(100)).len(), 64);
+        assert_eq!(sanitize_schema_name("ok_name-1"), "ok_name-1");
+    }
+
+    #[test]
+    fn openai_body_has_strict_schema_and_max_completion_tokens() {
+        let mut request = schema_request();
+        request.max_output_tokens = Some(100);
+        request.temperature = Some(0.5);
+        let body = request_body(&request, "m", &WireSettings::OPENAI, &Map::new());
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "sys"},
+                    {"role": "user", "content": "user"}
+                ],
+                "max_completion_tokens": 100,
+                "temperature": 0.5,
+                "response_format": {"type": "json_schema", "json_schema": {
+                    "name": "Invoice_Line__v2", "schema": {"type": "object"}, "strict": true
+                }}
+            })
+        );
+    }
+
+    #[test]
+    fn json_object_fallback_and_missing_schema_send_json_object() {
+        let settings = WireSettings {
+            structured_output: StructuredOutput::JsonObject,
+            ..WireSettings::OPENAI
+        };
+        let body = request_body(&schema_request(), "m", &settings, &Map::new());
+        assert_eq!(body["response_format"], json!({"type": "json_object"}));
+        let mut no_schema = schema_request();
+        no_schema.schema = None;
+        let body = request_body(&no_schema, "m", &WireSettings::OPENAI, &Map::new());
+        assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    }
+
+    #[test]
+    fn text_requests_send_no_response_format_and_empty_system_is_left_out() {
+        let body = request_body(
+            &ProviderRequest::text("", "hi"),
+            "m",
+            &WireSettings::OPENAI,
+            &Map::new(),
+        );
+        assert_eq!(
+            body,
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        );
+    }
+
+    #[test]
+    fn extra_fields_never_override_ours() {
+        let mut extra = Map::new();
+        extra.insert("model".into(), json!("other"));
+        extra.insert("provider".into(), json!({"require_parameters": true}));
+        let body = request_body(
+            &ProviderRequest::text("", "hi"),
+            "m",
+            &WireSettings::OPENAI,
+            &extra,
+        );
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["provider"], json!({"require_parameters": true}));
+    }
+
+    #[test]
+    fn a_400_naming_the_schema_is_schema_rejected() {
+        let by_message = ErrorBody {
+            message: Some("Invalid schema for response_format 'x': ...".into()),
+            ..ErrorBody::default()
+        };
+        assert_eq!(
+            classify(StatusCode::BAD_REQUEST, &by_message),
+            ProviderErrorKind::SchemaRejected
+        );
+        let other = ErrorBody {
+            message: Some("messages must not be empty".into()),
+            ..ErrorBody::default()
+        };
+        assert_eq!(
+            classify(StatusCode::BAD_REQUEST, &other),
+            ProviderErrorKind::InvalidRequest
+        );
+        assert_eq!(
+            classify(StatusCode::UNPROCESSABLE_ENTITY, &by_message),
+            ProviderErrorKind::InvalidRequest
+        );
+    }
+}
