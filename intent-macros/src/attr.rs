@@ -128,7 +128,10 @@ pub(crate) fn parse_method_attrs(attrs: &[Attribute], errors: &mut Errors) -> Me
         let path = attr.path();
         if path.is_ident(name::INTENT) {
             if parsed.intent.is_some() {
-                errors.spanned(attr, "duplicate `#[intent]` attribute; a method states one intent");
+                errors.spanned(
+                    attr,
+                    "duplicate `#[intent]` attribute; a method states one intent",
+                );
             } else {
                 parsed.intent = parse_intent(attr, errors);
             }
@@ -139,9 +142,21 @@ pub(crate) fn parse_method_attrs(attrs: &[Attribute], errors: &mut Errors) -> Me
         } else if path.is_ident(name::EXAMPLE) {
             parsed.examples.extend(parse_example(attr, errors));
         } else if path.is_ident(name::SYSTEM) {
-            set_text(attr, name::SYSTEM, "#[system(\"Answer in French\")]", &mut parsed.system, errors);
+            set_text(
+                attr,
+                name::SYSTEM,
+                "#[system(\"Answer in French\")]",
+                &mut parsed.system,
+                errors,
+            );
         } else if path.is_ident(name::OUTPUT) {
-            set_text(attr, name::OUTPUT, "#[output(\"At most 20 words\")]", &mut parsed.output, errors);
+            set_text(
+                attr,
+                name::OUTPUT,
+                "#[output(\"At most 20 words\")]",
+                &mut parsed.output,
+                errors,
+            );
         } else {
             parsed.kept.push(attr.clone());
         }
@@ -173,7 +188,10 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
     for arg in args {
         let (key, value) = match arg {
             Arg::Text(text) => {
-                errors.spanned(&text, "the intent text is given once, as the first argument of `#[intent]`");
+                errors.spanned(
+                    &text,
+                    "the intent text is given once, as the first argument of `#[intent]`",
+                );
                 continue;
             }
             Arg::Flag(key) => (key, None),
@@ -187,11 +205,23 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
             }
             intent_option::MAX_ATTEMPTS => {
                 let value = lit_count(&key, value, "max_attempts = 3", errors);
-                set_once(&mut intent.max_attempts, value, &key, "intent option", errors);
+                set_once(
+                    &mut intent.max_attempts,
+                    value,
+                    &key,
+                    "intent option",
+                    errors,
+                );
             }
             intent_option::TEMPERATURE => {
                 let value = lit_temperature(&key, value, errors);
-                set_once(&mut intent.temperature, value, &key, "intent option", errors);
+                set_once(
+                    &mut intent.temperature,
+                    value,
+                    &key,
+                    "intent option",
+                    errors,
+                );
             }
             intent_option::SCHEMA => {
                 let value = lit_str(&key, value, "schema = \"schemas/order.json\"", errors);
@@ -203,7 +233,10 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
             }
             _ => errors.spanned(
                 &key,
-                format!("unknown intent option `{name}`; expected one of {}", list(&intent_option::ALL)),
+                format!(
+                    "unknown intent option `{name}`; expected one of {}",
+                    list(&intent_option::ALL)
+                ),
             ),
         }
     }
@@ -217,7 +250,13 @@ fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut E
     for arg in args {
         let (key, value) = match arg {
             Arg::Text(text) => {
-                errors.spanned(&text, format!("expected a guardrail name; expected one of {}", list(&guardrail_key::ALL)));
+                errors.spanned(
+                    &text,
+                    format!(
+                        "expected a guardrail name; expected one of {}",
+                        list(&guardrail_key::ALL)
+                    ),
+                );
                 continue;
             }
             Arg::Flag(key) => (key, None),
@@ -227,19 +266,40 @@ fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut E
         match name.as_str() {
             guardrail_key::REQUIRE_JUDGE => {
                 let value = flag(&key, value, errors);
-                set_once(&mut guardrails.require_judge, value, &key, "guardrail", errors);
+                set_once(
+                    &mut guardrails.require_judge,
+                    value,
+                    &key,
+                    "guardrail",
+                    errors,
+                );
             }
             guardrail_key::MAX_MODEL_CALLS => {
                 let value = lit_count(&key, value, "max_model_calls = 4", errors);
-                set_once(&mut guardrails.max_model_calls, value, &key, "guardrail", errors);
+                set_once(
+                    &mut guardrails.max_model_calls,
+                    value,
+                    &key,
+                    "guardrail",
+                    errors,
+                );
             }
             guardrail_key::TIME_BUDGET_MS => {
                 let value = lit_count(&key, value, "time_budget_ms = 30000", errors);
-                set_once(&mut guardrails.time_budget_ms, value, &key, "guardrail", errors);
+                set_once(
+                    &mut guardrails.time_budget_ms,
+                    value,
+                    &key,
+                    "guardrail",
+                    errors,
+                );
             }
             _ => errors.spanned(
                 &key,
-                format!("unknown guardrail `{name}`; expected one of {}", list(&guardrail_key::ALL)),
+                format!(
+                    "unknown guardrail `{name}`; expected one of {}",
+                    list(&guardrail_key::ALL)
+                ),
             ),
         }
     }
@@ -247,7 +307,9 @@ fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut E
 
 fn parse_validate(attr: &Attribute, validators: &mut Vec<syn::Path>, errors: &mut Errors) {
     let parsed = match &attr.meta {
-        syn::Meta::List(list) => list.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated),
+        syn::Meta::List(list) => {
+            list.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated)
+        }
         _ => Err(syn::Error::new_spanned(attr, "")),
     };
     match parsed {
@@ -265,7 +327,10 @@ fn parse_example(attr: &Attribute, errors: &mut Errors) -> Option<ExampleAttr> {
     let (mut input, mut output) = (None, None);
     for arg in args {
         let Arg::Named(key, value) = arg else {
-            errors.spanned(attr, format!("`#[example]` takes `input` and `output` strings, like `{USAGE}`"));
+            errors.spanned(
+                attr,
+                format!("`#[example]` takes `input` and `output` strings, like `{USAGE}`"),
+            );
             continue;
         };
         let name = key.to_string();
@@ -275,7 +340,10 @@ fn parse_example(attr: &Attribute, errors: &mut Errors) -> Option<ExampleAttr> {
             _ => {
                 errors.spanned(
                     &key,
-                    format!("unknown example key `{name}`; expected one of {}", list(&example_key::ALL)),
+                    format!(
+                        "unknown example key `{name}`; expected one of {}",
+                        list(&example_key::ALL)
+                    ),
                 );
                 continue;
             }
@@ -286,26 +354,51 @@ fn parse_example(attr: &Attribute, errors: &mut Errors) -> Option<ExampleAttr> {
     match (input, output) {
         (Some(input), Some(output)) => Some(ExampleAttr { input, output }),
         (input, _) => {
-            let missing = if input.is_none() { example_key::INPUT } else { example_key::OUTPUT };
-            errors.spanned(attr, format!("`#[example]` is missing `{missing}`; write `{USAGE}`"));
+            let missing = if input.is_none() {
+                example_key::INPUT
+            } else {
+                example_key::OUTPUT
+            };
+            errors.spanned(
+                attr,
+                format!("`#[example]` is missing `{missing}`; write `{USAGE}`"),
+            );
             None
         }
     }
 }
 
-fn set_text(attr: &Attribute, name: &str, usage: &str, slot: &mut Option<LitStr>, errors: &mut Errors) {
+fn set_text(
+    attr: &Attribute,
+    name: &str,
+    usage: &str,
+    slot: &mut Option<LitStr>,
+    errors: &mut Errors,
+) {
     if slot.is_some() {
-        errors.spanned(attr, format!("duplicate `#[{name}]` attribute; write all of it in one string"));
+        errors.spanned(
+            attr,
+            format!("duplicate `#[{name}]` attribute; write all of it in one string"),
+        );
         return;
     }
     match attr.parse_args::<LitStr>() {
         Ok(text) => *slot = Some(text),
-        Err(_) => errors.spanned(attr, format!("`#[{name}]` takes one string literal, like `{usage}`")),
+        Err(_) => errors.spanned(
+            attr,
+            format!("`#[{name}]` takes one string literal, like `{usage}`"),
+        ),
     }
 }
 
 /// Stores `value` unless the key was given already.
-fn set_once<T>(slot: &mut Option<T>, value: Option<T>, key: &Ident, kind: &str, errors: &mut Errors) {
+fn set_once<T>(
+    slot: &mut Option<T>,
+    value: Option<T>,
+    key: &Ident,
+    kind: &str,
+    errors: &mut Errors,
+) {
     if slot.is_some() {
         errors.spanned(key, format!("duplicate {kind} `{key}`; give it once"));
     } else if value.is_some() {
@@ -397,5 +490,9 @@ fn flag(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<Ident> 
 }
 
 fn list(names: &[&str]) -> String {
-    names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -64,8 +64,12 @@ fn check_method(method: &mut IntentMethod<'_>, errors: &mut Errors) {
 fn load_schema(path: &LitStr) -> syn::Result<SchemaFile> {
     let relative = path.value();
     let error = |message: String| syn::Error::new(path.span(), message);
-    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
-        .ok_or_else(|| error("`CARGO_MANIFEST_DIR` is not set, so the schema file cannot be found; build with cargo".to_owned()))?;
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").ok_or_else(|| {
+        error(
+            "`CARGO_MANIFEST_DIR` is not set, so the schema file cannot be found; build with cargo"
+                .to_owned(),
+        )
+    })?;
     let absolute = PathBuf::from(manifest_dir).join(&relative);
     let text = std::fs::read_to_string(&absolute).map_err(|io| {
         error(format!(
@@ -74,12 +78,24 @@ fn load_schema(path: &LitStr) -> syn::Result<SchemaFile> {
     })?;
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(serde_json::Value::Object(_)) => {}
-        Ok(_) => return Err(error(format!("schema file `{relative}` must hold a JSON object (a JSON Schema)"))),
-        Err(json) => return Err(error(format!("schema file `{relative}` is not valid JSON: {json}"))),
+        Ok(_) => {
+            return Err(error(format!(
+                "schema file `{relative}` must hold a JSON object (a JSON Schema)"
+            )));
+        }
+        Err(json) => {
+            return Err(error(format!(
+                "schema file `{relative}` is not valid JSON: {json}"
+            )));
+        }
     }
     let absolute = absolute
         .to_str()
-        .ok_or_else(|| error(format!("the path of schema file `{relative}` is not valid UTF-8")))?
+        .ok_or_else(|| {
+            error(format!(
+                "the path of schema file `{relative}` is not valid UTF-8"
+            ))
+        })?
         .to_owned();
     Ok(SchemaFile { absolute })
 }

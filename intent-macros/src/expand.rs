@@ -15,7 +15,10 @@ use crate::model::{Input, IntentMethod, IntentTrait, TargetKind, Wrapper};
 pub(crate) fn intents(args: TokenStream, item: &ItemTrait) -> syn::Result<TokenStream> {
     let mut errors = Errors::default();
     if !args.is_empty() {
-        errors.spanned(args, "`#[intents]` takes no arguments; put options on each method's `#[intent]`");
+        errors.spanned(
+            args,
+            "`#[intents]` takes no arguments; put options on each method's `#[intent]`",
+        );
     }
     let mut model = IntentTrait::from_syn(item, &mut errors);
     check::check(&mut model, &mut errors);
@@ -118,8 +121,11 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
     let kept: &[Attribute] = &method.attrs.kept;
     let sig = send_signature(&method.item.sig);
     let target = method.output.target;
-    let strict_check = (method.output.kind == TargetKind::Typed && method.intent.json_mode.is_none())
-        .then(|| quote_spanned!(target.span()=> ::intent_runtime::__private::assert_strict::<#target>();));
+    let strict_check = (method.output.kind == TargetKind::Typed
+        && method.intent.json_mode.is_none())
+    .then(
+        || quote_spanned!(target.span()=> ::intent_runtime::__private::assert_strict::<#target>();),
+    );
     let options = options(method);
     let input = input(&method.inputs);
     let text = &method.intent.text;
@@ -301,19 +307,30 @@ mod tests {
         stdin.write_all(tokens.to_string().as_bytes()).unwrap();
         drop(stdin);
         let output = rustfmt.wait_with_output().unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8(output.stdout).unwrap()
     }
 
     #[test]
     fn a_typical_method_expands_to_fewer_than_40_lines() {
         let expansion = formatted(&expand(TYPICAL));
-        let impl_start = expansion.find("impl Documents for DocumentsClient").unwrap();
+        let impl_start = expansion
+            .find("impl Documents for DocumentsClient")
+            .unwrap();
         let methods = &expansion[impl_start..];
         let total = expansion.lines().count();
         let per_method = methods.lines().count() / 3;
-        println!("expansion: {total} lines in all, {per_method} lines per method in the impl\n{expansion}");
-        assert!(per_method < 40, "{per_method} lines per method:\n{expansion}");
+        println!(
+            "expansion: {total} lines in all, {per_method} lines per method in the impl\n{expansion}"
+        );
+        assert!(
+            per_method < 40,
+            "{per_method} lines per method:\n{expansion}"
+        );
     }
 
     #[test]
@@ -325,12 +342,17 @@ mod tests {
         for call in ["IntentOptions", "IntentClient", "__private"] {
             for (index, _) in text.match_indices(call) {
                 let before = &text[..index];
-                assert!(before.ends_with(":: intent_runtime :: "), "relative `{call}` at {index}: {text}");
+                assert!(
+                    before.ends_with(":: intent_runtime :: "),
+                    "relative `{call}` at {index}: {text}"
+                );
             }
         }
         assert!(!text.contains(". json_mode ()"));
         assert!(
-            text.contains("__private :: with_validators (:: intent_runtime :: IntentOptions :: < Invoice >"),
+            text.contains(
+                "__private :: with_validators (:: intent_runtime :: IntentOptions :: < Invoice >"
+            ),
             "{text}"
         );
         assert!(text.contains("[:: intent_runtime :: __private :: validator :: < Invoice , _ , _ > (totals_add_up)]"), "{text}");
@@ -339,7 +361,10 @@ mod tests {
     #[test]
     fn several_inputs_are_named_and_one_input_is_sent_as_itself() {
         let text = expand(TYPICAL).to_string();
-        assert!(text.contains(r#"named ("currency" , "Currency" , & currency)"#), "{text}");
+        assert!(
+            text.contains(r#"named ("currency" , "Currency" , & currency)"#),
+            "{text}"
+        );
         assert!(text.contains("__private :: input (review)"), "{text}");
     }
 
@@ -353,8 +378,14 @@ mod tests {
     #[test]
     fn type_labels_lose_only_the_token_spacing() {
         assert_eq!(type_label(&syn::parse_quote!(&'a str)), "&'a str");
-        assert_eq!(type_label(&syn::parse_quote!(Vec<Option<u8>>)), "Vec<Option<u8>>");
-        assert_eq!(type_label(&syn::parse_quote!(&dyn Fn(u8) -> u8)), "&dyn Fn(u8)->u8");
+        assert_eq!(
+            type_label(&syn::parse_quote!(Vec<Option<u8>>)),
+            "Vec<Option<u8>>"
+        );
+        assert_eq!(
+            type_label(&syn::parse_quote!(&dyn Fn(u8) -> u8)),
+            "&dyn Fn(u8)->u8"
+        );
     }
 
     #[test]

@@ -18,19 +18,25 @@ pub(crate) fn with_error(item: &ItemTrait, error: syn::Error) -> TokenStream {
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
     // An item the client cannot implement (an associated type or const) would add an error
     // of its own; the trait still compiles, so leave the impl out.
-    let only_methods = intent_trait.items.iter().all(|i| matches!(i, TraitItem::Fn(_)));
-    let methods = intent_trait.items.iter().filter_map(|trait_item| match trait_item {
-        TraitItem::Fn(method) if method.default.is_none() => {
-            let sig = &method.sig;
-            let body = if is_future(sig) {
-                quote!(async move { ::core::unreachable!() })
-            } else {
-                quote!(::core::unreachable!())
-            };
-            Some(quote!(#sig { #body }))
-        }
-        _ => None,
-    });
+    let only_methods = intent_trait
+        .items
+        .iter()
+        .all(|i| matches!(i, TraitItem::Fn(_)));
+    let methods = intent_trait
+        .items
+        .iter()
+        .filter_map(|trait_item| match trait_item {
+            TraitItem::Fn(method) if method.default.is_none() => {
+                let sig = &method.sig;
+                let body = if is_future(sig) {
+                    quote!(async move { ::core::unreachable!() })
+                } else {
+                    quote!(::core::unreachable!())
+                };
+                Some(quote!(#sig { #body }))
+            }
+            _ => None,
+        });
     let client_impl = only_methods.then(|| {
         quote! {
             #[allow(unused_variables, clippy::manual_async_fn)]

@@ -18,7 +18,81 @@ use proc_macro::TokenStream;
 
 /// Turns a trait of intent methods into a typed client, `<Trait>Client`.
 ///
-/// See the `intent_runtime` crate documentation for the method attributes.
+/// ```
+/// use intent_runtime::{intents, AIResult, IntentError, StrictCompatible};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Debug, Deserialize, JsonSchema, StrictCompatible)]
+/// enum Sentiment { Positive, Neutral, Negative }
+///
+/// #[derive(Debug, Deserialize, JsonSchema, StrictCompatible)]
+/// struct Invoice { number: String, total_cents: i64 }
+///
+/// fn positive_total(invoice: &Invoice) -> Result<(), String> {
+///     (invoice.total_cents > 0).then_some(()).ok_or("Return a positive total.".into())
+/// }
+///
+/// /// Reads documents.
+/// #[intents]
+/// pub trait Documents {
+///     #[intent("Classify the sentiment of the review", model = "gpt-4o-mini")]
+///     async fn sentiment(&self, review: &str) -> Result<Sentiment, IntentError>;
+///
+///     #[intent("Extract the invoice fields", max_attempts = 4)]
+///     #[guardrail(require_judge, max_model_calls = 8)]
+///     #[validate(positive_total)]
+///     #[example(input = "Invoice 7: 3 EUR", output = r#"{"value": {"number": "7", "total_cents": 300}}"#)]
+///     async fn invoice(&self, document: &str) -> AIResult<Invoice>;
+///
+///     #[intent("Summarize in one sentence")]
+///     async fn summary(&self, text: &str, audience: &str) -> Result<String, IntentError>;
+/// }
+///
+/// fn wire(client: intent_runtime::IntentClient) -> DocumentsClient {
+///     DocumentsClient::new(client) // implements `Documents`
+/// }
+/// ```
+///
+/// The trait stays a plain trait (code can take `impl Documents`, tests can pass a fake),
+/// with each `async fn` turned into a function returning a `Send` future.
+/// `DocumentsClient` holds an [`IntentClient`] (`new`, `client`) and implements it.
+/// A method with a default body and no `#[intent]` is left as written.
+///
+/// # Methods
+///
+/// `async fn name(&self, inputs...) -> R`, with at least one input. One input is sent as
+/// itself; several are sent as one JSON object keyed by parameter name. `R` is
+/// `Result<T, IntentError>` (the value, or an error whose message is the failure summary)
+/// or `AIResult<T>` (the whole record). The macro recognizes these by their last path
+/// segment, so a type alias of them is not recognized.
+///
+/// - `T = String`: plain text, no schema.
+/// - `T = serde_json::Value` (or `Value`): a runtime shape, with the schema of
+///   `schema = "..."` or, without it, any JSON object.
+/// - Any other `T` must implement `StrictCompatible` (checked at compile time), unless
+///   the method sets `json_mode`.
+///
+/// # Attributes
+///
+/// - `#[intent("what to do", model = "...", max_attempts = N, temperature = 0.2,
+///   schema = "path.json", json_mode)]`, required. `schema` is read relative to the
+///   crate's directory when the crate is compiled, checked to be a JSON object and
+///   embedded; the binary never reads it. `json_mode` asks for a JSON object instead of a
+///   strict schema, for a type that cannot be strict.
+/// - `#[guardrail(require_judge, max_model_calls = N, time_budget_ms = N)]`, any of them,
+///   in one or several attributes.
+/// - `#[validate(path)]`, repeatable: a function `fn(&T) -> P` where `P` is
+///   `Result<(), String>`, `Vec<String>`, `Option<String>`, `bool` or any
+///   `IntoProblems`.
+/// - `#[example(input = "...", output = "...")]`, repeatable; for a non-`String` target
+///   the output is the JSON reply (`{"value": ...}`) and is checked to be JSON.
+/// - `#[system("...")]` (added to the system prompt) and `#[output("...")]` (additional
+///   output requirements).
+///
+/// Every mistake is a compile error at the offending token, all of them in one build.
+///
+/// [`IntentClient`]: https://docs.rs/intent-runtime/latest/intent_runtime/client/struct.IntentClient.html
 #[proc_macro_attribute]
 pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
     let item = syn::parse_macro_input!(item as syn::ItemTrait);
@@ -28,6 +102,34 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Derives `StrictCompatible` for a struct or enum whose fields are all strict-compatible.
+///
+/// Each field type must be `StrictCompatible` (an error points at the field's type).
+/// A type that names itself, directly or through `Box`, `Vec`, `Option` and the like, is
+/// rejected: a recursive schema has no strict form. Serde attributes are followed:
+/// `skip` / `skip_deserializing` fields are not checked, `flatten` fields must be structs
+/// with named fields, `#[schemars(with = "T")]` checks `T`, `#[serde(from = "T")]`
+/// checks `T`. Tuple structs and variants with several fields are rejected (arrays of
+/// positional items), and so are newtype variants of internally tagged enums.
+///
+/// ```
+/// use intent_runtime::StrictCompatible;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, StrictCompatible)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Line { item_name: String, cents: i64, note: Option<String> }
+///
+/// #[derive(Deserialize, StrictCompatible)]
+/// #[serde(tag = "kind", content = "data")]
+/// enum Change { Added(Line), Removed { index: u32 }, Cleared }
+/// ```
+///
+/// ```compile_fail
+/// use intent_runtime::StrictCompatible;
+///
+/// #[derive(StrictCompatible)]
+/// struct Counts { by_word: std::collections::HashMap<String, u32> }
+/// ```
 #[proc_macro_derive(StrictCompatible, attributes(serde, schemars))]
 pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);

@@ -2,7 +2,10 @@
 //! target types, built from the syntax with every mistake recorded.
 
 use syn::spanned::Spanned;
-use syn::{FnArg, GenericArgument, Ident, ItemTrait, Pat, PathArguments, ReturnType, TraitItem, TraitItemFn, Type};
+use syn::{
+    FnArg, GenericArgument, Ident, ItemTrait, Pat, PathArguments, ReturnType, TraitItem,
+    TraitItemFn, Type,
+};
 
 use crate::attr::{self, Intent, MethodAttrs};
 use crate::ctxt::Errors;
@@ -65,7 +68,11 @@ const RETURN_HELP: &str = "an intent method returns `Result<T, IntentError>` or 
 impl<'a> IntentTrait<'a> {
     /// Builds the model, recording every mistake in `errors`.
     pub(crate) fn from_syn(item: &'a ItemTrait, errors: &mut Errors) -> Self {
-        let mut model = IntentTrait { item, methods: Vec::new(), provided: Vec::new() };
+        let mut model = IntentTrait {
+            item,
+            methods: Vec::new(),
+            provided: Vec::new(),
+        };
         for trait_item in &item.items {
             match trait_item {
                 TraitItem::Fn(method) => {
@@ -103,14 +110,24 @@ impl<'a> IntentMethod<'a> {
             );
             return None;
         };
-        Some(IntentMethod { item, intent, attrs, inputs: inputs?, output: output?, schema_file: None })
+        Some(IntentMethod {
+            item,
+            intent,
+            attrs,
+            inputs: inputs?,
+            output: output?,
+            schema_file: None,
+        })
     }
 }
 
 fn check_signature(item: &TraitItemFn, errors: &mut Errors) {
     let sig = &item.sig;
     if sig.asyncness.is_none() {
-        errors.spanned(&sig.fn_token, format!("intent method `{}` must be `async fn`", sig.ident));
+        errors.spanned(
+            sig.fn_token,
+            format!("intent method `{}` must be `async fn`", sig.ident),
+        );
     }
     if let Some(token) = &sig.constness {
         errors.spanned(token, "an intent method cannot be `const`");
@@ -145,16 +162,24 @@ fn inputs<'a>(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Vec<Input<'a
     let mut params = sig.inputs.iter();
     let receiver_ok = match params.next() {
         Some(FnArg::Receiver(receiver))
-            if receiver.reference.is_some() && receiver.mutability.is_none() && receiver.colon_token.is_none() =>
+            if receiver.reference.is_some()
+                && receiver.mutability.is_none()
+                && receiver.colon_token.is_none() =>
         {
             true
         }
         Some(FnArg::Receiver(receiver)) => {
-            errors.spanned(receiver, "an intent method takes `&self`, so that calls can run concurrently");
+            errors.spanned(
+                receiver,
+                "an intent method takes `&self`, so that calls can run concurrently",
+            );
             false
         }
         _ => {
-            errors.spanned(&sig.ident, format!("intent method `{}` must take `&self` first", sig.ident));
+            errors.spanned(
+                &sig.ident,
+                format!("intent method `{}` must take `&self` first", sig.ident),
+            );
             false
         }
     };
@@ -164,7 +189,10 @@ fn inputs<'a>(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Vec<Input<'a
         match param {
             FnArg::Typed(typed) => match &*typed.pat {
                 Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
-                    inputs.push(Input { name: &pat.ident, ty: &typed.ty })
+                    inputs.push(Input {
+                        name: &pat.ident,
+                        ty: &typed.ty,
+                    })
                 }
                 other => {
                     errors.spanned(
@@ -183,7 +211,10 @@ fn inputs<'a>(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Vec<Input<'a
     if receiver_ok && inputs.is_empty() && ok {
         errors.at(
             sig.paren_token.span.join(),
-            format!("intent method `{}` needs at least one input after `&self`, like `text: &str`", sig.ident),
+            format!(
+                "intent method `{}` needs at least one input after `&self`, like `text: &str`",
+                sig.ident
+            ),
         );
         ok = false;
     }
@@ -201,7 +232,9 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
     let parsed = last_segment(ty).and_then(|segment| {
         let args = generic_types(&segment.arguments);
         match (segment.ident.to_string().as_str(), args.as_slice()) {
-            ("Result", [target, error]) if last_segment(error).is_some_and(|s| s.ident == "IntentError") => {
+            ("Result", [target, error])
+                if last_segment(error).is_some_and(|s| s.ident == "IntentError") =>
+            {
                 Some((Wrapper::Result, *target))
             }
             ("AIResult", [target]) => Some((Wrapper::AIResult, *target)),
@@ -212,13 +245,21 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
         errors.spanned(ty, RETURN_HELP);
         return None;
     };
-    Some(Output { wrapper, target, kind: target_kind(target) })
+    Some(Output {
+        wrapper,
+        target,
+        kind: target_kind(target),
+    })
 }
 
 fn target_kind(target: &Type) -> TargetKind {
     match last_segment(target) {
-        Some(segment) if segment.arguments.is_none() && segment.ident == "String" => TargetKind::Text,
-        Some(segment) if segment.arguments.is_none() && segment.ident == "Value" => TargetKind::Value,
+        Some(segment) if segment.arguments.is_none() && segment.ident == "String" => {
+            TargetKind::Text
+        }
+        Some(segment) if segment.arguments.is_none() && segment.ident == "Value" => {
+            TargetKind::Value
+        }
         _ => TargetKind::Typed,
     }
 }

@@ -60,7 +60,13 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         match &input.data {
             Data::Struct(data) => {
                 is_object = matches!(data.fields, Fields::Named(_)) && !container.transparent;
-                check_fields(&input.ident, &data.fields, container.transparent, &mut assertions, &mut errors);
+                check_fields(
+                    &input.ident,
+                    &data.fields,
+                    container.transparent,
+                    &mut assertions,
+                    &mut errors,
+                );
             }
             Data::Enum(data) => {
                 let internally_tagged = container.tag && !container.content && !container.untagged;
@@ -79,7 +85,13 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                         );
                         continue;
                     }
-                    check_fields(&input.ident, &variant.fields, false, &mut assertions, &mut errors);
+                    check_fields(
+                        &input.ident,
+                        &variant.fields,
+                        false,
+                        &mut assertions,
+                        &mut errors,
+                    );
                 }
             }
             Data::Union(data) => errors.spanned(
@@ -128,7 +140,11 @@ fn check_fields(
     errors: &mut Errors,
 ) {
     if let Fields::Unnamed(unnamed) = fields {
-        let kept = unnamed.unnamed.iter().filter(|f| !member_attrs(&f.attrs).skipped).count();
+        let kept = unnamed
+            .unnamed
+            .iter()
+            .filter(|f| !member_attrs(&f.attrs).skipped)
+            .count();
         if kept > 1 && !transparent {
             errors.spanned(
                 unnamed,
@@ -142,7 +158,12 @@ fn check_fields(
     }
 }
 
-fn check_field(name: &Ident, field: &Field, assertions: &mut Vec<TokenStream>, errors: &mut Errors) {
+fn check_field(
+    name: &Ident,
+    field: &Field,
+    assertions: &mut Vec<TokenStream>,
+    errors: &mut Errors,
+) {
     let attrs = member_attrs(&field.attrs);
     if attrs.skipped {
         return;
@@ -266,7 +287,9 @@ mod tests {
 
     fn derive(source: &str) -> Result<String, String> {
         let input: DeriveInput = syn::parse_str(source).unwrap();
-        expand(&input).map(|t| t.to_string()).map_err(|e| e.to_string())
+        expand(&input)
+            .map(|t| t.to_string())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -290,7 +313,8 @@ mod tests {
 
     #[test]
     fn internally_tagged_newtype_variants_are_rejected_but_struct_variants_pass() {
-        let error = derive("#[serde(tag = \"kind\")] enum E { A(Inner), B { x: u8 } }").unwrap_err();
+        let error =
+            derive("#[serde(tag = \"kind\")] enum E { A(Inner), B { x: u8 } }").unwrap_err();
         assert!(error.contains("`E::A` cannot be made strict"), "{error}");
         assert!(derive("#[serde(tag = \"kind\", content = \"c\")] enum E { A(Inner) }").is_ok());
         assert!(derive("#[serde(untagged)] enum E { A(Inner), B { x: u8 } }").is_ok());
@@ -314,13 +338,20 @@ mod tests {
     #[test]
     fn schemars_with_checks_the_replacement_type() {
         let out = derive("struct A { #[schemars(with = \"String\")] at: Timestamp }").unwrap();
-        assert!(out.contains("assert_strict :: < String >") && !out.contains("Timestamp >"), "{out}");
+        assert!(
+            out.contains("assert_strict :: < String >") && !out.contains("Timestamp >"),
+            "{out}"
+        );
     }
 
     #[test]
     fn all_errors_are_reported_together() {
         let error = derive("enum E { A(u8, u8), B(Box<E>) }").unwrap_err();
         let input: DeriveInput = syn::parse_str("enum E { A(u8, u8), B(Box<E>) }").unwrap();
-        assert_eq!(expand(&input).unwrap_err().into_iter().count(), 2, "{error}");
+        assert_eq!(
+            expand(&input).unwrap_err().into_iter().count(),
+            2,
+            "{error}"
+        );
     }
 }

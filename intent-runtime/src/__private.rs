@@ -192,8 +192,8 @@ mod tests {
     #[test]
     fn named_inputs_report_the_first_input_that_cannot_be_serialized() {
         let bad = std::collections::HashMap::from([((1, 2), 3)]);
-        let error = named_inputs(&[named("ok", "u8", &1u8), named("bad", "HashMap", &bad)])
-            .unwrap_err();
+        let error =
+            named_inputs(&[named("ok", "u8", &1u8), named("bad", "HashMap", &bad)]).unwrap_err();
         assert!(matches!(error, InputError::Serialize(_)), "{error:?}");
     }
 
@@ -201,7 +201,10 @@ mod tests {
     fn a_runtime_schema_that_is_not_json_becomes_an_input_issue() {
         static BROKEN: RuntimeSchema = RuntimeSchema::new("{not json");
         let reason = BROKEN.get().unwrap_err();
-        assert!(reason.starts_with("the runtime schema is not valid JSON"), "{reason}");
+        assert!(
+            reason.starts_with("the runtime schema is not valid JSON"),
+            "{reason}"
+        );
         let result = input_failure::<Value>(reason);
         assert_eq!(result.issues[0].source, IssueSource::Input);
         assert!(!result.is_success());

@@ -8,11 +8,19 @@
 //! `serde_json::Value` with a runtime schema, or opt in to JSON-object mode with
 //! `#[intent("...", json_mode)]`.
 //!
-//! Not implemented for the `time` crate's types: `schemars` has no `JsonSchema` for them,
-//! so they cannot be targets at all; use chrono (feature `chrono`) or a `String` field.
+//! Behind features: chrono's date and time types (`chrono`) and `uuid::Uuid` (`uuid`),
+//! which have string formats. Not the `time` crate's types: `schemars` has no
+//! `JsonSchema` for them, so they cannot be targets at all; use chrono, or a `String`
+//! field (`#[schemars(with = "String")]` on a field of another type is checked as a
+//! `String`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet, LinkedList, VecDeque};
-use std::num::{NonZeroI32, NonZeroI64, NonZeroU32, NonZeroU64};
+use std::num::{
+    NonZeroI8, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroI128, NonZeroIsize, NonZeroU8,
+    NonZeroU16, NonZeroU32, NonZeroU64, NonZeroU128, NonZeroUsize,
+};
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// A type whose JSON schema can be sent to a provider in strict mode.
@@ -22,7 +30,7 @@ use std::sync::Arc;
 /// itself. The `#[intents]` macro requires it of every target type other than `String`
 /// and `serde_json::Value`, unless the method opts in to `json_mode`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an intent target with a strict schema",
+    message = "`{Self}` has no strict schema, so it cannot be an intent target or a field of one",
     label = "`{Self}` is not `StrictCompatible`",
     note = "a strict schema fixes every property: maps have no fixed keys, `serde_json::Value` and trait objects have no shape, `()` has no value, and a recursive type cannot be spelled out",
     note = "derive `StrictCompatible` for your own structs and enums, use a struct instead of a map, return `serde_json::Value` with `#[intent(\"...\", schema = \"file.json\")]`, or add `json_mode` to the `#[intent]` attribute"
@@ -47,8 +55,36 @@ macro_rules! strict_leaf {
 }
 
 strict_leaf!(
-    bool, char, String, str, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize,
-    f32, f64, NonZeroU32, NonZeroU64, NonZeroI32, NonZeroI64,
+    bool,
+    char,
+    String,
+    str,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    f32,
+    f64,
+    NonZeroU8,
+    NonZeroU16,
+    NonZeroU32,
+    NonZeroU64,
+    NonZeroU128,
+    NonZeroUsize,
+    NonZeroI8,
+    NonZeroI16,
+    NonZeroI32,
+    NonZeroI64,
+    NonZeroI128,
+    NonZeroIsize,
 );
 
 macro_rules! strict_wrapper {
@@ -61,6 +97,8 @@ strict_wrapper!(Vec, VecDeque, LinkedList, Option, BTreeSet, HashSet);
 
 impl<T: StrictCompatible + ?Sized> StrictCompatible for Box<T> {}
 impl<T: StrictCompatible + ?Sized> StrictCompatible for Arc<T> {}
+impl<T: StrictCompatible + ?Sized> StrictCompatible for Rc<T> {}
+impl<T: StrictCompatible + ToOwned + ?Sized> StrictCompatible for Cow<'_, T> {}
 impl<T: StrictCompatible + ?Sized> StrictCompatible for &T {}
 impl<T: StrictCompatible> StrictCompatible for [T] {}
 impl<T: StrictCompatible, const N: usize> StrictCompatible for [T; N] {}
@@ -80,18 +118,23 @@ mod chrono_impls {
     impl<Tz: chrono::TimeZone> StrictCompatible for chrono::DateTime<Tz> {}
 }
 
+// A UUID is a string with the `uuid` format in schemars.
+#[cfg(feature = "uuid")]
+impl StrictCompatible for uuid::Uuid {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::__private::assert_strict;
 
-    fn strict<T: StrictCompatible + ?Sized>() -> bool {
-        true
-    }
-
+    // Compiles only while these impls exist; the types that must not be strict are the
+    // ui-tests' compile-fail cases.
     #[test]
     fn std_types_with_a_fixed_shape_are_strict() {
-        assert!(strict::<Vec<Option<Box<[u8; 4]>>>>());
-        assert!(strict::<VecDeque<BTreeSet<String>>>());
-        assert!(strict::<&'static str>());
+        assert_strict::<Vec<Option<Box<[u8; 4]>>>>();
+        assert_strict::<VecDeque<BTreeSet<String>>>();
+        assert_strict::<&'static str>();
+        assert_strict::<Cow<'static, str>>();
+        assert_strict::<Rc<NonZeroU8>>();
     }
 }

@@ -38,7 +38,9 @@ fn totals_add_up(invoice: &Invoice) -> Result<(), String> {
     if sum == invoice.total_cents {
         Ok(())
     } else {
-        Err(format!("The lines add up to {sum} cents; make total_cents match them."))
+        Err(format!(
+            "The lines add up to {sum} cents; make total_cents match them."
+        ))
     }
 }
 
@@ -50,12 +52,19 @@ fn not_shouting(text: &String) -> bool {
 #[intents]
 trait Documents {
     /// The review's sentiment.
-    #[intent("Classify the sentiment of the review", model = "small-model", temperature = 0.0)]
+    #[intent(
+        "Classify the sentiment of the review",
+        model = "small-model",
+        temperature = 0.0
+    )]
     async fn sentiment(&self, review: &str) -> Result<Sentiment, IntentError>;
 
     #[intent("Extract the invoice fields", max_attempts = 2)]
     #[validate(totals_add_up)]
-    #[example(input = "Invoice 1: pen 100", output = r#"{"value": {"number": "1", "total_cents": 100, "lines": [{"item": "pen", "cents": 100}]}}"#)]
+    #[example(
+        input = "Invoice 1: pen 100",
+        output = r#"{"value": {"number": "1", "total_cents": 100, "lines": [{"item": "pen", "cents": 100}]}}"#
+    )]
     #[system("Amounts are in cents.")]
     #[output("Keep the lines in document order.")]
     async fn invoice(&self, document: &str) -> AIResult<Invoice>;
@@ -71,16 +80,24 @@ trait Documents {
     async fn facts(&self, text: &str) -> AIResult<Value>;
 
     #[intent("Count each word", json_mode)]
-    async fn word_counts(&self, text: &str) -> Result<std::collections::HashMap<String, u32>, IntentError>;
+    async fn word_counts(
+        &self,
+        text: &str,
+    ) -> Result<std::collections::HashMap<String, u32>, IntentError>;
 
     #[intent("Classify the sentiment of the review")]
     #[guardrail(max_model_calls = 1, time_budget_ms = 60000)]
     async fn one_shot(&self, review: &str) -> AIResult<Sentiment>;
 }
 
-fn documents<R: Into<ScriptedReply>>(replies: impl IntoIterator<Item = R>) -> (DocumentsClient, ScriptedProvider) {
+fn documents<R: Into<ScriptedReply>>(
+    replies: impl IntoIterator<Item = R>,
+) -> (DocumentsClient, ScriptedProvider) {
     let provider = ScriptedProvider::new(replies);
-    let client = IntentClient::builder().provider(provider.clone()).build().expect("client");
+    let client = IntentClient::builder()
+        .provider(provider.clone())
+        .build()
+        .expect("client");
     (DocumentsClient::new(client), provider)
 }
 
@@ -89,7 +106,10 @@ const INVOICE: &str = r#"{"value": {"number": "7", "total_cents": 300, "lines": 
 #[tokio::test]
 async fn a_typed_method_sends_the_strict_envelope_and_its_options() {
     let (docs, provider) = documents([r#"{"value": "Positive"}"#]);
-    assert_eq!(docs.sentiment("Loved it").await.unwrap(), Sentiment::Positive);
+    assert_eq!(
+        docs.sentiment("Loved it").await.unwrap(),
+        Sentiment::Positive
+    );
     let request = &provider.requests()[0];
     assert_eq!(request.response_format, ResponseFormat::JsonSchema);
     assert_eq!(request.model.as_deref(), Some("small-model"));
@@ -97,8 +117,19 @@ async fn a_typed_method_sends_the_strict_envelope_and_its_options() {
     let schema = request.schema.as_deref().expect("a strict schema");
     assert_eq!(schema["required"], json!(["value"]));
     assert_eq!(schema["additionalProperties"], json!(false));
-    assert!(schema.to_string().contains(r#"["Positive","Neutral","Negative"]"#), "{schema}");
-    assert!(request.user.contains("## Intent\nClassify the sentiment of the review"), "{}", request.user);
+    assert!(
+        schema
+            .to_string()
+            .contains(r#"["Positive","Neutral","Negative"]"#),
+        "{schema}"
+    );
+    assert!(
+        request
+            .user
+            .contains("## Intent\nClassify the sentiment of the review"),
+        "{}",
+        request.user
+    );
     assert!(request.user.contains("Loved it"), "{}", request.user);
 }
 
@@ -108,10 +139,28 @@ async fn every_section_attribute_reaches_the_prompt() {
     let result = docs.invoice("Invoice 7: pen 100, ink 200").await;
     assert_eq!(result.value.as_ref().map(|i| i.total_cents), Some(300));
     let request = &provider.requests()[0];
-    assert!(request.system.contains("Amounts are in cents."), "{}", request.system);
-    assert!(request.user.contains("Keep the lines in document order."), "{}", request.user);
-    assert!(request.user.contains("Example 1 input:\nInvoice 1: pen 100"), "{}", request.user);
-    assert!(request.user.contains(r#""item": "pen", "cents": 100"#), "{}", request.user);
+    assert!(
+        request.system.contains("Amounts are in cents."),
+        "{}",
+        request.system
+    );
+    assert!(
+        request.user.contains("Keep the lines in document order."),
+        "{}",
+        request.user
+    );
+    assert!(
+        request
+            .user
+            .contains("Example 1 input:\nInvoice 1: pen 100"),
+        "{}",
+        request.user
+    );
+    assert!(
+        request.user.contains(r#""item": "pen", "cents": 100"#),
+        "{}",
+        request.user
+    );
 }
 
 #[tokio::test]
@@ -122,7 +171,10 @@ async fn a_validator_problem_is_fed_back_and_the_retry_fixes_it() {
     assert!(result.is_success(), "{:?}", result.issues);
     assert_eq!(result.attempts.len(), 2);
     assert_eq!(result.issues[0].source, IssueSource::Validator);
-    assert_eq!(result.issues[0].message, "The lines add up to 100 cents; make total_cents match them.");
+    assert_eq!(
+        result.issues[0].message,
+        "The lines add up to 100 cents; make total_cents match them."
+    );
     let retry = &provider.requests()[1].user;
     assert!(retry.contains("The lines add up to 100 cents"), "{retry}");
 }
@@ -139,26 +191,44 @@ async fn max_attempts_from_the_attribute_limits_the_retries() {
 #[tokio::test]
 async fn several_inputs_are_sent_as_one_object_keyed_by_name() {
     let (docs, provider) = documents(["The team agreed on the plan."]);
-    let meeting = Meeting { title: "Plan".into(), minutes: 30 };
+    let meeting = Meeting {
+        title: "Plan".into(),
+        minutes: 30,
+    };
     let summary = docs.summary(&meeting, "engineers".into()).await.unwrap();
     assert_eq!(summary, "The team agreed on the plan.");
     let request = &provider.requests()[0];
     assert_eq!(request.response_format, ResponseFormat::Text);
     assert_eq!(request.schema, None);
     assert!(
-        request.user.contains(r#"{"meeting":{"title":"Plan","minutes":30},"audience":"engineers"}"#),
+        request
+            .user
+            .contains(r#"{"meeting":{"title":"Plan","minutes":30},"audience":"engineers"}"#),
         "{}",
         request.user
     );
-    assert!(request.user.contains("meeting: &Meeting, audience: String"), "{}", request.user);
+    assert!(
+        request.user.contains("meeting: &Meeting, audience: String"),
+        "{}",
+        request.user
+    );
 }
 
 #[tokio::test]
 async fn a_text_validator_failure_is_the_error_of_a_result_method() {
     let (docs, _) = documents(["SHOUTING", "STILL SHOUTING", "LOUD"]);
-    let meeting = Meeting { title: "Plan".into(), minutes: 5 };
+    let meeting = Meeting {
+        title: "Plan".into(),
+        minutes: 5,
+    };
     let error = docs.summary(&meeting, "all".into()).await.unwrap_err();
-    assert!(error.issues().iter().all(|issue| issue.source == IssueSource::Validator), "{error:?}");
+    assert!(
+        error
+            .issues()
+            .iter()
+            .all(|issue| issue.source == IssueSource::Validator),
+        "{error:?}"
+    );
     assert!(!error.to_string().is_empty());
 }
 
@@ -170,8 +240,14 @@ async fn a_value_method_sends_the_embedded_schema_file() {
     let request = &provider.requests()[0];
     assert_eq!(request.response_format, ResponseFormat::JsonSchema);
     let schema = request.schema.as_deref().expect("the file's schema");
-    assert_eq!(schema["properties"]["value"]["properties"]["order_id"], json!({"type": "string"}));
-    assert_eq!(schema["properties"]["value"]["required"], json!(["order_id", "quantity"]));
+    assert_eq!(
+        schema["properties"]["value"]["properties"]["order_id"],
+        json!({"type": "string"})
+    );
+    assert_eq!(
+        schema["properties"]["value"]["required"],
+        json!(["order_id", "quantity"])
+    );
 }
 
 #[tokio::test]
@@ -189,7 +265,10 @@ async fn json_mode_asks_for_a_json_object_for_a_map() {
     let (docs, provider) = documents([r#"{"value": {"a": 2, "b": 1}}"#]);
     let counts = docs.word_counts("a b a").await.unwrap();
     assert_eq!(counts.get("a"), Some(&2));
-    assert_eq!(provider.requests()[0].response_format, ResponseFormat::JsonObject);
+    assert_eq!(
+        provider.requests()[0].response_format,
+        ResponseFormat::JsonObject
+    );
 }
 
 #[tokio::test]
@@ -198,7 +277,14 @@ async fn a_guardrail_from_the_attribute_stops_the_call() {
     let result = docs.one_shot("Loved it").await;
     assert!(!result.is_success());
     assert_eq!(provider.request_count(), 1);
-    assert!(result.issues.iter().any(|issue| issue.source == IssueSource::Guardrail), "{:?}", result.issues);
+    assert!(
+        result
+            .issues
+            .iter()
+            .any(|issue| issue.source == IssueSource::Guardrail),
+        "{:?}",
+        result.issues
+    );
 }
 
 #[tokio::test]
@@ -209,7 +295,10 @@ async fn generated_futures_can_be_spawned() {
         async move { docs.sentiment("Broke in a day").await }
     });
     let second = tokio::spawn(async move { docs.sentiment("It is a phone").await });
-    let mut answers = vec![first.await.unwrap().unwrap(), second.await.unwrap().unwrap()];
+    let mut answers = vec![
+        first.await.unwrap().unwrap(),
+        second.await.unwrap().unwrap(),
+    ];
     answers.sort_by_key(|s| format!("{s:?}"));
     assert_eq!(answers, vec![Sentiment::Negative, Sentiment::Neutral]);
     assert_eq!(provider.request_count(), 2);
@@ -234,7 +323,10 @@ impl Documents for FakeDocuments {
     async fn facts(&self, _: &str) -> AIResult<Value> {
         unimplemented!()
     }
-    async fn word_counts(&self, _: &str) -> Result<std::collections::HashMap<String, u32>, IntentError> {
+    async fn word_counts(
+        &self,
+        _: &str,
+    ) -> Result<std::collections::HashMap<String, u32>, IntentError> {
         Ok(Default::default())
     }
     async fn one_shot(&self, _: &str) -> AIResult<Sentiment> {
