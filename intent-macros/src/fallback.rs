@@ -16,12 +16,13 @@ pub(crate) fn with_error(item: &ItemTrait, error: syn::Error) -> TokenStream {
     let name = client_name(item);
     let trait_name = &item.ident;
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
-    // An item the client cannot implement (an associated type or const) would add an error
-    // of its own; the trait still compiles, so leave the impl out.
+    // An item the client cannot implement (an associated type or const, or the promise of
+    // an unsafe trait) would add an error of its own; the trait still compiles without it.
     let only_methods = intent_trait
         .items
         .iter()
         .all(|i| matches!(i, TraitItem::Fn(_)));
+    let implementable = only_methods && item.unsafety.is_none();
     let methods = intent_trait
         .items
         .iter()
@@ -37,7 +38,7 @@ pub(crate) fn with_error(item: &ItemTrait, error: syn::Error) -> TokenStream {
             }
             _ => None,
         });
-    let client_impl = only_methods.then(|| {
+    let client_impl = implementable.then(|| {
         quote! {
             #[allow(unused_variables, clippy::manual_async_fn)]
             impl #impl_generics #trait_name #ty_generics for #name #where_clause {
@@ -51,6 +52,17 @@ pub(crate) fn with_error(item: &ItemTrait, error: syn::Error) -> TokenStream {
         #header
         #client_impl
     }
+}
+
+/// `#[intents]` on something else: the error, and the item unchanged so that code using
+/// it reports nothing more.
+pub(crate) fn not_a_trait(item: TokenStream) -> TokenStream {
+    let error = syn::Error::new_spanned(
+        &item,
+        "`#[intents]` applies to a trait whose methods are intents, like `#[intents] trait Documents { ... }`",
+    )
+    .into_compile_error();
+    quote!(#error #item)
 }
 
 fn is_future(sig: &syn::Signature) -> bool {

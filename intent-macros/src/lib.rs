@@ -95,10 +95,12 @@ use proc_macro::TokenStream;
 /// [`IntentClient`]: https://docs.rs/intent-runtime/latest/intent_runtime/client/struct.IntentClient.html
 #[proc_macro_attribute]
 pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = syn::parse_macro_input!(item as syn::ItemTrait);
-    expand::intents(args.into(), &item)
-        .unwrap_or_else(|error| fallback::with_error(&item, error))
-        .into()
+    match syn::parse::<syn::ItemTrait>(item.clone()) {
+        Ok(item) => expand::intents(args.into(), &item)
+            .unwrap_or_else(|error| fallback::with_error(&item, error))
+            .into(),
+        Err(_) => fallback::not_a_trait(item.into()).into(),
+    }
 }
 
 /// Derives `StrictCompatible` for a struct or enum whose fields are all strict-compatible.

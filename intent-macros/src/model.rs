@@ -14,8 +14,6 @@ use crate::ctxt::Errors;
 pub(crate) struct IntentTrait<'a> {
     pub item: &'a ItemTrait,
     pub methods: Vec<IntentMethod<'a>>,
-    /// Methods with a default body and no `#[intent]`: the client inherits them.
-    pub provided: Vec<&'a TraitItemFn>,
 }
 
 /// One `#[intent]` method.
@@ -71,16 +69,22 @@ impl<'a> IntentTrait<'a> {
         let mut model = IntentTrait {
             item,
             methods: Vec::new(),
-            provided: Vec::new(),
         };
+        if let Some(unsafety) = &item.unsafety {
+            errors.spanned(
+                unsafety,
+                "an `#[intents]` trait cannot be `unsafe`: the generated client cannot promise its safety conditions",
+            );
+        }
         for trait_item in &item.items {
             match trait_item {
                 TraitItem::Fn(method) => {
                     let has_intent = method.attrs.iter().any(|a| a.path().is_ident(attr::name::INTENT));
-                    if !has_intent && method.default.is_some() {
-                        model.provided.push(method);
-                    } else if let Some(method) = IntentMethod::from_syn(method, errors) {
-                        model.methods.push(method);
+                    // A method with a body and no `#[intent]` is the user's own: the
+                    // client inherits it.
+                    let provided = !has_intent && method.default.is_some();
+                    if !provided {
+                        model.methods.extend(IntentMethod::from_syn(method, errors));
                     }
                 }
                 other => errors.spanned(

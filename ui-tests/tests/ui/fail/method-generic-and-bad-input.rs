@@ -1,0 +1,9 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize")]
+    async fn summary<T>(&self, (a, b): (T, T)) -> Result<String, IntentError>;
+}
+
+fn main() {}
