@@ -70,8 +70,7 @@ impl<'a> Checker<'a> {
         if is_object_schema(map) && is_map_like(map) {
             return false;
         }
-        if is_array_schema(map) && !map.contains_key("items") && !map.contains_key("prefixItems")
-        {
+        if is_array_schema(map) && !map.contains_key("items") && !map.contains_key("prefixItems") {
             return false;
         }
         self.check_subschemas(map)
@@ -166,7 +165,10 @@ mod tests {
             json!({"anyOf": [{"$ref": "#/$defs/Line"}, {"type": "null"}]}),
             json!({"Line": line})
         ));
-        assert!(compatible(json!({"type": "object", "properties": {}}), json!({})));
+        assert!(compatible(
+            json!({"type": "object", "properties": {}}),
+            json!({})
+        ));
         assert!(compatible(
             json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": false}),
             json!({})
@@ -210,7 +212,10 @@ mod tests {
                    "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}}})
         ));
         assert!(!compatible(json!({"$ref": "#/$defs/Missing"}), json!({})));
-        assert!(!compatible(json!({"$ref": "https://x.test/s.json"}), json!({})));
+        assert!(!compatible(
+            json!({"$ref": "https://x.test/s.json"}),
+            json!({})
+        ));
     }
 
     #[test]

@@ -139,7 +139,10 @@ mod tests {
         // Only the container itself counts: `$defsX` is an ordinary property name.
         assert_eq!(rewrite_ref("#/$defsX/a"), "#/properties/value/$defsX/a");
         assert_eq!(rewrite_ref("other.json#/a"), "other.json#/a");
-        assert_eq!(rewrite_ref("https://x.test/s.json"), "https://x.test/s.json");
+        assert_eq!(
+            rewrite_ref("https://x.test/s.json"),
+            "https://x.test/s.json"
+        );
         assert_eq!(rewrite_ref("#anchor"), "#anchor");
     }
 

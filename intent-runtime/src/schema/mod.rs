@@ -36,9 +36,7 @@ pub const RUNTIME_SCHEMA_NAME: &str = "JSON value";
 #[non_exhaustive]
 pub enum SchemaError {
     /// A runtime schema was not a JSON object (or the boolean schema `true`).
-    #[error(
-        "a runtime schema must be a JSON object (or `true` for any JSON value); got {found}"
-    )]
+    #[error("a runtime schema must be a JSON object (or `true` for any JSON value); got {found}")]
     NotAnObject {
         /// The kind of JSON that was given.
         found: &'static str,
@@ -96,8 +94,7 @@ static CACHE: LazyLock<Cache> = LazyLock::new(Cache::default);
 /// nullable type (`["string", "null"]`, or `anyOf` with `{"type": "null"}`), never an
 /// optional property: the strict walk lists every property as required. A recursive
 /// type's `#` references are rewritten to reach the value inside the envelope.
-pub fn target_schema<T: JsonSchema + ?Sized + 'static>() -> Result<Arc<TargetSchema>, SchemaError>
-{
+pub fn target_schema<T: JsonSchema + ?Sized + 'static>() -> Result<Arc<TargetSchema>, SchemaError> {
     let id = TypeId::of::<T>();
     // A panic while a lock was held cannot leave a half-written entry (entries are
     // inserted whole), so a poisoned cache is still sound to use.

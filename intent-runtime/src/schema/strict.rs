@@ -215,7 +215,10 @@ pub(crate) mod tests {
             strict(json!({"type": "number", "format": "double"})),
             json!({"type": "number"})
         );
-        assert_eq!(strict(json!({"type": "string", "format": 7})), json!({"type": "string"}));
+        assert_eq!(
+            strict(json!({"type": "string", "format": 7})),
+            json!({"type": "string"})
+        );
     }
 
     #[test]
@@ -362,7 +365,10 @@ pub(crate) mod tests {
     #[test]
     fn leaves_non_schemas_and_odd_keyword_types_alone() {
         assert_eq!(strict(json!(true)), json!(true));
-        assert_eq!(strict(json!([1, {"minimum": 1}])), json!([1, {"minimum": 1}]));
+        assert_eq!(
+            strict(json!([1, {"minimum": 1}])),
+            json!([1, {"minimum": 1}])
+        );
         assert_eq!(
             strict(json!({"type": 3, "properties": "no", "items": 4, "anyOf": {"x": 1}})),
             json!({"type": 3, "properties": "no", "items": 4, "anyOf": {"x": 1}})
@@ -381,15 +387,43 @@ pub(crate) mod tests {
             any::<bool>().prop_map(Value::Bool),
             any::<i64>().prop_map(Value::from),
             prop::sample::select(vec![
-                "object", "string", "integer", "array", "null", "date-time", "int32", "#",
-                "#/$defs/A", "#/properties/a", "http://x/y.json",
+                "object",
+                "string",
+                "integer",
+                "array",
+                "null",
+                "date-time",
+                "int32",
+                "#",
+                "#/$defs/A",
+                "#/properties/a",
+                "http://x/y.json",
             ])
             .prop_map(Value::from),
         ];
         let keys = prop::sample::select(vec![
-            "type", "properties", "required", "items", "prefixItems", "anyOf", "allOf",
-            "oneOf", "$defs", "definitions", "additionalProperties", "format", "minimum",
-            "maxLength", "default", "$schema", "$ref", "$id", "enum", "const", "a", "b",
+            "type",
+            "properties",
+            "required",
+            "items",
+            "prefixItems",
+            "anyOf",
+            "allOf",
+            "oneOf",
+            "$defs",
+            "definitions",
+            "additionalProperties",
+            "format",
+            "minimum",
+            "maxLength",
+            "default",
+            "$schema",
+            "$ref",
+            "$id",
+            "enum",
+            "const",
+            "a",
+            "b",
         ]);
         leaf.prop_recursive(5, 64, 6, move |inner| {
             prop_oneof![

@@ -150,9 +150,17 @@ fn a_recursive_type_points_at_the_value_and_is_not_strict_compatible() {
 #[test]
 fn maps_and_unconstrained_values_are_not_strict_compatible() {
     assert!(!target_schema::<WithMap>().unwrap().strict_compatible);
-    assert!(!target_schema::<HashMap<String, Line>>().unwrap().strict_compatible);
+    assert!(
+        !target_schema::<HashMap<String, Line>>()
+            .unwrap()
+            .strict_compatible
+    );
     assert!(!target_schema::<WithAnything>().unwrap().strict_compatible);
-    assert!(!target_schema::<serde_json::Value>().unwrap().strict_compatible);
+    assert!(
+        !target_schema::<serde_json::Value>()
+            .unwrap()
+            .strict_compatible
+    );
 }
 
 #[test]
@@ -173,7 +181,10 @@ fn type_names_lose_their_module_paths() {
         short_type_name("std::collections::hash::map::HashMap<alloc::string::String, i32>"),
         "HashMap<String, i32>"
     );
-    assert_eq!(short_type_name("(u8, &str, [a::B; 3])"), "(u8, &str, [B; 3])");
+    assert_eq!(
+        short_type_name("(u8, &str, [a::B; 3])"),
+        "(u8, &str, [B; 3])"
+    );
 }
 
 #[test]
@@ -250,7 +261,10 @@ fn runtime_schema_rewrites_root_relative_refs() {
     );
     assert_eq!(value["line"], json!({"$ref": "#/$defs/Line"}));
     assert_eq!(value["old"], json!({"$ref": "#/definitions/Old"}));
-    assert_eq!(value["remote"], json!({"$ref": "https://example.test/s.json"}));
+    assert_eq!(
+        value["remote"],
+        json!({"$ref": "https://example.test/s.json"})
+    );
     assert_eq!(
         target.full["$defs"]["Line"]["properties"]["up"],
         json!({"$ref": "#/properties/value"})
@@ -316,7 +330,10 @@ fn runtime_schema_true_is_any_json_value() {
 #[test]
 fn runtime_schema_refuses_non_schemas() {
     for (schema, found) in [
-        (json!(false), "the boolean schema `false`, which no value satisfies"),
+        (
+            json!(false),
+            "the boolean schema `false`, which no value satisfies",
+        ),
         (json!(null), "null"),
         (json!("string"), "a string"),
         (json!([{"type": "string"}]), "an array"),
