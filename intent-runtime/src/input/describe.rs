@@ -1,27 +1,7 @@
 //! Readable, Rust-like descriptions of JSON schemas, for the input label and the output
 //! contract.
 //!
-//! The style, used for every schema:
-//!
-//! | schema | description |
-//! | --- | --- |
-//! | `string` | `String`; with a format: `DateTime (ISO 8601)`, `Date (YYYY-MM-DD)`, `Time (HH:MM:SS)`, `Duration (ISO 8601)`, otherwise `String (uuid)` etc. |
-//! | `integer` | the Rust type its `schemars` format names (`u32`, `i8`, `usize`), otherwise `i64` |
-//! | `number` | `f32` for format `float`, otherwise `f64` |
-//! | `boolean`, `null` | `bool`, `null` |
-//! | `array` | `Vec<T>`; a tuple (`prefixItems`) `(A, B)` |
-//! | nullable (`["T", "null"]`, `anyOf` with null) | `Option<T>` |
-//! | object with properties | inline `{ a: A, b: B }`, or by name when it is a named definition |
-//! | object with an `additionalProperties` schema | `Map<String, T>` |
-//! | `enum`, union (`anyOf` / `oneOf`) | `Name (one of: A, B, C)`; string members bare, others as JSON |
-//! | `const` | the constant as JSON (`"circle"`) |
-//! | `true`, `{}` | `any JSON value` |
-//!
-//! Named structs (`$ref`s to definitions, and a titled root object) are written once,
-//! after `where`: `Invoice where Invoice { number: String, lines: Vec<Line> } Line {
-//! sku: String }`. Enums are written in place, so the model sees the members where they
-//! apply. Nothing here panics: unknown keywords are ignored, odd JSON reads as "any JSON
-//! value", and nesting deeper than [`MAX_DEPTH`] is cut with `…`.
+//! The style is documented on [`describe_schema`](super::describe_schema).
 
 use std::collections::{HashSet, VecDeque};
 

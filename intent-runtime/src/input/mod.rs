@@ -69,7 +69,7 @@ pub struct PreparedInput {
 pub fn prepare_input<I: Serialize + JsonSchema + ?Sized>(
     input: &I,
 ) -> Result<PreparedInput, InputError> {
-    let schema = root_schema::<I>();
+    let schema = input_schema::<I>();
     let json = serde_json::to_string(input)?;
     if admits_any_json(&schema) {
         return Ok(PreparedInput {
@@ -141,7 +141,7 @@ impl NamedInputs {
         name: &str,
         value: &I,
     ) -> Result<Self, InputError> {
-        let schema = root_schema::<I>();
+        let schema = input_schema::<I>();
         let description = if admits_any_json(&schema) {
             ANY_JSON_LABEL.to_owned()
         } else {
@@ -173,18 +173,35 @@ impl NamedInputs {
 ///
 /// For example `Invoice where Invoice { number: String, lines: Vec<Line>, due:
 /// Option<String> } Line { sku: String, qty: u32 }`, or `Sentiment (one of: Positive,
-/// Neutral, Negative)`. The style is documented in the `describe` module source and
-/// summarised here: Rust-like type names (`String`, `i64`, `f64`, `bool`, `Vec<T>`,
-/// `Option<T>`, `Map<String, T>`), named structs defined once after `where`, enum
-/// members listed in place, and date formats in the name (`DateTime (ISO 8601)`, `Date
-/// (YYYY-MM-DD)`, `Time (HH:MM:SS)`). Never panics, whatever the JSON.
+/// Neutral, Negative)`. One style for every schema:
+///
+/// | schema | description |
+/// | --- | --- |
+/// | `string` | `String`; with a date format `DateTime (ISO 8601)`, `DateTime (ISO 8601, no offset)`, `Date (YYYY-MM-DD)`, `Time (HH:MM:SS)`, `Duration (ISO 8601)`; any other format `String (uuid)` |
+/// | `integer` | the Rust type its `schemars` format names (`u32`, `i8`, `usize`), otherwise `i64` |
+/// | `number` | `f32` for format `float`, otherwise `f64` |
+/// | `boolean`, `null` | `bool`, `null` |
+/// | `array` | `Vec<T>`; a tuple (`prefixItems`) `(A, B)` |
+/// | nullable (`["T", "null"]`, or `anyOf` with `{"type": "null"}`) | `Option<T>` |
+/// | object with properties | `{ a: A, b: B }`, or its name when it is a named struct |
+/// | object with an `additionalProperties` schema | `Map<String, T>` |
+/// | `enum`, or a union (`anyOf` / `oneOf`) | `Name (one of: A, B)`; string members bare, others as JSON |
+/// | `const` | the constant as JSON (`"circle"`) |
+/// | `true`, `{}` | `any JSON value` |
+///
+/// Named structs (`$ref`s to definitions, and a root object with a `title`) are defined
+/// once, after `where`; enums are written where they are used, so the members sit next
+/// to the field. Never panics, whatever the JSON: unknown keywords are ignored, JSON that
+/// is no schema reads as `any JSON value`, and nesting deeper than [`MAX_DEPTH`] is cut
+/// with `…`.
 pub fn describe_schema(schema: &Value) -> String {
     describe::describe_in(schema, "")
 }
 
-/// [`describe_schema`] of `T`'s `schemars` schema.
+/// [`describe_schema`] of `T`'s `schemars` schema, as serde writes `T` (the input
+/// label); a target's output contract uses [`describe_target`] instead.
 pub fn describe_type<T: JsonSchema + ?Sized>() -> String {
-    describe_schema(root_schema::<T>().as_value())
+    describe_schema(input_schema::<T>().as_value())
 }
 
 /// The description of a target's value, from its full envelope (where the definitions
@@ -193,8 +210,11 @@ pub fn describe_target(target: &TargetSchema) -> String {
     describe::describe_in(&target.full, "/properties/value")
 }
 
-fn root_schema<T: JsonSchema + ?Sized>() -> Schema {
+/// The schema of an input type as serde writes it (the serialize contract: a field
+/// renamed or skipped only when serializing is described the way it is sent).
+fn input_schema<T: JsonSchema + ?Sized>() -> Schema {
     SchemaSettings::draft2020_12()
+        .for_serialize()
         .into_generator()
         .into_root_schema_for::<T>()
 }

@@ -302,6 +302,47 @@ fn odd_schemas_read_as_any_value_and_deep_ones_are_cut() {
     assert!(describe_schema(&deep).contains('…'));
 }
 
+#[derive(Serialize, JsonSchema)]
+struct Renamed {
+    #[serde(rename(serialize = "sent", deserialize = "read"))]
+    field: u8,
+}
+
+#[test]
+fn inputs_are_described_as_serde_writes_them() {
+    assert_eq!(
+        describe_type::<Renamed>(),
+        "Renamed where Renamed { sent: u8 }"
+    );
+    assert_eq!(
+        prepare_input(&Renamed { field: 1 }).unwrap().text,
+        r#"{"sent":1}"#
+    );
+}
+
+/// Prints the cost of preparing a struct input; run with `--ignored --nocapture`.
+#[test]
+#[ignore = "measurement, not a check"]
+fn measure_prepare_input() {
+    let invoice = Invoice {
+        number: "7".into(),
+        lines: vec![Line {
+            sku: "A-1".into(),
+            qty: 2,
+        }],
+        due: None,
+    };
+    let rounds = 10_000u32;
+    let start = std::time::Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(prepare_input(&invoice).unwrap());
+    }
+    println!(
+        "prepare_input(Invoice): {:?} each",
+        start.elapsed() / rounds
+    );
+}
+
 proptest! {
     #[test]
     fn describing_never_panics(schema in crate::schema::strict::tests::schema_like()) {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 /// carry that OpenAI's strict mode refuses: annotations on object size, `examples`,
 /// `deprecated`, `readOnly` / `writeOnly`, `contentEncoding` / `contentMediaType`, and
 /// the array keywords `contains` / `minContains` / `maxContains`.
-const REJECTED_KEYWORDS: &[&str] = &[
+pub const REJECTED_KEYWORDS: &[&str] = &[
     "minimum",
     "maximum",
     "exclusiveMinimum",
