@@ -123,20 +123,20 @@ impl PromptPlan {
     /// What the reply must look like, as the `## Output requirements` section states it
     /// (without the additional requirements).
     pub fn output_contract(&self) -> String {
-        let envelope = format!("Reply with one JSON object {{\"{ENVELOPE_PROPERTY}\": <result>}}");
+        let envelope = format!("Reply with one JSON object {{\"{ENVELOPE_PROPERTY}\": <result>}}.");
         match &self.target {
             OutputTarget::Text => "Reply with plain text only.".to_owned(),
             OutputTarget::Typed(schema) => {
-                format!("{envelope}, where <result> is {}.", describe_target(schema))
+                format!("{envelope}\n<result>: {}", describe_target(schema))
             }
             OutputTarget::TypedJsonObject(schema) => format!(
-                "{envelope}, where <result> is {}.\nUse JSON types faithfully: numbers, booleans and null unquoted.",
+                "{envelope}\n<result>: {}\nUse JSON types faithfully: numbers, booleans and null unquoted.",
                 describe_target(schema)
             ),
             OutputTarget::RuntimeSchema(_) => format!(
-                "{envelope}, where <result> is a JSON value that conforms to the provided JSON schema."
+                "{envelope}\n<result>: a JSON value that conforms to the provided JSON schema."
             ),
-            OutputTarget::AnyJson => format!("{envelope}, where <result> is a JSON value."),
+            OutputTarget::AnyJson => format!("{envelope}\n<result>: any JSON value."),
         }
     }
 }

@@ -215,7 +215,7 @@ fn contracts_of_json_object_and_runtime_targets() {
     let plan = PromptPlan::new("Count words.", text_input("a b a"), map);
     assert_eq!(
         plan.output_contract(),
-        "Reply with one JSON object {\"value\": <result>}, where <result> is Map<String, u32>.\nUse JSON types faithfully: numbers, booleans and null unquoted."
+        "Reply with one JSON object {\"value\": <result>}.\n<result>: Map<String, u32>\nUse JSON types faithfully: numbers, booleans and null unquoted."
     );
     assert_eq!(plan.response_format(), ResponseFormat::JsonObject);
     assert_eq!(plan.schema(), None);
@@ -224,7 +224,7 @@ fn contracts_of_json_object_and_runtime_targets() {
     let plan = PromptPlan::new("Count.", text_input("a"), runtime);
     assert_eq!(
         plan.output_contract(),
-        "Reply with one JSON object {\"value\": <result>}, where <result> is a JSON value that conforms to the provided JSON schema."
+        "Reply with one JSON object {\"value\": <result>}.\n<result>: a JSON value that conforms to the provided JSON schema."
     );
     assert_eq!(plan.response_format(), ResponseFormat::JsonSchema);
     assert_eq!(
@@ -239,7 +239,7 @@ fn contracts_of_json_object_and_runtime_targets() {
     );
     assert_eq!(
         plan.output_contract(),
-        "Reply with one JSON object {\"value\": <result>}, where <result> is a JSON value."
+        "Reply with one JSON object {\"value\": <result>}.\n<result>: any JSON value."
     );
     assert_eq!(plan.response_format(), ResponseFormat::JsonObject);
     assert_eq!(plan.schema(), None);

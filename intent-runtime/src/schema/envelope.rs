@@ -17,6 +17,15 @@ const DEFINITION_CONTAINERS: &[&str] = &["$defs", "definitions"];
 /// reference and must not be rewritten.
 const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples"];
 
+/// Keywords whose value maps names to schemas: the names are not keywords.
+const NAMED_SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "$defs",
+    "definitions",
+];
+
 /// The pointer of the envelope's value schema, which replaces the caller's root `#`.
 const VALUE_POINTER: &str = "#/properties/value";
 
@@ -53,7 +62,12 @@ pub(crate) fn wrap_in_envelope(schema: &Value) -> Result<Value, SchemaError> {
     }
     let mut value = Value::Object(inner);
     rewrite_refs(&mut value);
-    hoisted.values_mut().for_each(rewrite_refs);
+    for definitions in hoisted.values_mut() {
+        match definitions {
+            Value::Object(named) => named.values_mut().for_each(rewrite_refs),
+            other => rewrite_refs(other),
+        }
+    }
     Ok(envelope_of(value, hoisted))
 }
 
@@ -96,13 +110,19 @@ pub(crate) fn rewrite_ref(reference: &str) -> String {
     }
 }
 
-fn rewrite_refs(value: &mut Value) {
-    match value {
+/// Rewrites every `$ref` in the schema `schema`. Values of data keywords are skipped;
+/// maps of named schemas are entered by name, so a property or definition that happens
+/// to be called `default` or `enum` is still treated as a schema.
+fn rewrite_refs(schema: &mut Value) {
+    match schema {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
                 match (key.as_str(), child) {
                     ("$ref", Value::String(reference)) => *reference = rewrite_ref(reference),
                     (key, _) if DATA_KEYWORDS.contains(&key) => {}
+                    (key, Value::Object(named)) if NAMED_SCHEMA_MAPS.contains(&key) => {
+                        named.values_mut().for_each(rewrite_refs);
+                    }
                     (_, child) => rewrite_refs(child),
                 }
             }
@@ -144,6 +164,26 @@ mod tests {
             "https://x.test/s.json"
         );
         assert_eq!(rewrite_ref("#anchor"), "#anchor");
+    }
+
+    #[test]
+    fn properties_and_definitions_named_like_data_keywords_are_still_schemas() {
+        let wrapped = wrap_in_envelope(&json!({
+            "properties": {"default": {"$ref": "#"}, "enum": {"$ref": "#/properties/a"}},
+            "$defs": {"const": {"$ref": "#"}}
+        }))
+        .unwrap();
+        assert_eq!(
+            wrapped["properties"]["value"]["properties"],
+            json!({
+                "default": {"$ref": "#/properties/value"},
+                "enum": {"$ref": "#/properties/value/properties/a"}
+            })
+        );
+        assert_eq!(
+            wrapped["$defs"]["const"],
+            json!({"$ref": "#/properties/value"})
+        );
     }
 
     #[test]
