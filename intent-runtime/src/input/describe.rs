@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 /// pathological schemas short and the recursion bounded.
 pub const MAX_DEPTH: usize = 24;
 
+/// Subschemas described before the rest is cut with `…`: enums are written in place, so
+/// a schema whose unions nest and branch could otherwise grow exponentially.
+pub const MAX_SUBSCHEMAS: usize = 2_000;
+
 const ANY: &str = "any JSON value";
 
 /// Describes `schema`, a schema found at `root_pointer` inside `document` (the JSON
@@ -31,6 +35,7 @@ pub(crate) fn describe_in(document: &Value, root_pointer: &str) -> String {
         queued: HashSet::new(),
         pending: VecDeque::new(),
         expanding: Vec::new(),
+        described: 0,
     };
     let expression = match root_name {
         Some(name) => describer.named(name, root_pointer.to_owned(), root, 0),
@@ -59,11 +64,14 @@ struct Describer<'a> {
     /// Names of enums being written in place: meeting one again (a recursive enum) is
     /// written as the bare name.
     expanding: Vec<String>,
+    /// Subschemas described so far, against [`MAX_SUBSCHEMAS`].
+    described: usize,
 }
 
 impl<'a> Describer<'a> {
     fn expression(&mut self, schema: &'a Value, depth: usize) -> String {
-        if depth > MAX_DEPTH {
+        self.described += 1;
+        if depth > MAX_DEPTH || self.described > MAX_SUBSCHEMAS {
             return "…".to_owned();
         }
         let Value::Object(map) = schema else {

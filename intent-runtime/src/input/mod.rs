@@ -22,7 +22,7 @@ use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use describe::MAX_DEPTH;
+pub use describe::{MAX_DEPTH, MAX_SUBSCHEMAS};
 
 use crate::schema::TargetSchema;
 
@@ -192,8 +192,8 @@ impl NamedInputs {
 /// Named structs (`$ref`s to definitions, and a root object with a `title`) are defined
 /// once, after `where`; enums are written where they are used, so the members sit next
 /// to the field. Never panics, whatever the JSON: unknown keywords are ignored, JSON that
-/// is no schema reads as `any JSON value`, and nesting deeper than [`MAX_DEPTH`] is cut
-/// with `…`.
+/// is no schema reads as `any JSON value`, and nesting deeper than [`MAX_DEPTH`] or
+/// past [`MAX_SUBSCHEMAS`] subschemas is cut with `…`.
 pub fn describe_schema(schema: &Value) -> String {
     describe::describe_in(schema, "")
 }

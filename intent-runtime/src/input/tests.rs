@@ -343,6 +343,24 @@ fn measure_prepare_input() {
     );
 }
 
+#[test]
+fn branching_unions_are_cut_instead_of_growing_exponentially() {
+    // U0 is a union of two references to U1, U1 of two to U2, ...: written in place,
+    // the description would double at every level.
+    let mut defs = serde_json::Map::new();
+    for level in 0..30 {
+        let next = format!("#/$defs/U{}", level + 1);
+        defs.insert(
+            format!("U{level}"),
+            json!({"anyOf": [{"$ref": next}, {"type": "array", "items": {"$ref": next}}]}),
+        );
+    }
+    defs.insert("U30".to_owned(), json!({"type": "string"}));
+    let described = describe_schema(&json!({"$ref": "#/$defs/U0", "$defs": defs}));
+    assert!(described.len() < 200_000, "{} chars", described.len());
+    assert!(described.contains('…'));
+}
+
 proptest! {
     #[test]
     fn describing_never_panics(schema in crate::schema::strict::tests::schema_like()) {
