@@ -113,14 +113,18 @@ impl<'a> Describer<'a> {
         let Some(target) = self.document.pointer(pointer) else {
             return reference.to_owned();
         };
-        let name = if pointer == self.root_pointer {
-            self.root_name.clone()
-        } else {
-            pointer.rsplit('/').next().map(unescape_pointer_token)
-        };
-        match name {
-            Some(name) if !name.is_empty() => self.named(name, pointer.to_owned(), target, depth),
-            _ => self.expression(target, depth + 1),
+        if pointer == self.root_pointer {
+            // A recursive root without a name is `Self`, rather than written out again
+            // at every level.
+            return match self.root_name.clone() {
+                Some(name) => self.named(name, pointer.to_owned(), target, depth),
+                None => "Self".to_owned(),
+            };
+        }
+        match definition_name(pointer) {
+            Some(name) => self.named(name, pointer.to_owned(), target, depth),
+            // A pointer into another schema's insides names nothing: describe the shape.
+            None => self.expression(target, depth + 1),
         }
     }
 
@@ -412,6 +416,16 @@ fn primitive_name(kind: &str) -> &str {
         "object" => "JSON object",
         other => other,
     }
+}
+
+/// The name of the definition `pointer` points at (`/$defs/Line` is `Line`), if it
+/// points into a definitions container.
+fn definition_name(pointer: &str) -> Option<String> {
+    let mut tokens = pointer.rsplit('/');
+    let name = tokens.next()?;
+    let container = tokens.next()?;
+    (matches!(container, "$defs" | "definitions") && !name.is_empty())
+        .then(|| unescape_pointer_token(name))
 }
 
 /// Decodes a JSON-pointer token (`~1` is `/`, `~0` is `~`).

@@ -188,6 +188,7 @@ impl NamedInputs {
 /// | `enum`, or a union (`anyOf` / `oneOf`) | `Name (one of: A, B)`; string members bare, others as JSON |
 /// | `const` | the constant as JSON (`"circle"`) |
 /// | `true`, `{}` | `any JSON value` |
+/// | `$ref` to a definition | the definition's name; to an untitled root, `Self`; elsewhere, the shape it points at |
 ///
 /// Named structs (`$ref`s to definitions, and a root object with a `title`) are defined
 /// once, after `where`; enums are written where they are used, so the members sit next

@@ -243,6 +243,31 @@ fn a_recursive_type_is_defined_once() {
 }
 
 #[test]
+fn an_untitled_recursive_root_refers_to_itself_as_self() {
+    assert_eq!(
+        describe_schema(&json!({
+            "type": "object",
+            "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}
+        })),
+        "{ kids: Vec<Self> }"
+    );
+}
+
+#[test]
+fn a_pointer_into_a_schema_is_described_by_its_shape() {
+    assert_eq!(
+        describe_schema(&json!({
+            "type": "object",
+            "properties": {
+                "total": {"type": "number"},
+                "same": {"$ref": "#/properties/total"}
+            }
+        })),
+        "{ total: f64, same: f64 }"
+    );
+}
+
+#[test]
 fn a_string_marked_as_a_date_carries_its_format() {
     assert_eq!(
         describe_type::<Meeting>(),
