@@ -19,7 +19,6 @@ use std::any::TypeId;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-
 use serde_json::Value;
 
 use crate::input::{PreparedInput, describe_target};
