@@ -5,7 +5,7 @@
 //! as a [`Repair`] by the caller, so no repair is silent.
 
 mod repair;
-pub mod schema_nav;
+pub(crate) mod schema_nav;
 
 pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
@@ -13,11 +13,6 @@ pub use repair::{Finding, SchemaRepair, repair_against_schema};
 use serde_json::{Number, Value};
 
 use crate::result::Repair;
-
-/// The deepest nesting handed to the lenient parser. `jsonc-parser`'s serde reader
-/// recurses without a limit, so a reply of ten thousand `[` could overflow the stack;
-/// `serde_json` stops at the same depth.
-const MAX_NESTING: usize = 128;
 
 /// Reply text with a surrounding Markdown code fence and whitespace removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,8 +86,9 @@ pub fn parse_json_lenient(text: &str) -> Result<(Value, Vec<Repair>), JsonSyntax
         Ok(value) => return Ok((value, Vec::new())),
         Err(error) => error,
     };
-    // jsonc-parser reads an empty text as `null`, which is no JSON reply.
-    if text.trim().is_empty() || nesting_may_exceed(text, MAX_NESTING) {
+    // jsonc-parser reads an empty text as `null`, which is no JSON reply. (Nesting needs
+    // no guard here: jsonc-parser stops at a depth of 512, as serde_json does at 128.)
+    if text.trim().is_empty() {
         return Err(JsonSyntaxError {
             message: strict_error.to_string(),
         });
@@ -132,25 +128,6 @@ fn parse_jsonc(
         allow_extended_string_escapes: false,
     };
     jsonc_parser::parse_to_serde_value::<Value>(text, &options)
-}
-
-/// Whether brackets nest deeper than `limit`. Brackets inside strings count too, so this
-/// may over-estimate; that only sends such a reply to the strict parser's error.
-fn nesting_may_exceed(text: &str, limit: usize) -> bool {
-    let mut depth = 0usize;
-    for byte in text.bytes() {
-        match byte {
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > limit {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// Reads a reply that is not JSON as a bare primitive: an integer, a float, a boolean

@@ -1,18 +1,18 @@
 //! The deterministic verifier: the ordered checks of a reply, each failure an actionable
 //! [`ResultIssue`].
 //!
-//! The steps (issue #3), each a function in [`steps`] named after what it checks:
+//! The steps (issue #3), each a function in `verify/steps.rs` named after what it checks:
 //!
-//! 1. refusal ([`steps::refusal`]): a provider issue; nothing else is checked;
-//! 2. truncation ([`steps::truncation`]): a provider issue; the attempt fails, checks go on;
-//! 3. empty after removing a surrounding code fence ([`steps::unfenced_text`]);
-//! 4. a `String` target takes that text as its value ([`verify_text`]);
-//! 5. JSON, with comments and trailing commas, else a bare primitive ([`steps::read_json`]);
-//! 6. the `{"value": ...}` envelope ([`steps::unwrap_envelope`]);
-//! 7. deserialization into `T` after schema-guided repair ([`steps::deserialize`]);
-//! 8. null, accepted only by `Option` targets ([`steps::null_value`]);
-//! 9. validators: the caller's ([`steps::run_validators`]) and the full schema's
-//!    constraint keywords ([`schema_rules`]).
+//! 1. refusal (`steps::refusal`): a provider issue; nothing else is checked;
+//! 2. truncation (`steps::truncation`): a provider issue; the attempt fails, checks go on;
+//! 3. empty after removing a surrounding code fence (`steps::unfenced_text`);
+//! 4. a `String` target takes that text as its value (`verify_text`);
+//! 5. JSON, with comments and trailing commas, else a bare primitive (`steps::read_json`);
+//! 6. the `{"value": ...}` envelope (`steps::unwrap_envelope`);
+//! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`);
+//! 8. null, accepted only by `Option` targets (`steps::null_value`);
+//! 9. validators: the caller's (`steps::run_validators`) and the full schema's
+//!    constraint keywords (`verify/schema_rules.rs`).
 
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
