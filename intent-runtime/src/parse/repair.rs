@@ -416,12 +416,21 @@ fn shared_keys(object: &Map<String, Value>, schema: &Value) -> usize {
                 .iter()
                 .find(|(name, _)| name.eq_ignore_ascii_case(key));
             match declared {
-                Some((_, property)) if property.get("const") == Some(value) => 2,
+                Some((_, property)) if is_tag_match(property.get("const"), value) => 2,
                 Some(_) => 1,
                 None => 0,
             }
         })
         .sum()
+}
+
+/// Whether a value is a branch's tag (`const`), ignoring case like the repair does.
+fn is_tag_match(tag: Option<&Value>, value: &Value) -> bool {
+    match (tag, value) {
+        (Some(Value::String(tag)), Value::String(written)) => tag.eq_ignore_ascii_case(written),
+        (Some(tag), value) => tag == value,
+        (None, _) => false,
+    }
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -659,6 +668,22 @@ mod tests {
         let out = repair(&mut value, &full);
         assert_eq!(value, json!({"square": 2}));
         assert_eq!(out.repairs.len(), 2);
+    }
+
+    #[test]
+    fn union_branch_is_chosen_by_its_tag_in_any_case() {
+        let full = envelope(
+            json!({"oneOf": [
+                {"type": "object", "properties": {"kind": {"type": "string", "const": "Circle"},
+                                                  "size": {"type": "number"}}},
+                {"type": "object", "properties": {"kind": {"type": "string", "const": "Square"},
+                                                  "size": {"type": "number"}}}]}),
+            json!({}),
+        );
+        let mut value = json!({"kind": "square", "size": 1});
+        let out = repair(&mut value, &full);
+        assert_eq!(value, json!({"kind": "Square", "size": 1}));
+        assert!(out.findings.is_empty());
     }
 
     #[test]
