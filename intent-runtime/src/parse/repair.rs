@@ -3,6 +3,8 @@
 //! The same walk notes what no repair can fix (a missing required field, a value that
 //! is no enum member), so that a failed deserialization can name the path and the type.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Number, Value};
 
 use super::schema_nav::{
@@ -13,6 +15,11 @@ use crate::schema::ENVELOPE_PROPERTY;
 
 /// How deep the walk descends into a value: as deep as `serde_json` nests when parsing.
 const MAX_VALUE_DEPTH: usize = 128;
+
+/// How many (value, schema) pairs one walk visits at most. A derived schema whose unions
+/// name their own type more than once could otherwise make the walk exponential; a real
+/// reply visits each of its values once or twice, and no model output holds this many.
+const MAX_VISITS: usize = 200_000;
 
 /// The longest rendering of an offending value quoted back in a message.
 const MAX_QUOTED_CHARS: usize = 80;
@@ -117,6 +124,7 @@ pub fn repair_against_schema(
     let mut walk = Walk {
         root,
         out: SchemaRepair::default(),
+        visits_left: MAX_VISITS,
     };
     walk.visit(value, schema, path, name, 0);
     walk.out
@@ -125,6 +133,7 @@ pub fn repair_against_schema(
 struct Walk<'s> {
     root: &'s Value,
     out: SchemaRepair,
+    visits_left: usize,
 }
 
 impl<'s> Walk<'s> {
@@ -137,9 +146,10 @@ impl<'s> Walk<'s> {
         depth: usize,
     ) {
         // Null is checked by the verifier's null step and by serde, not repaired.
-        if depth > MAX_VALUE_DEPTH || value.is_null() {
+        if depth > MAX_VALUE_DEPTH || value.is_null() || self.visits_left == 0 {
             return;
         }
+        self.visits_left -= 1;
         let (schema, defined_name) = resolve(self.root, schema);
         let name = defined_name.or(name);
         if let Some(parts) = schema.get("allOf").and_then(Value::as_array) {
@@ -329,7 +339,7 @@ impl EnumShape {
             return None;
         }
         let mut leaves = Vec::new();
-        collect_leaves(root, schema, None, &mut leaves, 0);
+        collect_leaves(root, schema, None, &mut leaves, &mut HashSet::new(), 0);
         let is_member_leaf =
             |leaf: &Value| leaf.get("enum").is_some() || leaf.get("const").is_some();
         let free_text = leaves
@@ -360,19 +370,20 @@ fn collect_leaves<'a>(
     schema: &'a Value,
     name: Option<&'a str>,
     leaves: &mut Vec<(&'a Value, Option<&'a str>)>,
+    seen: &mut HashSet<*const Value>,
     depth: usize,
 ) {
-    if depth > MAX_SCHEMA_HOPS {
+    let (schema, defined_name) = resolve(root, schema);
+    if depth > MAX_SCHEMA_HOPS || !seen.insert(schema) {
         return;
     }
-    let (schema, defined_name) = resolve(root, schema);
     let name = defined_name.or(name);
     let branches = union_branches(schema);
     if branches.is_empty() {
         leaves.push((schema, name));
     }
     for branch in branches {
-        collect_leaves(root, branch, name, leaves, depth + 1);
+        collect_leaves(root, branch, name, leaves, seen, depth + 1);
     }
 }
 
@@ -711,6 +722,20 @@ mod tests {
         );
         let mut value = json!({"x": 1});
         assert_eq!(repair(&mut value, &full), SchemaRepair::default());
+    }
+
+    #[test]
+    fn schemas_naming_their_own_type_twice_stay_cheap() {
+        // Each visit of E visits E twice more: 2^128 visits without the budget.
+        let full = envelope(
+            json!({"$ref": "#/$defs/E"}),
+            json!({"E": {"allOf": [{"$ref": "#/$defs/E"}, {"$ref": "#/$defs/E"}]}}),
+        );
+        let mut value = json!("12");
+        let started = std::time::Instant::now();
+        repair(&mut value, &full);
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! Reading a target's full envelope schema: the inner schema, `$ref`s into `$defs`,
 //! enum members, and whether a bare value may hold a `value` key.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::schema::ENVELOPE_PROPERTY;
 
 /// How many `$ref`s are followed in a row, and how deep unions are searched: enough for
-/// any derived schema, and a stop for a schema whose references form a cycle.
+/// any derived schema, and a stop for a schema whose references form a cycle. Searches
+/// through unions also skip a schema they have already seen, so that a union naming its
+/// own type twice (an untagged recursive enum) costs linear, not exponential, time.
 pub(crate) const MAX_SCHEMA_HOPS: usize = 32;
 
 /// The schema that accepts anything, for envelopes without a `value` property.
@@ -68,15 +72,21 @@ pub fn declared_types(schema: &Value) -> Vec<&str> {
 /// (schemars writes documented variants that way), behind `$ref`s and nullable unions.
 pub fn enum_members(root: &Value, schema: &Value) -> Vec<String> {
     let mut members = Vec::new();
-    collect_enum_members(root, schema, &mut members, 0);
+    collect_enum_members(root, schema, &mut members, &mut HashSet::new(), 0);
     members
 }
 
-fn collect_enum_members(root: &Value, schema: &Value, members: &mut Vec<String>, depth: usize) {
-    if depth > MAX_SCHEMA_HOPS {
+fn collect_enum_members<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    members: &mut Vec<String>,
+    seen: &mut HashSet<*const Value>,
+    depth: usize,
+) {
+    let (schema, _) = resolve(root, schema);
+    if depth > MAX_SCHEMA_HOPS || !seen.insert(schema) {
         return;
     }
-    let (schema, _) = resolve(root, schema);
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
         members.extend(values.iter().filter_map(Value::as_str).map(str::to_owned));
     }
@@ -84,7 +94,7 @@ fn collect_enum_members(root: &Value, schema: &Value, members: &mut Vec<String>,
         members.push(constant.to_owned());
     }
     for branch in union_branches(schema) {
-        collect_enum_members(root, branch, members, depth + 1);
+        collect_enum_members(root, branch, members, seen, depth + 1);
     }
 }
 
@@ -93,14 +103,19 @@ fn collect_enum_members(root: &Value, schema: &Value, members: &mut Vec<String>,
 /// property named `value` in any case. Such a reply is read as bare, not as an envelope
 /// with extra keys.
 pub fn bare_form_may_hold_value_key(root: &Value, schema: &Value) -> bool {
-    may_hold_value_key(root, schema, 0)
+    may_hold_value_key(root, schema, &mut HashSet::new(), 0)
 }
 
-fn may_hold_value_key(root: &Value, schema: &Value, depth: usize) -> bool {
-    if depth > MAX_SCHEMA_HOPS {
+fn may_hold_value_key<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    seen: &mut HashSet<*const Value>,
+    depth: usize,
+) -> bool {
+    let (schema, _) = resolve(root, schema);
+    if depth > MAX_SCHEMA_HOPS || !seen.insert(schema) {
         return false;
     }
-    let (schema, _) = resolve(root, schema);
     let own_value_property = schema
         .get("properties")
         .and_then(Value::as_object)
@@ -125,7 +140,7 @@ fn may_hold_value_key(root: &Value, schema: &Value, depth: usize) -> bool {
                     .into_iter()
                     .flatten(),
             )
-            .any(|branch| may_hold_value_key(root, branch, depth + 1))
+            .any(|branch| may_hold_value_key(root, branch, seen, depth + 1))
 }
 
 #[cfg(test)]
@@ -170,6 +185,22 @@ mod tests {
         assert_eq!(enum_members(&full, inner_schema(&full)), vec!["Up", "Down"]);
         let plain = json!({"type": "string", "enum": ["A", "B"]});
         assert_eq!(enum_members(&plain, &plain), vec!["A", "B"]);
+    }
+
+    #[test]
+    fn unions_naming_their_own_type_twice_are_searched_once() {
+        let mut defs = serde_json::Map::new();
+        // A chain of 40 unions, each naming the next twice: 2^40 paths, 40 schemas.
+        for i in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/E{}", i + 1)});
+            defs.insert(format!("E{i}"), json!({"anyOf": [next.clone(), next]}));
+        }
+        defs.insert("E40".into(), json!({"enum": ["Leaf"]}));
+        let full = envelope(json!({"$ref": "#/$defs/E0"}), Value::Object(defs));
+        let started = std::time::Instant::now();
+        assert!(enum_members(&full, inner_schema(&full)).is_empty());
+        assert!(!bare_form_may_hold_value_key(&full, inner_schema(&full)));
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]
