@@ -16,8 +16,8 @@ use crate::schema::ENVELOPE_PROPERTY;
 /// How deep the walk descends into a value: as deep as `serde_json` nests when parsing.
 const MAX_VALUE_DEPTH: usize = 128;
 
-/// How many (value, schema) pairs one walk visits at most. A derived schema whose unions
-/// name their own type more than once could otherwise make the walk exponential; a real
+/// How many (value, schema) pairs one walk visits at most. A schema whose `allOf` or union
+/// names its own type more than once could otherwise make the walk exponential; a real
 /// reply visits each of its values once or twice, and no model output holds this many.
 const MAX_VISITS: usize = 200_000;
 
