@@ -569,13 +569,13 @@ mod tests {
             out.repairs,
             vec![
                 Repair::NumberFromString {
-                    path: "/value/lines/0/price".into()
+                    path: "/value/total_cents".into()
                 },
                 Repair::NumberFromString {
                     path: "/value/lines/0/qty".into()
                 },
                 Repair::NumberFromString {
-                    path: "/value/total_cents".into()
+                    path: "/value/lines/0/price".into()
                 },
             ]
         );
