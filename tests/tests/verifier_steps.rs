@@ -305,3 +305,15 @@ async fn non_transient_provider_errors_stop_at_once() {
     assert_eq!(issue.source, IssueSource::Provider);
     assert!(issue.message.contains("bad key") && issue.message.contains("401"), "{}", issue.message);
 }
+
+#[tokio::test]
+async fn a_schema_that_cannot_be_compiled_stops_without_retrying() {
+    // An external reference is never fetched; the local check cannot be built, and that is
+    // not something the model can fix by answering again.
+    let schema = serde_json::json!({"type": "object", "properties": {"a": {"$ref": "https://example.invalid/a.json"}}, "required": ["a"]});
+    let (client, provider) = scripted([r#"{"value": {"a": 1}}"#, r#"{"value": {"a": 2}}"#]);
+    let result = client.transform_value("x", "Extract", Some(&schema), IntentOptions::new()).await;
+    assert!(!result.is_success());
+    assert_eq!(provider.request_count(), 1);
+    assert!(result.issues.iter().any(|i| i.source == IssueSource::Input), "{:?}", result.issues);
+}
