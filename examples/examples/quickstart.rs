@@ -26,9 +26,22 @@ struct Contact {
     company: Option<String>,
 }
 
+impl std::fmt::Display for Contact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name)?;
+        if let Some(email) = &self.email {
+            write!(f, " <{email}>")?;
+        }
+        if let Some(company) = &self.company {
+            write!(f, " of {company}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Reading customer messages.
 #[intents]
-pub trait Reviews {
+trait Reviews {
     /// The sentiment of a review.
     #[intent("Classify the sentiment of the review")]
     async fn sentiment(&self, review: &str) -> Result<Sentiment, IntentError>;
@@ -71,7 +84,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("sentiment: {mood:?}");
 
     let contact = reviews.contact(review).await;
-    println!("contact: {:?} ({} attempt(s))", contact.value, contact.attempts.len());
+    match &contact.value {
+        Some(found) => println!("contact: {found} ({} attempt(s))", contact.attempts.len()),
+        None => println!("no contact: {}", contact.failure_summary()),
+    }
     print_attempts(&contact);
 
     let summary = reviews.summary(review).await?;
