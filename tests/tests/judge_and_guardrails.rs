@@ -199,3 +199,23 @@ async fn clones_share_totals() {
     assert!(a.is_success() && b.is_success());
     assert_eq!(client.total_model_calls(), 2);
 }
+
+#[tokio::test]
+async fn the_rate_limiter_is_shared_by_clones_and_the_judge() {
+    use intent_runtime::limits::RateLimiter;
+    // Three calls per minute: the first call and its judge take two, the clone's call takes
+    // the third, and its judge call must wait half a minute, past the budget.
+    let (client, provider, judge) = judged(
+        &[POSITIVE, POSITIVE],
+        &[r#"{"passes": true, "problems": []}"#, r#"{"passes": true, "problems": []}"#],
+        |b| b.rate_limiter(RateLimiter::per_minute(3)).time_budget(Duration::from_millis(200)),
+    );
+    assert!(client.transform("x", "Classify", with_judge()).await.is_success());
+    let clone = client.clone();
+    let result = clone.transform("y", "Classify", with_judge()).await;
+    assert!(!result.is_success());
+    assert_eq!((provider.request_count(), judge.request_count()), (2, 1));
+    let last = result.issues.last().unwrap();
+    assert_eq!(last.source, IssueSource::Guardrail);
+    assert!(last.message.contains("waiting for the judge"), "{}", last.message);
+}
