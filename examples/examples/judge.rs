@@ -22,7 +22,9 @@ fn scripted_model() -> ScriptedProvider {
         let judging = request.schema_name == intent_runtime::judge::JUDGE_SCHEMA_NAME;
         let retry = request.user.contains("## Previous attempt");
         let reply = match (judging, request.user.contains("You Won't Believe")) {
-            (true, true) => r#"{"passes": false, "problems": ["The headline is clickbait; state the finding plainly."]}"#,
+            (true, true) => {
+                r#"{"passes": false, "problems": ["The headline is clickbait; state the finding plainly."]}"#
+            }
             (true, false) => r#"{"passes": true, "problems": []}"#,
             (false, _) if retry => "City Cuts Bus Fares by Half From March",
             (false, _) => "You Won't Believe What the City Did to Bus Fares",
@@ -34,7 +36,9 @@ fn scripted_model() -> ScriptedProvider {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
-    let client = IntentClient::builder().shared_provider(chosen.provider).build()?;
+    let client = IntentClient::builder()
+        .shared_provider(chosen.provider)
+        .build()?;
     let editor = EditorClient::new(client);
 
     let article = "From March, single bus fares in the city fall from 3.00 to 1.50, the council decided on Monday.";

@@ -60,7 +60,11 @@ fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
         let retry = request.user.contains("## Previous attempt");
         let reply = if request.user.contains("Classify the sentiment") {
-            if retry { r#"{"value": "Positive"}"# } else { r#"{"value": "Very positive"}"# }
+            if retry {
+                r#"{"value": "Positive"}"#
+            } else {
+                r#"{"value": "Very positive"}"#
+            }
         } else if request.user.contains("contact details") {
             r#"```json
 {"value": {"Name": "Ada Lovelace", "email": "ada@example.com", "company": null}}
@@ -75,10 +79,13 @@ fn scripted_model() -> ScriptedProvider {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
-    let client = IntentClient::builder().shared_provider(chosen.provider).build()?;
+    let client = IntentClient::builder()
+        .shared_provider(chosen.provider)
+        .build()?;
     let reviews = ReviewsClient::new(client.clone());
 
-    let review = "Arrived a day early and works perfectly. Loved it! -- Ada Lovelace <ada@example.com>";
+    let review =
+        "Arrived a day early and works perfectly. Loved it! -- Ada Lovelace <ada@example.com>";
 
     let mood = reviews.sentiment(review).await?;
     println!("sentiment: {mood:?}");
@@ -102,11 +109,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if chosen.offline {
         // The typed method hides the retry; the same question through the runtime shows it.
         let record = client
-            .transform::<_, Sentiment>(review, "Classify the sentiment of the review", Default::default())
+            .transform::<_, Sentiment>(
+                review,
+                "Classify the sentiment of the review",
+                Default::default(),
+            )
             .await;
         println!("\nthe sentiment call, attempt by attempt:");
         print_attempts(&record);
-        assert_eq!(record.attempts.len(), 2, "the scripted model's first answer is fixed by a retry");
+        assert_eq!(
+            record.attempts.len(),
+            2,
+            "the scripted model's first answer is fixed by a retry"
+        );
     }
     Ok(())
 }

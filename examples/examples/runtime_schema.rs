@@ -11,21 +11,30 @@ use intent_runtime::{AIResult, IntentClient, intents};
 
 #[intents]
 trait Orders {
-    #[intent("Turn the customer's email into an order", schema = "schemas/order.json")]
+    #[intent(
+        "Turn the customer's email into an order",
+        schema = "schemas/order.json"
+    )]
     async fn order(&self, email: &str) -> AIResult<serde_json::Value>;
 }
 
 fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::new([
-        ScriptedReply::text(r#"{"value": {"customer": "Grace", "items": [{"sku": "KB-101", "quantity": 0}], "rush": null}}"#),
-        ScriptedReply::text(r#"{"value": {"customer": "Grace", "items": [{"sku": "KB-101", "quantity": 2}], "rush": true}}"#),
+        ScriptedReply::text(
+            r#"{"value": {"customer": "Grace", "items": [{"sku": "KB-101", "quantity": 0}], "rush": null}}"#,
+        ),
+        ScriptedReply::text(
+            r#"{"value": {"customer": "Grace", "items": [{"sku": "KB-101", "quantity": 2}], "rush": true}}"#,
+        ),
     ])
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
-    let client = IntentClient::builder().shared_provider(chosen.provider).build()?;
+    let client = IntentClient::builder()
+        .shared_provider(chosen.provider)
+        .build()?;
     let orders = OrdersClient::new(client);
 
     let email = "Hi, it's Grace. Please send two KB-101 keyboards, as soon as you can!";

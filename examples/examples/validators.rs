@@ -27,7 +27,11 @@ struct Invoice {
 
 /// The total must be the sum of the lines; the message tells the model how to fix it.
 fn totals_add_up(invoice: &Invoice) -> Result<(), String> {
-    let sum: i64 = invoice.lines.iter().map(|l| i64::from(l.quantity) * l.unit_cents).sum();
+    let sum: i64 = invoice
+        .lines
+        .iter()
+        .map(|l| i64::from(l.quantity) * l.unit_cents)
+        .sum();
     if sum == invoice.total_cents {
         Ok(())
     } else {
@@ -45,7 +49,12 @@ fn lines_are_described(invoice: &Invoice) -> Vec<String> {
         .iter()
         .enumerate()
         .filter(|(_, line)| line.description.trim().is_empty())
-        .map(|(i, _)| format!("Line {} has no description; copy it from the document.", i + 1))
+        .map(|(i, _)| {
+            format!(
+                "Line {} has no description; copy it from the document.",
+                i + 1
+            )
+        })
         .collect()
 }
 
@@ -72,13 +81,20 @@ fn scripted_model() -> ScriptedProvider {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
-    let client = IntentClient::builder().shared_provider(chosen.provider).build()?;
+    let client = IntentClient::builder()
+        .shared_provider(chosen.provider)
+        .build()?;
     let documents = DocumentsClient::new(client);
 
     let document = "Invoice 7\n2 x Widget at 12.50\n1 x Gadget at 9.99\nTotal: 34.99";
     let result = documents.invoice(document).await;
     print_attempts(&result);
     let invoice = result.into_result()?;
-    println!("invoice {} totals {} cents over {} lines", invoice.number, invoice.total_cents, invoice.lines.len());
+    println!(
+        "invoice {} totals {} cents over {} lines",
+        invoice.number,
+        invoice.total_cents,
+        invoice.lines.len()
+    );
     Ok(())
 }

@@ -41,7 +41,10 @@ pub fn choose_provider(scripted: ScriptedProvider) -> ChosenProvider {
         if let Some(key) = set("OPENAI_COMPATIBLE_API_KEY") {
             provider = provider.with_api_key(key);
         }
-        return real(Arc::new(provider), &format!("the OpenAI-compatible server at {base_url}"));
+        return real(
+            Arc::new(provider),
+            &format!("the OpenAI-compatible server at {base_url}"),
+        );
     }
     println!(
         "(offline: no OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_COMPATIBLE_BASE_URL is set, so a scripted model answers)\n"
@@ -79,7 +82,11 @@ pub fn print_attempts<T>(result: &intent_runtime::AIResult<T>) {
             println!("    judge: {judge:?}");
         }
     }
-    for issue in result.issues.iter().filter(|i| i.attempt as usize > result.attempts.len()) {
+    for issue in result
+        .issues
+        .iter()
+        .filter(|i| i.attempt as usize > result.attempts.len())
+    {
         println!("  stopped: {}", issue.message);
     }
 }

@@ -50,14 +50,21 @@ fn chat_reply(content: &str) -> ResponseTemplate {
 }
 
 async fn support_client(server: &MockServer) -> SupportClient {
-    let provider = OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
-    SupportClient::new(IntentClient::builder().provider(provider).build().expect("client"))
+    let provider =
+        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
+    SupportClient::new(
+        IntentClient::builder()
+            .provider(provider)
+            .build()
+            .expect("client"),
+    )
 }
 
 #[tokio::test]
 async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
     let server = MockServer::start().await;
-    let broken = r#"{"value": {"title": "Printer on fire", "priority": "High"}, "confidence": 0.9}"#;
+    let broken =
+        r#"{"value": {"title": "Printer on fire", "priority": "High"}, "confidence": 0.9}"#;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .respond_with(chat_reply(broken))
@@ -67,7 +74,9 @@ async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
         .await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(chat_reply(r#"{"value": {"title": "Printer on fire", "priority": "High"}}"#))
+        .respond_with(chat_reply(
+            r#"{"value": {"title": "Printer on fire", "priority": "High"}}"#,
+        ))
         .with_priority(2)
         .mount(&server)
         .await;
@@ -76,12 +85,19 @@ async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
     let result = support.ticket("The printer on floor 3 is on fire!").await;
     assert_eq!(
         result.value,
-        Some(Ticket { title: "Printer on fire".into(), priority: Priority::High })
+        Some(Ticket {
+            title: "Printer on fire".into(),
+            priority: Priority::High
+        })
     );
     assert_eq!(result.attempts.len(), 2);
     let problem = &result.attempts[0].issues[0];
     assert_eq!(problem.source, IssueSource::Verification);
-    assert!(problem.message.contains("confidence"), "{}", problem.message);
+    assert!(
+        problem.message.contains("confidence"),
+        "{}",
+        problem.message
+    );
     assert_eq!(result.attempts[1].model, "gpt-4o-mini-2024-07-18");
     assert_eq!(result.usage.input_tokens, 240);
 
@@ -94,9 +110,17 @@ async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
     let schema = &first["response_format"]["json_schema"]["schema"];
     assert_eq!(schema["required"], json!(["value"]));
     assert_eq!(schema["additionalProperties"], false);
-    let retry_user = second["messages"][1]["content"].as_str().expect("user message");
-    assert!(retry_user.contains(&format!("## Previous attempt\n{broken}")), "{retry_user}");
-    assert!(retry_user.contains(&format!("- {}", problem.message)), "{retry_user}");
+    let retry_user = second["messages"][1]["content"]
+        .as_str()
+        .expect("user message");
+    assert!(
+        retry_user.contains(&format!("## Previous attempt\n{broken}")),
+        "{retry_user}"
+    );
+    assert!(
+        retry_user.contains(&format!("- {}", problem.message)),
+        "{retry_user}"
+    );
     assert_eq!(second["messages"][0]["role"], "system");
 }
 
@@ -113,7 +137,14 @@ async fn an_http_error_becomes_the_typed_methods_error() {
     let support = support_client(&server).await;
     let error = support.urgency("help").await.unwrap_err();
     let text = error.to_string();
-    assert!(text.contains("Incorrect API key provided.") && text.contains("401"), "{text}");
+    assert!(
+        text.contains("Incorrect API key provided.") && text.contains("401"),
+        "{text}"
+    );
     assert!(!text.contains("sk-test-not-a-real-key"));
-    assert_eq!(server.received_requests().await.map(|r| r.len()), Some(1), "401 is not retried");
+    assert_eq!(
+        server.received_requests().await.map(|r| r.len()),
+        Some(1),
+        "401 is not retried"
+    );
 }
