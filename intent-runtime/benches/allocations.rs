@@ -46,15 +46,25 @@ fn median(values: &mut [u64]) -> u64 {
     values[values.len() / 2]
 }
 
-fn measure(name: &str, client: &IntentClient, rt: &tokio::runtime::Runtime, calls: usize, expected_attempts: usize) {
+fn measure(
+    name: &str,
+    client: &IntentClient,
+    rt: &tokio::runtime::Runtime,
+    calls: usize,
+    expected_attempts: usize,
+) {
     let mut allocations = Vec::with_capacity(calls);
     let mut bytes = Vec::with_capacity(calls);
     let mut nanos = Vec::with_capacity(calls);
     for _ in 0..calls {
         let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
-        let (a0, b0) = (ALLOCATIONS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed));
+        let (a0, b0) = (
+            ALLOCATIONS.load(Ordering::Relaxed),
+            BYTES.load(Ordering::Relaxed),
+        );
         let started = Instant::now();
-        let result = rt.block_on(client.transform(INVOICE_DOCUMENT, "Extract the invoice", options));
+        let result =
+            rt.block_on(client.transform(INVOICE_DOCUMENT, "Extract the invoice", options));
         let elapsed = started.elapsed();
         allocations.push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
         bytes.push(BYTES.load(Ordering::Relaxed) - b0);
@@ -73,7 +83,10 @@ fn measure(name: &str, client: &IntentClient, rt: &tokio::runtime::Runtime, call
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
     let calls = if quick { 50 } else { 2000 };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let reply = invoice_reply();
 
     let ok = reply.clone();
@@ -83,10 +96,17 @@ fn main() {
         .expect("client");
     measure("transform/invoice", &client, &rt, calls, 1);
 
-    let broken = format!("{{\"value\": {}, \"note\": \"here you go\"}}", &reply[9..reply.len() - 1]);
+    let broken = format!(
+        "{{\"value\": {}, \"note\": \"here you go\"}}",
+        &reply[9..reply.len() - 1]
+    );
     let retry_client = IntentClient::builder()
         .provider(ScriptedProvider::from_fn(move |_, index| {
-            if index % 2 == 0 { broken.as_str().into() } else { reply.as_str().into() }
+            if index % 2 == 0 {
+                broken.as_str().into()
+            } else {
+                reply.as_str().into()
+            }
         }))
         .build()
         .expect("client");

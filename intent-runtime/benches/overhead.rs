@@ -16,7 +16,10 @@ use serde_json::{Map, Value, json};
 use support::{INVOICE_DOCUMENT, Invoice, invoice_reply, totals_add_up};
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
 }
 
 fn per_call(c: &mut Criterion) {
@@ -40,10 +43,17 @@ fn per_call(c: &mut Criterion) {
     });
 
     // First reply breaks the envelope, second is right: two plans, renders and parses.
-    let broken = format!("{{\"value\": {}, \"note\": \"here you go\"}}", &reply[9..reply.len() - 1]);
+    let broken = format!(
+        "{{\"value\": {}, \"note\": \"here you go\"}}",
+        &reply[9..reply.len() - 1]
+    );
     let retry_client = IntentClient::builder()
         .provider(ScriptedProvider::from_fn(move |_, index| {
-            if index % 2 == 0 { broken.as_str().into() } else { reply.as_str().into() }
+            if index % 2 == 0 {
+                broken.as_str().into()
+            } else {
+                reply.as_str().into()
+            }
         }))
         .build()
         .expect("client");

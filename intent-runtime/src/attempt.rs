@@ -231,7 +231,9 @@ where
                 record.issues = verification.issues;
                 record.repairs = verification.repairs;
                 let mut candidate = if passed { verification.value } else { None };
-                let mut stop = false;
+                // An input issue (a schema that cannot be compiled) is not the model's
+                // doing: asking again cannot fix it.
+                let mut stop = record.issues.iter().any(|i| i.source == IssueSource::Input);
                 if candidate.is_some() && settings.use_judge {
                     match judge_attempt(&mut state, plan, &reply.text, &mut record).await {
                         JudgeStep::Accepted => {}

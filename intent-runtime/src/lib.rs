@@ -40,3 +40,8 @@ pub use intent_macros::{StrictCompatible, intents};
 /// The `schemars` this crate builds schemas with; derive `JsonSchema` from here or from a
 /// `schemars` of the same major version.
 pub use schemars;
+
+// The README's examples are compiled and run as doc tests, so they cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

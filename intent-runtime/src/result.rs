@@ -102,6 +102,16 @@ pub enum Repair {
         /// The JSON pointer of the value.
         path: String,
     },
+    /// An enum member was matched to the schema's member ignoring case (providers such
+    /// as Anthropic do not guarantee the capitalisation of a member).
+    EnumCaseChanged {
+        /// The JSON pointer of the value.
+        path: String,
+        /// The member as the model wrote it.
+        from: String,
+        /// The member the schema declares.
+        to: String,
+    },
 }
 
 /// Tokens used by one or more model calls.

@@ -17,13 +17,21 @@ where
     broken_then_right_with(bad, good, IntentOptions::new()).await
 }
 
-async fn broken_then_right_with<T>(bad: ScriptedReply, good: &str, options: IntentOptions<T>) -> (AIResult<T>, Vec<String>)
+async fn broken_then_right_with<T>(
+    bad: ScriptedReply,
+    good: &str,
+    options: IntentOptions<T>,
+) -> (AIResult<T>, Vec<String>)
 where
     T: DeserializeOwned + schemars::JsonSchema + Send + 'static,
 {
     let (client, provider) = scripted([bad, ScriptedReply::text(good)]);
     let result = client.transform("the input", "Do the thing", options).await;
-    assert!(result.is_success(), "expected success, got {:?}", result.issues);
+    assert!(
+        result.is_success(),
+        "expected success, got {:?}",
+        result.issues
+    );
     assert_eq!(result.attempts.len(), 2, "two attempts recorded");
     assert!(result.attempts[0].issues.iter().all(|i| i.attempt == 1));
     assert!(result.attempts[1].issues.is_empty());
@@ -33,12 +41,25 @@ where
 
 /// The retry request must carry the previous raw output and every problem.
 fn assert_fed_back(users: &[String], raw: &str, result_issues: &[intent_runtime::ResultIssue]) {
-    assert!(!users[0].contains("## Previous attempt"), "first request has no retry section");
+    assert!(
+        !users[0].contains("## Previous attempt"),
+        "first request has no retry section"
+    );
     let retry = &users[1];
-    assert!(retry.contains(&format!("## Previous attempt\n{raw}")), "retry carries the raw output:\n{retry}");
-    assert!(retry.contains("## Problems with the previous attempt"), "{retry}");
+    assert!(
+        retry.contains(&format!("## Previous attempt\n{raw}")),
+        "retry carries the raw output:\n{retry}"
+    );
+    assert!(
+        retry.contains("## Problems with the previous attempt"),
+        "{retry}"
+    );
     for issue in result_issues.iter().filter(|i| i.attempt == 1) {
-        assert!(retry.contains(&format!("- {}", issue.message)), "retry carries `{}`:\n{retry}", issue.message);
+        assert!(
+            retry.contains(&format!("- {}", issue.message)),
+            "retry carries `{}`:\n{retry}",
+            issue.message
+        );
     }
 }
 
@@ -49,10 +70,18 @@ fn only_issue(result: &AIResult<impl Sized>) -> &intent_runtime::ResultIssue {
 
 #[tokio::test]
 async fn step1_refusal_is_a_provider_issue() {
-    let (result, users) = broken_then_right::<Sentiment>(ScriptedReply::refusal("I can't help with that."), r#"{"value":"Positive"}"#).await;
+    let (result, users) = broken_then_right::<Sentiment>(
+        ScriptedReply::refusal("I can't help with that."),
+        r#"{"value":"Positive"}"#,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Provider);
-    assert!(issue.message.contains("I can't help with that."), "{}", issue.message);
+    assert!(
+        issue.message.contains("I can't help with that."),
+        "{}",
+        issue.message
+    );
     assert_eq!(result.value, Some(Sentiment::Positive));
     assert!(users[1].contains(&issue.message));
 }
@@ -60,7 +89,11 @@ async fn step1_refusal_is_a_provider_issue() {
 #[tokio::test]
 async fn step2_truncation_always_fails_the_attempt() {
     // Even a truncated reply that happens to parse is not accepted.
-    let (result, users) = broken_then_right::<Sentiment>(ScriptedReply::truncated(r#"{"value":"Negative"}"#), r#"{"value":"Positive"}"#).await;
+    let (result, users) = broken_then_right::<Sentiment>(
+        ScriptedReply::truncated(r#"{"value":"Negative"}"#),
+        r#"{"value":"Positive"}"#,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Provider);
     assert_eq!(result.value, Some(Sentiment::Positive));
@@ -69,10 +102,18 @@ async fn step2_truncation_always_fails_the_attempt() {
 
 #[tokio::test]
 async fn step3_empty_reply_after_fence_stripping_is_a_verification_issue() {
-    let (result, users) = broken_then_right::<Sentiment>(ScriptedReply::text("```json\n  \n```"), r#"{"value":"Neutral"}"#).await;
+    let (result, users) = broken_then_right::<Sentiment>(
+        ScriptedReply::text("```json\n  \n```"),
+        r#"{"value":"Neutral"}"#,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Verification);
-    assert!(issue.message.to_lowercase().contains("empty"), "{}", issue.message);
+    assert!(
+        issue.message.to_lowercase().contains("empty"),
+        "{}",
+        issue.message
+    );
     assert_fed_back(&users, "```json\n  \n```", &result.issues);
 }
 
@@ -86,7 +127,10 @@ async fn step4_string_target_takes_the_stripped_text() {
         .unwrap();
     assert_eq!(summary, "A short summary.");
     let request = &provider.requests()[0];
-    assert_eq!(request.response_format, intent_runtime::provider::ResponseFormat::Text);
+    assert_eq!(
+        request.response_format,
+        intent_runtime::provider::ResponseFormat::Text
+    );
     assert!(request.schema.is_none());
 }
 
@@ -103,36 +147,58 @@ async fn step5_invalid_json_is_reported_and_comments_and_commas_are_tolerated() 
     assert_eq!(result.value.as_ref().map(|p| p.age), Some(36));
     let repairs = &result.attempts[1].repairs;
     assert!(repairs.contains(&Repair::CommentsSkipped), "{repairs:?}");
-    assert!(repairs.contains(&Repair::TrailingCommasSkipped), "{repairs:?}");
+    assert!(
+        repairs.contains(&Repair::TrailingCommasSkipped),
+        "{repairs:?}"
+    );
     assert_fed_back(&users, "{name: Ada", &result.issues);
 }
 
 #[tokio::test]
 async fn step5_bare_primitives_are_read_and_recorded() {
     let (client, _) = scripted(["Negative", "42"]);
-    let mood = client.transform("x", "Classify", IntentOptions::<Sentiment>::new()).await;
+    let mood = client
+        .transform("x", "Classify", IntentOptions::<Sentiment>::new())
+        .await;
     assert_eq!(mood.value, Some(Sentiment::Negative));
-    assert!(mood.attempts[0].repairs.contains(&Repair::BarePrimitive), "{:?}", mood.attempts[0].repairs);
-    let number = client.transform("x", "Count", IntentOptions::<i64>::new()).await;
+    assert!(
+        mood.attempts[0].repairs.contains(&Repair::BarePrimitive),
+        "{:?}",
+        mood.attempts[0].repairs
+    );
+    let number = client
+        .transform("x", "Count", IntentOptions::<i64>::new())
+        .await;
     assert_eq!(number.value, Some(42));
 }
 
 #[tokio::test]
 async fn step6_envelope_with_extra_keys_names_them() {
     let bad = r#"{"value": "Positive", "note": "sure", "reason": "happy"}"#;
-    let (result, users) = broken_then_right::<Sentiment>(ScriptedReply::text(bad), r#"{"value":"Positive"}"#).await;
+    let (result, users) =
+        broken_then_right::<Sentiment>(ScriptedReply::text(bad), r#"{"value":"Positive"}"#).await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Verification);
-    assert!(issue.message.contains("note") && issue.message.contains("reason"), "{}", issue.message);
+    assert!(
+        issue.message.contains("note") && issue.message.contains("reason"),
+        "{}",
+        issue.message
+    );
     assert_fed_back(&users, bad, &result.issues);
 }
 
 #[tokio::test]
 async fn step6_bare_value_without_envelope_is_accepted_and_recorded() {
     let (client, _) = scripted([r#"{"name": "Ada", "age": 36, "nickname": null}"#]);
-    let result = client.transform("x", "Extract", IntentOptions::<Person>::new()).await;
+    let result = client
+        .transform("x", "Extract", IntentOptions::<Person>::new())
+        .await;
     assert_eq!(result.value.as_ref().map(|p| p.name.as_str()), Some("Ada"));
-    assert!(result.attempts[0].repairs.contains(&Repair::MissingEnvelope));
+    assert!(
+        result.attempts[0]
+            .repairs
+            .contains(&Repair::MissingEnvelope)
+    );
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -144,7 +210,9 @@ struct Reading {
 #[tokio::test]
 async fn step6_a_type_with_its_own_value_member_is_read_bare() {
     let (client, _) = scripted([r#"{"value": 3.5, "unit": "kg"}"#]);
-    let result = client.transform("x", "Measure", IntentOptions::<Reading>::new()).await;
+    let result = client
+        .transform("x", "Measure", IntentOptions::<Reading>::new())
+        .await;
     let reading = result.value.expect("read as the bare type");
     assert_eq!((reading.value, reading.unit.as_str()), (3.5, "kg"));
 }
@@ -152,7 +220,11 @@ async fn step6_a_type_with_its_own_value_member_is_read_bare() {
 #[tokio::test]
 async fn step7_missing_field_is_named() {
     let bad = r#"{"value": {"age": 36, "nickname": null}}"#;
-    let (result, users) = broken_then_right::<Person>(ScriptedReply::text(bad), r#"{"value": {"name": "Ada", "age": 36, "nickname": null}}"#).await;
+    let (result, users) = broken_then_right::<Person>(
+        ScriptedReply::text(bad),
+        r#"{"value": {"name": "Ada", "age": 36, "nickname": null}}"#,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Verification);
     assert!(issue.message.contains("name"), "{}", issue.message);
@@ -162,10 +234,16 @@ async fn step7_missing_field_is_named() {
 #[tokio::test]
 async fn step7_enum_as_number_or_combination_lists_the_members() {
     for bad in [r#"{"value": 2}"#, r#"{"value": "Neutral, Negative"}"#] {
-        let (result, users) = broken_then_right::<Sentiment>(ScriptedReply::text(bad), r#"{"value":"Neutral"}"#).await;
+        let (result, users) =
+            broken_then_right::<Sentiment>(ScriptedReply::text(bad), r#"{"value":"Neutral"}"#)
+                .await;
         let issue = only_issue(&result);
         assert_eq!(issue.source, IssueSource::Verification);
-        assert!(issue.message.contains("Positive, Neutral, Negative"), "{}", issue.message);
+        assert!(
+            issue.message.contains("Positive, Neutral, Negative"),
+            "{}",
+            issue.message
+        );
         assert_fed_back(&users, bad, &result.issues);
     }
 }
@@ -173,23 +251,45 @@ async fn step7_enum_as_number_or_combination_lists_the_members() {
 #[tokio::test]
 async fn step7_repairs_key_case_and_numbers_in_strings() {
     let (client, _) = scripted([r#"{"value": {"Name": "Ada", "AGE": "36", "nickname": null}}"#]);
-    let result = client.transform("x", "Extract", IntentOptions::<Person>::new()).await;
-    assert_eq!(result.value.as_ref().map(|p| p.age), Some(36), "{:?}", result.issues);
+    let result = client
+        .transform("x", "Extract", IntentOptions::<Person>::new())
+        .await;
+    assert_eq!(
+        result.value.as_ref().map(|p| p.age),
+        Some(36),
+        "{:?}",
+        result.issues
+    );
     let repairs = &result.attempts[0].repairs;
     assert!(repairs.iter().any(|r| matches!(r, Repair::KeyCaseChanged { from, to, .. } if from == "Name" && to == "name")), "{repairs:?}");
-    assert!(repairs.iter().any(|r| matches!(r, Repair::NumberFromString { .. })), "{repairs:?}");
+    assert!(
+        repairs
+            .iter()
+            .any(|r| matches!(r, Repair::NumberFromString { .. })),
+        "{repairs:?}"
+    );
 }
 
 #[tokio::test]
 async fn step8_null_fails_unless_the_target_is_optional() {
-    let (result, users) = broken_then_right::<Sentiment>(ScriptedReply::text(r#"{"value": null}"#), r#"{"value":"Neutral"}"#).await;
+    let (result, users) = broken_then_right::<Sentiment>(
+        ScriptedReply::text(r#"{"value": null}"#),
+        r#"{"value":"Neutral"}"#,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Verification);
-    assert!(issue.message.contains("null") && issue.message.contains("Sentiment"), "{}", issue.message);
+    assert!(
+        issue.message.contains("null") && issue.message.contains("Sentiment"),
+        "{}",
+        issue.message
+    );
     assert_fed_back(&users, r#"{"value": null}"#, &result.issues);
 
     let (client, _) = scripted([r#"{"value": null}"#]);
-    let optional = client.transform("x", "Find", IntentOptions::<Option<Sentiment>>::new()).await;
+    let optional = client
+        .transform("x", "Find", IntentOptions::<Option<Sentiment>>::new())
+        .await;
     assert!(optional.is_success(), "{:?}", optional.issues);
     assert_eq!(optional.value, Some(None));
 }
@@ -197,9 +297,21 @@ async fn step8_null_fails_unless_the_target_is_optional() {
 #[tokio::test]
 async fn step9_validator_messages_are_fed_back() {
     let options = IntentOptions::<Vec<i64>>::new().validate(|xs: &Vec<i64>| {
-        if xs.len() == 3 { Ok(()) } else { Err(format!("Return exactly 3 numbers; you returned {}.", xs.len())) }
+        if xs.len() == 3 {
+            Ok(())
+        } else {
+            Err(format!(
+                "Return exactly 3 numbers; you returned {}.",
+                xs.len()
+            ))
+        }
     });
-    let (result, users) = broken_then_right_with(ScriptedReply::text(r#"{"value": [1, 2]}"#), r#"{"value": [1, 2, 3]}"#, options).await;
+    let (result, users) = broken_then_right_with(
+        ScriptedReply::text(r#"{"value": [1, 2]}"#),
+        r#"{"value": [1, 2, 3]}"#,
+        options,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Validator);
     assert_eq!(issue.message, "Return exactly 3 numbers; you returned 2.");
@@ -214,10 +326,21 @@ async fn step9_a_panicking_validator_is_an_issue_not_a_crash() {
         }
         Vec::new()
     });
-    let (result, _) = broken_then_right_with(ScriptedReply::text(r#"{"value": -1}"#), r#"{"value": 1}"#, options).await;
+    let (result, _) = broken_then_right_with(
+        ScriptedReply::text(r#"{"value": -1}"#),
+        r#"{"value": 1}"#,
+        options,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Validator);
-    assert!(issue.message.contains("negative input reached the validator"), "{}", issue.message);
+    assert!(
+        issue
+            .message
+            .contains("negative input reached the validator"),
+        "{}",
+        issue.message
+    );
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -231,10 +354,18 @@ struct Rating {
 #[tokio::test]
 async fn full_schema_constraints_are_checked_locally() {
     let bad = r#"{"value": {"stars": 9, "title": "ok"}}"#;
-    let (result, users) = broken_then_right::<Rating>(ScriptedReply::text(bad), r#"{"value": {"stars": 4, "title": "ok"}}"#).await;
+    let (result, users) = broken_then_right::<Rating>(
+        ScriptedReply::text(bad),
+        r#"{"value": {"stars": 4, "title": "ok"}}"#,
+    )
+    .await;
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Validator);
-    assert!(issue.message.contains("stars") && issue.message.contains('5'), "{}", issue.message);
+    assert!(
+        issue.message.contains("stars") && issue.message.contains('5'),
+        "{}",
+        issue.message
+    );
     let rating = result.value.as_ref().expect("second reply is within range");
     assert_eq!((rating.stars, rating.title.as_str()), (4, "ok"));
     // The strict schema sent to the provider has no range; the local check enforces it.
@@ -244,22 +375,39 @@ async fn full_schema_constraints_are_checked_locally() {
 #[tokio::test]
 async fn runtime_shape_with_extra_keys_always_fails_and_null_fails() {
     let schema = serde_json::json!({"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]});
-    let (client, provider) = scripted([r#"{"value": {"total": 1}, "why": "x"}"#, "null", r#"{"value": {"total": 12.5}}"#]);
+    let (client, provider) = scripted([
+        r#"{"value": {"total": 1}, "why": "x"}"#,
+        "null",
+        r#"{"value": {"total": 12.5}}"#,
+    ]);
     let result = client
-        .transform_value("invoice", "Extract the total", Some(&schema), IntentOptions::new())
+        .transform_value(
+            "invoice",
+            "Extract the total",
+            Some(&schema),
+            IntentOptions::new(),
+        )
         .await;
     assert_eq!(result.value, Some(serde_json::json!({"total": 12.5})));
     assert_eq!(result.attempts.len(), 3);
     assert!(result.attempts[0].issues[0].message.contains("why"));
     assert!(result.attempts[1].issues[0].message.contains("null"));
-    let sent = provider.requests()[0].schema.clone().expect("strict schema sent");
-    assert_eq!(sent["properties"]["value"]["additionalProperties"], serde_json::json!(false));
+    let sent = provider.requests()[0]
+        .schema
+        .clone()
+        .expect("strict schema sent");
+    assert_eq!(
+        sent["properties"]["value"]["additionalProperties"],
+        serde_json::json!(false)
+    );
 }
 
 #[tokio::test]
 async fn all_attempts_failing_gives_the_summary_as_error() {
     let (client, provider) = scripted(["nope", "still nope", "nope again"]);
-    let result = client.transform("x", "Classify", IntentOptions::<Sentiment>::new()).await;
+    let result = client
+        .transform("x", "Classify", IntentOptions::<Sentiment>::new())
+        .await;
     assert!(!result.is_success());
     assert_eq!(result.attempts.len(), 3);
     assert_eq!(provider.request_count(), 3);
@@ -273,7 +421,11 @@ async fn all_attempts_failing_gives_the_summary_as_error() {
 async fn input_over_the_limit_fails_before_any_call() {
     let (client, provider) = scripted_with(["{\"value\":\"Positive\"}"], |b| b.max_input_chars(10));
     let result = client
-        .transform("this input is longer than ten characters", "Classify", IntentOptions::<Sentiment>::new())
+        .transform(
+            "this input is longer than ten characters",
+            "Classify",
+            IntentOptions::<Sentiment>::new(),
+        )
         .await;
     assert_eq!(provider.request_count(), 0);
     let issue = only_issue(&result);
@@ -285,8 +437,13 @@ async fn input_over_the_limit_fails_before_any_call() {
 async fn transient_provider_errors_are_retried_and_recorded() {
     let overloaded = ProviderError::new(ProviderErrorKind::Overloaded, "scripted", "busy")
         .with_retry_after(std::time::Duration::from_millis(5));
-    let (client, provider) = scripted([ScriptedReply::error(overloaded), ScriptedReply::text(r#"{"value":"Positive"}"#)]);
-    let result = client.transform("x", "Classify", IntentOptions::<Sentiment>::new()).await;
+    let (client, provider) = scripted([
+        ScriptedReply::error(overloaded),
+        ScriptedReply::text(r#"{"value":"Positive"}"#),
+    ]);
+    let result = client
+        .transform("x", "Classify", IntentOptions::<Sentiment>::new())
+        .await;
     assert_eq!(result.value, Some(Sentiment::Positive));
     assert_eq!(result.attempts.len(), 1);
     assert_eq!(provider.request_count(), 2);
@@ -296,12 +453,40 @@ async fn transient_provider_errors_are_retried_and_recorded() {
 
 #[tokio::test]
 async fn non_transient_provider_errors_stop_at_once() {
-    let denied = ProviderError::new(ProviderErrorKind::Authentication, "scripted", "bad key").with_status(401);
-    let (client, provider) = scripted([ScriptedReply::error(denied), ScriptedReply::text(r#"{"value":"Positive"}"#)]);
-    let result = client.transform("x", "Classify", IntentOptions::<Sentiment>::new()).await;
+    let denied = ProviderError::new(ProviderErrorKind::Authentication, "scripted", "bad key")
+        .with_status(401);
+    let (client, provider) = scripted([
+        ScriptedReply::error(denied),
+        ScriptedReply::text(r#"{"value":"Positive"}"#),
+    ]);
+    let result = client
+        .transform("x", "Classify", IntentOptions::<Sentiment>::new())
+        .await;
     assert!(!result.is_success());
     assert_eq!(provider.request_count(), 1);
     let issue = only_issue(&result);
     assert_eq!(issue.source, IssueSource::Provider);
-    assert!(issue.message.contains("bad key") && issue.message.contains("401"), "{}", issue.message);
+    assert!(
+        issue.message.contains("bad key") && issue.message.contains("401"),
+        "{}",
+        issue.message
+    );
+}
+
+#[tokio::test]
+async fn a_schema_that_cannot_be_compiled_stops_without_retrying() {
+    // An external reference is never fetched; the local check cannot be built, and that is
+    // not something the model can fix by answering again.
+    let schema = serde_json::json!({"type": "object", "properties": {"a": {"$ref": "https://example.invalid/a.json"}}, "required": ["a"]});
+    let (client, provider) = scripted([r#"{"value": {"a": 1}}"#, r#"{"value": {"a": 2}}"#]);
+    let result = client
+        .transform_value("x", "Extract", Some(&schema), IntentOptions::new())
+        .await;
+    assert!(!result.is_success());
+    assert_eq!(provider.request_count(), 1);
+    assert!(
+        result.issues.iter().any(|i| i.source == IssueSource::Input),
+        "{:?}",
+        result.issues
+    );
 }

@@ -52,10 +52,17 @@ pub fn invoice() -> Invoice {
             description: format!("Consulting hours, work package {i}"),
             quantity: i,
             unit_cents: 1250 + i64::from(i),
-            tax_code: if i % 2 == 0 { Some("VAT20".to_owned()) } else { None },
+            tax_code: if i % 2 == 0 {
+                Some("VAT20".to_owned())
+            } else {
+                None
+            },
         })
         .collect();
-    let total_cents = lines.iter().map(|l| i64::from(l.quantity) * l.unit_cents).sum();
+    let total_cents = lines
+        .iter()
+        .map(|l| i64::from(l.quantity) * l.unit_cents)
+        .sum();
     Invoice {
         number: "INV-2026-0042".to_owned(),
         customer: "Example Industries Ltd".to_owned(),
@@ -77,10 +84,17 @@ pub const INVOICE_DOCUMENT: &str = "Invoice INV-2026-0042 for Example Industries
 
 /// The validator the benches run: the total must add up.
 pub fn totals_add_up(invoice: &Invoice) -> Result<(), String> {
-    let sum: i64 = invoice.lines.iter().map(|l| i64::from(l.quantity) * l.unit_cents).sum();
+    let sum: i64 = invoice
+        .lines
+        .iter()
+        .map(|l| i64::from(l.quantity) * l.unit_cents)
+        .sum();
     if sum == invoice.total_cents {
         Ok(())
     } else {
-        Err(format!("total_cents is {} but the lines add up to {sum}", invoice.total_cents))
+        Err(format!(
+            "total_cents is {} but the lines add up to {sum}",
+            invoice.total_cents
+        ))
     }
 }

@@ -211,38 +211,45 @@ impl Provider for ScriptedProvider {
     }
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
-        let mut reply = self.next_reply(request);
-        while let ScriptedReply::Delayed(delay, inner) = reply {
-            tokio::time::sleep(delay).await;
-            reply = *inner;
-        }
         let model = self.model_for(request);
-        let reply = match reply {
-            ScriptedReply::Text(text) => ProviderReply {
-                usage: Self::usage(request, &text),
-                text,
-                stop_reason: Some("stop".to_owned()),
-                model,
-                ..ProviderReply::default()
-            },
-            ScriptedReply::Refusal(message) => ProviderReply {
-                usage: Self::usage(request, &message),
-                refusal: Some(message),
-                stop_reason: Some("refusal".to_owned()),
-                model,
-                ..ProviderReply::default()
-            },
-            ScriptedReply::Truncated(text) => ProviderReply {
-                usage: Self::usage(request, &text),
-                text,
-                truncated: true,
-                stop_reason: Some("length".to_owned()),
-                model,
-                ..ProviderReply::default()
-            },
-            ScriptedReply::Reply(reply) => reply,
-            ScriptedReply::Error(error) => return Err(error),
-            ScriptedReply::Delayed(..) => unreachable!("delays are unwrapped above"),
+        let mut next = self.next_reply(request);
+        let reply = loop {
+            next = match next {
+                ScriptedReply::Delayed(delay, inner) => {
+                    tokio::time::sleep(delay).await;
+                    *inner
+                }
+                ScriptedReply::Text(text) => {
+                    break ProviderReply {
+                        usage: Self::usage(request, &text),
+                        text,
+                        stop_reason: Some("stop".to_owned()),
+                        model,
+                        ..ProviderReply::default()
+                    };
+                }
+                ScriptedReply::Refusal(message) => {
+                    break ProviderReply {
+                        usage: Self::usage(request, &message),
+                        refusal: Some(message),
+                        stop_reason: Some("refusal".to_owned()),
+                        model,
+                        ..ProviderReply::default()
+                    };
+                }
+                ScriptedReply::Truncated(text) => {
+                    break ProviderReply {
+                        usage: Self::usage(request, &text),
+                        text,
+                        truncated: true,
+                        stop_reason: Some("length".to_owned()),
+                        model,
+                        ..ProviderReply::default()
+                    };
+                }
+                ScriptedReply::Reply(reply) => break reply,
+                ScriptedReply::Error(error) => return Err(error),
+            };
         };
         Ok(reply)
     }

@@ -21,9 +21,14 @@ pub struct Person {
 }
 
 /// A client over a scripted provider, plus a handle to read the requests it sent.
-pub fn scripted<R: Into<ScriptedReply>>(replies: impl IntoIterator<Item = R>) -> (IntentClient, ScriptedProvider) {
+pub fn scripted<R: Into<ScriptedReply>>(
+    replies: impl IntoIterator<Item = R>,
+) -> (IntentClient, ScriptedProvider) {
     let provider = ScriptedProvider::new(replies);
-    let client = IntentClient::builder().provider(provider.clone()).build().expect("client");
+    let client = IntentClient::builder()
+        .provider(provider.clone())
+        .build()
+        .expect("client");
     (client, provider)
 }
 
@@ -33,6 +38,8 @@ pub fn scripted_with<R: Into<ScriptedReply>>(
     configure: impl FnOnce(IntentClientBuilder) -> IntentClientBuilder,
 ) -> (IntentClient, ScriptedProvider) {
     let provider = ScriptedProvider::new(replies);
-    let client = configure(IntentClient::builder().provider(provider.clone())).build().expect("client");
+    let client = configure(IntentClient::builder().provider(provider.clone()))
+        .build()
+        .expect("client");
     (client, provider)
 }

@@ -1,0 +1,239 @@
+//! Input serialization for the prompt, and readable descriptions of Rust types.
+//!
+//! An input reaches the model as text under `## Input (<label>)`:
+//!
+//! - a value that serde writes as a JSON string (`&str`, `String`, `char`, a unit enum
+//!   variant, a chrono date or time) is sent as the bare string, unchanged: no quotes, no
+//!   escapes. chrono's serde forms are ISO 8601 with every fraction of a second kept, so
+//!   dates lose nothing;
+//! - a `serde_json::Value` (or any input whose schema admits any JSON) is sent as its
+//!   compact JSON text, so a JSON string input keeps its quotes and reads as JSON;
+//! - everything else is compact JSON exactly as serde writes it (field and variant names
+//!   as the type's serde attributes say).
+//!
+//! The label is [`describe_type`] of the input's type (`JSON` for any-JSON inputs).
+//! Several inputs of one method are sent as one JSON object keyed by parameter name,
+//! built with [`NamedInputs`].
+
+mod describe;
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use describe::{MAX_DEPTH, MAX_SUBSCHEMAS};
+
+use crate::schema::TargetSchema;
+
+/// The label of an input whose schema admits any JSON value (`serde_json::Value`).
+pub const ANY_JSON_LABEL: &str = "JSON";
+
+/// Why an input could not be prepared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The serialized input is longer than the client allows.
+    #[error(
+        "the input is {actual} characters long, over the limit of {max}; send a shorter input or raise the client's `max_input_chars` (nothing is truncated)"
+    )]
+    TooLarge {
+        /// Characters in the serialized input.
+        actual: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// serde could not serialize the input.
+    #[error("the input could not be serialized: {0}")]
+    Serialize(String),
+}
+
+impl From<serde_json::Error> for InputError {
+    fn from(error: serde_json::Error) -> Self {
+        InputError::Serialize(error.to_string())
+    }
+}
+
+/// An input ready for the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedInput {
+    /// The serialized input.
+    pub text: String,
+    /// The label of the `## Input (...)` section.
+    pub label: String,
+}
+
+/// Serializes `input` and describes its type.
+///
+/// See the [module documentation](self) for how each kind of input is written.
+pub fn prepare_input<I: Serialize + JsonSchema + ?Sized>(
+    input: &I,
+) -> Result<PreparedInput, InputError> {
+    let schema = input_schema::<I>();
+    let json = serde_json::to_string(input)?;
+    if admits_any_json(&schema) {
+        return Ok(PreparedInput {
+            text: json,
+            label: ANY_JSON_LABEL.to_owned(),
+        });
+    }
+    // Only a JSON string starts with a quote, so structs, maps and numbers are never
+    // taken for text; a string is decoded back to its exact characters.
+    let text = if json.starts_with('"') {
+        serde_json::from_str::<String>(&json)?
+    } else {
+        json
+    };
+    Ok(PreparedInput {
+        text,
+        label: describe_schema(schema.as_value()),
+    })
+}
+
+/// Fails when `input` is longer than `max_chars` characters (Unicode scalar values, not
+/// bytes); `None` means no limit. The label does not count, and nothing is truncated.
+pub fn check_input_size(input: &PreparedInput, max_chars: Option<usize>) -> Result<(), InputError> {
+    let Some(max) = max_chars else {
+        return Ok(());
+    };
+    // A text of at most `max` bytes has at most `max` characters: the count is only
+    // needed for inputs that may be over.
+    if input.text.len() <= max {
+        return Ok(());
+    }
+    let actual = input.text.chars().count();
+    if actual > max {
+        Err(InputError::TooLarge { actual, max })
+    } else {
+        Ok(())
+    }
+}
+
+/// Several inputs sent as one JSON object keyed by parameter name, for methods with more
+/// than one input parameter.
+///
+/// ```
+/// # use intent_runtime::input::NamedInputs;
+/// let prepared = NamedInputs::new()
+///     .with("review", "Loved it")?
+///     .with("stars", &5u8)?
+///     .finish();
+/// assert_eq!(prepared.text, r#"{"review":"Loved it","stars":5}"#);
+/// assert_eq!(prepared.label, "JSON object with keys review (String), stars (u8)");
+/// # Ok::<(), intent_runtime::input::InputError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamedInputs {
+    object: Map<String, Value>,
+    described: Vec<String>,
+}
+
+impl NamedInputs {
+    /// No inputs yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the input `name`, serialized as JSON (a string stays a quoted JSON string
+    /// here, since it sits inside an object). A repeated name replaces the earlier value.
+    pub fn with<I: Serialize + JsonSchema + ?Sized>(
+        mut self,
+        name: &str,
+        value: &I,
+    ) -> Result<Self, InputError> {
+        let schema = input_schema::<I>();
+        let description = if admits_any_json(&schema) {
+            ANY_JSON_LABEL.to_owned()
+        } else {
+            describe_schema(schema.as_value())
+        };
+        self.object
+            .insert(name.to_owned(), serde_json::to_value(value)?);
+        self.described.push(format!("{name} ({description})"));
+        Ok(self)
+    }
+
+    /// The inputs as one compact JSON object, keys in the order they were added, with the
+    /// label `JSON object with keys a (A), b (B)`.
+    pub fn finish(self) -> PreparedInput {
+        let label = if self.described.is_empty() {
+            "JSON object".to_owned()
+        } else {
+            format!("JSON object with keys {}", self.described.join(", "))
+        };
+        PreparedInput {
+            text: Value::Object(self.object).to_string(),
+            label,
+        }
+    }
+}
+
+/// A readable description of the type whose root schema is `schema` (a schema with its
+/// definitions in its own `$defs` / `definitions`, as `schemars` writes a root schema).
+///
+/// For example `Invoice where Invoice { number: String, lines: Vec<Line>, due:
+/// Option<String> } Line { sku: String, qty: u32 }`, or `Sentiment (one of: Positive,
+/// Neutral, Negative)`. One style for every schema:
+///
+/// | schema | description |
+/// | --- | --- |
+/// | `string` | `String`; with a date format `DateTime (ISO 8601)`, `DateTime (ISO 8601, no offset)`, `Date (YYYY-MM-DD)`, `Time (HH:MM:SS)`, `Duration (ISO 8601)`; any other format `String (uuid)` |
+/// | `integer` | the Rust type its `schemars` format names (`u32`, `i8`, `usize`), otherwise `i64` |
+/// | `number` | `f32` for format `float`, otherwise `f64` |
+/// | `boolean`, `null` | `bool`, `null` |
+/// | `array` | `Vec<T>`; a tuple (`prefixItems`) `(A, B)` |
+/// | nullable (`["T", "null"]`, or `anyOf` with `{"type": "null"}`) | `Option<T>` |
+/// | object with properties | `{ a: A, b: B }`, or its name when it is a named struct |
+/// | object with an `additionalProperties` schema | `Map<String, T>` |
+/// | `enum`, or a union (`anyOf` / `oneOf`) | `Name (one of: A, B)`; string members bare, others as JSON |
+/// | `const` | the constant as JSON (`"circle"`) |
+/// | `true`, `{}` | `any JSON value` |
+/// | `$ref` to a definition | the definition's name; to an untitled root, `Self`; elsewhere, the shape it points at |
+///
+/// Named structs (`$ref`s to definitions, and a root object with a `title`) are defined
+/// once, after `where`; enums are written where they are used, so the members sit next
+/// to the field. Never panics, whatever the JSON: unknown keywords are ignored, JSON that
+/// is no schema reads as `any JSON value`, and nesting deeper than [`MAX_DEPTH`] or
+/// past [`MAX_SUBSCHEMAS`] subschemas is cut with `…`.
+pub fn describe_schema(schema: &Value) -> String {
+    describe::describe_in(schema, "")
+}
+
+/// [`describe_schema`] of `T`'s `schemars` schema, as serde writes `T` (the input
+/// label); a target's output contract uses [`describe_target`] instead.
+pub fn describe_type<T: JsonSchema + ?Sized>() -> String {
+    describe_schema(input_schema::<T>().as_value())
+}
+
+/// The description of a target's value, from its full envelope (where the definitions
+/// sit): what the output contract shows.
+pub fn describe_target(target: &TargetSchema) -> String {
+    describe::describe_in(&target.full, "/properties/value")
+}
+
+/// The schema of an input type as serde writes it (the serialize contract: a field
+/// renamed or skipped only when serializing is described the way it is sent).
+fn input_schema<T: JsonSchema + ?Sized>() -> Schema {
+    SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+/// Whether `schema` admits every JSON value: `true`, or an object with nothing but
+/// annotations (`serde_json::Value`'s schema is `true`; as a root it gains a `title`).
+fn admits_any_json(schema: &Schema) -> bool {
+    match schema.as_value() {
+        Value::Bool(admits) => *admits,
+        Value::Object(map) => map.keys().all(|key| {
+            matches!(
+                key.as_str(),
+                "$schema" | "title" | "description" | "$id" | "$comment"
+            )
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

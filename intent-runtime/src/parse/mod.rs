@@ -1,0 +1,281 @@
+//! Lenient reading of replies: code fences, comments, trailing commas, bare primitives,
+//! and schema-guided repair (property-name case, numbers in strings, enum-member case).
+//!
+//! Lenient about form, strict about content (issue #3): every leniency here is recorded
+//! as a [`Repair`] by the caller, so no repair is silent.
+
+mod repair;
+pub(crate) mod schema_nav;
+
+pub(crate) use repair::quote_value;
+pub use repair::{Finding, SchemaRepair, repair_against_schema};
+
+use serde_json::{Number, Value};
+
+use crate::result::Repair;
+
+/// Reply text with a surrounding Markdown code fence and whitespace removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unfenced<'a> {
+    /// The text inside the fence (or the whole text, trimmed, when there was none).
+    pub text: &'a str,
+    /// Whether a fence was removed.
+    pub fence_stripped: bool,
+}
+
+/// Removes a code fence that surrounds the whole reply (```` ```json ... ``` ```` or
+/// ```` ``` ... ``` ````) and the whitespace around and inside it.
+///
+/// A fence that does not surround the whole reply (prose before or after it) is left in
+/// place: cutting text out of a longer reply would be a guess.
+pub fn strip_code_fence(text: &str) -> Unfenced<'_> {
+    let trimmed = text.trim();
+    const FENCE: &str = "```";
+    let fenced =
+        trimmed.len() >= 2 * FENCE.len() && trimmed.starts_with(FENCE) && trimmed.ends_with(FENCE);
+    if !fenced {
+        return Unfenced {
+            text: trimmed,
+            fence_stripped: false,
+        };
+    }
+    // Backticks are ASCII, so these byte offsets are character boundaries.
+    let inner = &trimmed[FENCE.len()..trimmed.len() - FENCE.len()];
+    Unfenced {
+        text: drop_info_string(inner).trim(),
+        fence_stripped: true,
+    }
+}
+
+/// Drops the fence's info string (`json`, `jsonc`, ...): the whole first line when the
+/// content starts on the next one, or a JSON language tag on a one-line fence.
+fn drop_info_string(inner: &str) -> &str {
+    if let Some((first_line, rest)) = inner.split_once('\n') {
+        let first_line = first_line.trim();
+        let is_info = first_line
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_+.-".contains(c));
+        return if is_info { rest } else { inner };
+    }
+    let tag_len = inner
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(inner.len());
+    let (tag, rest) = inner.split_at(tag_len);
+    let json_tag = ["json", "jsonc", "json5"]
+        .iter()
+        .any(|known| tag.eq_ignore_ascii_case(known));
+    if json_tag && rest.starts_with(char::is_whitespace) {
+        rest
+    } else {
+        inner
+    }
+}
+
+/// Why a reply could not be read as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct JsonSyntaxError {
+    /// The parser's message, with the line and column where it stopped.
+    pub message: String,
+}
+
+/// Parses JSON, accepting comments and trailing commas, and says which of them were
+/// present (strict `serde_json` is tried first, so clean JSON records no repair).
+pub fn parse_json_lenient(text: &str) -> Result<(Value, Vec<Repair>), JsonSyntaxError> {
+    let strict_error = match serde_json::from_str::<Value>(text) {
+        Ok(value) => return Ok((value, Vec::new())),
+        Err(error) => error,
+    };
+    // jsonc-parser reads an empty text as `null`, which is no JSON reply. (Nesting needs
+    // no guard here: jsonc-parser stops at a depth of 512, as serde_json does at 128.)
+    if text.trim().is_empty() {
+        return Err(JsonSyntaxError {
+            message: strict_error.to_string(),
+        });
+    }
+    let value = parse_jsonc(text, true, true).map_err(|error| JsonSyntaxError {
+        message: error.to_string(),
+    })?;
+    // Strict parsing failed and the lenient one did not, so at least one of the two was
+    // present; the cheaper re-parses below say which (this path is rare).
+    let repairs = if parse_jsonc(text, true, false).is_ok() {
+        vec![Repair::CommentsSkipped]
+    } else if parse_jsonc(text, false, true).is_ok() {
+        vec![Repair::TrailingCommasSkipped]
+    } else {
+        vec![Repair::CommentsSkipped, Repair::TrailingCommasSkipped]
+    };
+    Ok((value, repairs))
+}
+
+/// Parses with `jsonc-parser`, allowing only the leniencies asked for: every other
+/// JSON5 extension stays an error, so nothing is accepted without a recorded repair.
+fn parse_jsonc(
+    text: &str,
+    comments: bool,
+    trailing_commas: bool,
+) -> Result<Value, jsonc_parser::errors::ParseError> {
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: comments,
+        allow_trailing_commas: trailing_commas,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_parser::parse_to_serde_value::<Value>(text, &options)
+}
+
+/// Reads a reply that is not JSON as a bare primitive: an integer, a float, a boolean
+/// (any case), or one of `enum_members` by name (any case; the member is returned as
+/// written, so that the schema-guided repair records a case change).
+pub fn parse_bare_primitive(text: &str, enum_members: &[String]) -> Option<Value> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if let Ok(n) = text.parse::<i64>() {
+        return Some(Value::Number(n.into()));
+    }
+    if let Ok(n) = text.parse::<u64>() {
+        return Some(Value::Number(n.into()));
+    }
+    // Rust also reads "inf" and "NaN" as floats; JSON has no such numbers.
+    if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+        return Some(Value::Number(n));
+    }
+    if text.eq_ignore_ascii_case("true") {
+        return Some(Value::Bool(true));
+    }
+    if text.eq_ignore_ascii_case("false") {
+        return Some(Value::Bool(false));
+    }
+    enum_members
+        .iter()
+        .any(|member| member.eq_ignore_ascii_case(text))
+        .then(|| Value::String(text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fence_with_language_tag_is_stripped() {
+        let unfenced = strip_code_fence("  ```json\n{\"value\": 1}\n```  ");
+        assert_eq!(unfenced.text, "{\"value\": 1}");
+        assert!(unfenced.fence_stripped);
+    }
+
+    #[test]
+    fn fence_without_language_tag_is_stripped() {
+        let unfenced = strip_code_fence("```\n[1, 2]\n```");
+        assert_eq!(unfenced.text, "[1, 2]");
+        assert!(unfenced.fence_stripped);
+    }
+
+    #[test]
+    fn one_line_fence_keeps_its_content() {
+        assert_eq!(strip_code_fence("```{\"a\":1}```").text, "{\"a\":1}");
+        assert_eq!(strip_code_fence("```json {\"a\":1}```").text, "{\"a\":1}");
+        assert_eq!(strip_code_fence("```Positive```").text, "Positive");
+    }
+
+    #[test]
+    fn fence_holding_only_whitespace_is_empty() {
+        assert_eq!(strip_code_fence("```json\n  \n```").text, "");
+        assert_eq!(strip_code_fence("``````").text, "");
+    }
+
+    #[test]
+    fn text_without_surrounding_fence_is_only_trimmed() {
+        let unfenced = strip_code_fence("  Here: ```json\n1\n```");
+        assert_eq!(unfenced.text, "Here: ```json\n1\n```");
+        assert!(!unfenced.fence_stripped);
+        assert!(!strip_code_fence("```").fence_stripped);
+    }
+
+    #[test]
+    fn strict_json_records_no_repair() {
+        let (value, repairs) = parse_json_lenient(r#"{"value": [1, 2]}"#).unwrap();
+        assert_eq!(value, json!({"value": [1, 2]}));
+        assert!(repairs.is_empty());
+    }
+
+    #[test]
+    fn comments_alone_are_recorded() {
+        let (value, repairs) =
+            parse_json_lenient("{\n  // the total\n  \"value\": 3 /* cents */\n}").unwrap();
+        assert_eq!(value, json!({"value": 3}));
+        assert_eq!(repairs, vec![Repair::CommentsSkipped]);
+    }
+
+    #[test]
+    fn trailing_commas_alone_are_recorded() {
+        let (value, repairs) = parse_json_lenient(r#"{"value": [1, 2,],}"#).unwrap();
+        assert_eq!(value, json!({"value": [1, 2]}));
+        assert_eq!(repairs, vec![Repair::TrailingCommasSkipped]);
+    }
+
+    #[test]
+    fn comments_and_trailing_commas_are_both_recorded() {
+        let (_, repairs) = parse_json_lenient("{\"value\": [1,], // done\n}").unwrap();
+        assert_eq!(
+            repairs,
+            vec![Repair::CommentsSkipped, Repair::TrailingCommasSkipped]
+        );
+    }
+
+    #[test]
+    fn other_json5_extensions_stay_errors() {
+        assert!(parse_json_lenient("{'value': 1}").is_err());
+        assert!(parse_json_lenient("{value: 1}").is_err());
+        assert!(parse_json_lenient("{\"value\": 0x10}").is_err());
+        assert!(parse_json_lenient("[1 2]").is_err());
+    }
+
+    #[test]
+    fn syntax_error_names_line_and_column() {
+        let error = parse_json_lenient("{\n\"value\": }").unwrap_err();
+        assert!(error.message.contains("line 2"), "{}", error.message);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let deep = "[".repeat(100_000);
+        assert!(parse_json_lenient(&deep).is_err());
+        let deep_with_comment = format!("/* x */{}", "[".repeat(100_000));
+        assert!(parse_json_lenient(&deep_with_comment).is_err());
+    }
+
+    #[test]
+    fn bare_primitives_are_read() {
+        let none: &[String] = &[];
+        assert_eq!(parse_bare_primitive("+42", none), Some(json!(42)));
+        assert_eq!(parse_bare_primitive("5.", none), Some(json!(5.0)));
+        assert_eq!(parse_bare_primitive("True", none), Some(json!(true)));
+        assert_eq!(parse_bare_primitive("FALSE", none), Some(json!(false)));
+        assert_eq!(parse_bare_primitive("NaN", none), None);
+        assert_eq!(parse_bare_primitive("inf", none), None);
+        assert_eq!(parse_bare_primitive("Positive", none), None);
+    }
+
+    #[test]
+    fn bare_enum_member_is_read_by_name_in_any_case() {
+        let members = vec!["Positive".to_owned(), "Negative".to_owned()];
+        assert_eq!(
+            parse_bare_primitive("Positive", &members),
+            Some(json!("Positive"))
+        );
+        assert_eq!(
+            parse_bare_primitive("positive", &members),
+            Some(json!("positive"))
+        );
+        assert_eq!(parse_bare_primitive("Positive, Negative", &members), None);
+    }
+}

@@ -1,0 +1,378 @@
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use schemars::JsonSchema;
+use serde_json::{Value, json};
+
+use super::*;
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct Line {
+    sku: String,
+    #[schemars(range(min = 1))]
+    qty: u32,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct Invoice {
+    number: String,
+    lines: Vec<Line>,
+    due: Option<String>,
+    first: Option<Line>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+enum Sentiment {
+    Positive,
+    Neutral,
+    Negative,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct Node {
+    name: String,
+    children: Vec<Node>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct WithMap {
+    counts: HashMap<String, i32>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+struct WithAnything {
+    extra: serde_json::Value,
+}
+
+const LINE_STRICT: &str = r##"{
+    "type": "object",
+    "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+    "required": ["sku", "qty"],
+    "additionalProperties": false
+}"##;
+
+fn line_strict() -> Value {
+    serde_json::from_str(LINE_STRICT).unwrap()
+}
+
+#[test]
+fn a_struct_target_is_enveloped_with_defs_at_the_root_and_options_nullable_and_required() {
+    let target = target_schema::<Invoice>().unwrap();
+    assert_eq!(
+        *target.strict,
+        json!({
+            "type": "object",
+            "properties": {"value": {
+                "title": "Invoice",
+                "type": "object",
+                "properties": {
+                    "number": {"type": "string"},
+                    "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}},
+                    "due": {"type": ["string", "null"]},
+                    "first": {"anyOf": [{"$ref": "#/$defs/Line"}, {"type": "null"}]}
+                },
+                "required": ["number", "lines", "due", "first"],
+                "additionalProperties": false
+            }},
+            "required": ["value"],
+            "additionalProperties": false,
+            "$defs": {"Line": line_strict()}
+        })
+    );
+    assert_eq!(target.type_name, "Invoice");
+    assert!(target.strict_compatible);
+}
+
+#[test]
+fn the_full_envelope_keeps_constraints_and_optional_properties() {
+    let target = target_schema::<Invoice>().unwrap();
+    assert_eq!(
+        target.full["$defs"]["Line"],
+        json!({
+            "type": "object",
+            "properties": {
+                "sku": {"type": "string"},
+                "qty": {"type": "integer", "format": "uint32", "minimum": 1}
+            },
+            "required": ["sku", "qty"]
+        })
+    );
+    assert_eq!(
+        target.full_value_schema().unwrap()["required"],
+        json!(["number", "lines"])
+    );
+    assert!(target.full.get("$schema").is_none());
+}
+
+#[test]
+fn primitive_enum_and_collection_targets() {
+    let target = target_schema::<Option<String>>().unwrap();
+    assert_eq!(
+        target.strict["properties"]["value"],
+        json!({"title": "Nullable_string", "type": ["string", "null"]})
+    );
+    assert_eq!(target.type_name, "Option<String>");
+
+    let target = target_schema::<Sentiment>().unwrap();
+    assert_eq!(
+        target.strict["properties"]["value"],
+        json!({"title": "Sentiment", "type": "string", "enum": ["Positive", "Neutral", "Negative"]})
+    );
+
+    let target = target_schema::<Vec<Line>>().unwrap();
+    assert_eq!(target.type_name, "Vec<Line>");
+    assert_eq!(target.strict["$defs"]["Line"], line_strict());
+    assert!(target.strict_compatible);
+
+    let target = target_schema::<u8>().unwrap();
+    assert_eq!(
+        target.strict["properties"]["value"],
+        json!({"title": "uint8", "type": "integer"})
+    );
+}
+
+#[test]
+fn a_recursive_type_points_at_the_value_and_is_not_strict_compatible() {
+    let target = target_schema::<Node>().unwrap();
+    assert_eq!(
+        target.strict["properties"]["value"]["properties"]["children"],
+        json!({"type": "array", "items": {"$ref": "#/properties/value"}})
+    );
+    assert!(!target.strict_compatible);
+}
+
+#[test]
+fn maps_and_unconstrained_values_are_not_strict_compatible() {
+    assert!(!target_schema::<WithMap>().unwrap().strict_compatible);
+    assert!(
+        !target_schema::<HashMap<String, Line>>()
+            .unwrap()
+            .strict_compatible
+    );
+    assert!(!target_schema::<WithAnything>().unwrap().strict_compatible);
+    assert!(
+        !target_schema::<serde_json::Value>()
+            .unwrap()
+            .strict_compatible
+    );
+}
+
+#[test]
+fn the_envelope_is_built_once_per_type() {
+    let first = target_schema::<Invoice>().unwrap();
+    let second = target_schema::<Invoice>().unwrap();
+    assert!(Arc::ptr_eq(&first, &second));
+    assert!(!Arc::ptr_eq(&first, &target_schema::<Line>().unwrap()));
+}
+
+#[test]
+fn type_names_lose_their_module_paths() {
+    assert_eq!(
+        short_type_name("alloc::vec::Vec<my_crate::model::Line>"),
+        "Vec<Line>"
+    );
+    assert_eq!(
+        short_type_name("std::collections::hash::map::HashMap<alloc::string::String, i32>"),
+        "HashMap<String, i32>"
+    );
+    assert_eq!(
+        short_type_name("(u8, &str, [a::B; 3])"),
+        "(u8, &str, [B; 3])"
+    );
+}
+
+#[test]
+fn runtime_schema_drops_root_document_keywords() {
+    let target = runtime_target_schema(&json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.test/order.json",
+        "$anchor": "order",
+        "type": "string"
+    }))
+    .unwrap();
+    assert_eq!(
+        *target.full,
+        json!({
+            "type": "object",
+            "properties": {"value": {"type": "string"}},
+            "required": ["value"],
+            "additionalProperties": false
+        })
+    );
+}
+
+#[test]
+fn runtime_schema_hoists_defs_and_definitions_and_walks_them() {
+    let target = runtime_target_schema(&json!({
+        "type": "array",
+        "items": {"$ref": "#/$defs/Item"},
+        "$defs": {"Item": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}},
+        "definitions": {"Old": {"type": "string", "maxLength": 3}}
+    }))
+    .unwrap();
+    assert_eq!(
+        *target.strict,
+        json!({
+            "type": "object",
+            "properties": {"value": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+            "required": ["value"],
+            "additionalProperties": false,
+            "$defs": {"Item": {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "additionalProperties": false,
+                "required": ["n"]
+            }},
+            "definitions": {"Old": {"type": "string"}}
+        })
+    );
+}
+
+#[test]
+fn runtime_schema_rewrites_root_relative_refs() {
+    let target = runtime_target_schema(&json!({
+        "type": "object",
+        "properties": {
+            "total": {"type": "number"},
+            "same_total": {"$ref": "#/properties/total"},
+            "parent": {"anyOf": [{"$ref": "#"}, {"type": "null"}]},
+            "line": {"$ref": "#/$defs/Line"},
+            "old": {"$ref": "#/definitions/Old"},
+            "remote": {"$ref": "https://example.test/s.json"}
+        },
+        "$defs": {"Line": {"type": "object", "properties": {"up": {"$ref": "#"}}}},
+        "definitions": {"Old": {"type": "string"}}
+    }))
+    .unwrap();
+    let value = &target.full["properties"]["value"]["properties"];
+    assert_eq!(
+        value["same_total"],
+        json!({"$ref": "#/properties/value/properties/total"})
+    );
+    assert_eq!(
+        value["parent"],
+        json!({"anyOf": [{"$ref": "#/properties/value"}, {"type": "null"}]})
+    );
+    assert_eq!(value["line"], json!({"$ref": "#/$defs/Line"}));
+    assert_eq!(value["old"], json!({"$ref": "#/definitions/Old"}));
+    assert_eq!(
+        value["remote"],
+        json!({"$ref": "https://example.test/s.json"})
+    );
+    assert_eq!(
+        target.full["$defs"]["Line"]["properties"]["up"],
+        json!({"$ref": "#/properties/value"})
+    );
+    assert!(!target.strict_compatible);
+}
+
+#[test]
+fn runtime_schema_requires_every_property_without_widening() {
+    let target = runtime_target_schema(&json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}},
+        "required": ["a"]
+    }))
+    .unwrap();
+    assert_eq!(
+        target.strict["properties"]["value"],
+        json!({
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}},
+            "required": ["a", "b"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(target.full["properties"]["value"]["required"], json!(["a"]));
+    assert!(target.strict_compatible);
+}
+
+#[test]
+fn runtime_schema_leaves_the_callers_value_unmodified() {
+    let caller = json!({
+        "$schema": "x", "type": "object",
+        "properties": {"a": {"$ref": "#"}}, "$defs": {"A": {"type": "string"}}
+    });
+    let before = caller.clone();
+    runtime_target_schema(&caller).unwrap();
+    assert_eq!(caller, before);
+}
+
+#[test]
+fn runtime_schema_names_the_target_after_its_title() {
+    let titled = runtime_target_schema(&json!({"title": " Order ", "type": "string"})).unwrap();
+    assert_eq!(titled.type_name, "Order");
+    let untitled = runtime_target_schema(&json!({"type": "string"})).unwrap();
+    assert_eq!(untitled.type_name, RUNTIME_SCHEMA_NAME);
+}
+
+#[test]
+fn runtime_schema_true_is_any_json_value() {
+    let target = runtime_target_schema(&json!(true)).unwrap();
+    assert_eq!(
+        *target.strict,
+        json!({
+            "type": "object",
+            "properties": {"value": true},
+            "required": ["value"],
+            "additionalProperties": false
+        })
+    );
+    assert!(!target.strict_compatible);
+}
+
+#[test]
+fn runtime_schema_refuses_non_schemas() {
+    for (schema, found) in [
+        (
+            json!(false),
+            "the boolean schema `false`, which no value satisfies",
+        ),
+        (json!(null), "null"),
+        (json!("string"), "a string"),
+        (json!([{"type": "string"}]), "an array"),
+        (json!(1), "a number"),
+    ] {
+        assert_eq!(
+            runtime_target_schema(&schema),
+            Err(SchemaError::NotAnObject { found })
+        );
+    }
+    assert_eq!(
+        runtime_target_schema(&json!(1)).unwrap_err().to_string(),
+        "a runtime schema must be a JSON object (or `true` for any JSON value); got a number"
+    );
+}
+
+/// Prints the cost of a cached lookup; run with `--ignored --nocapture` to measure.
+#[test]
+#[ignore = "measurement, not a check"]
+fn measure_cached_lookup() {
+    let _ = target_schema::<Invoice>().unwrap();
+    let rounds = 1_000_000u32;
+    let start = std::time::Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(target_schema::<Invoice>().unwrap());
+    }
+    println!("cached lookup: {:?} each", start.elapsed() / rounds);
+}
+
+proptest! {
+    #[test]
+    fn runtime_schemas_never_panic_and_stay_strict_after_another_walk(
+        schema in strict::tests::schema_like()
+    ) {
+        if let Ok(target) = runtime_target_schema(&schema) {
+            let mut again = (*target.strict).clone();
+            make_strict(&mut again);
+            prop_assert_eq!(&again, &*target.strict);
+            prop_assert_eq!(&target.strict["required"], &json!(["value"]));
+        }
+    }
+}

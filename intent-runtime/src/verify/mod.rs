@@ -1,0 +1,212 @@
+//! The deterministic verifier: the ordered checks of a reply, each failure an actionable
+//! [`ResultIssue`].
+//!
+//! The steps (issue #3), each a function in `verify/steps.rs` named after what it checks:
+//!
+//! 1. refusal (`steps::refusal`): a provider issue; nothing else is checked;
+//! 2. truncation (`steps::truncation`): a provider issue; the attempt fails, checks go on;
+//! 3. empty after removing a surrounding code fence (`steps::unfenced_text`);
+//! 4. a `String` target takes that text as its value (`verify_text`);
+//! 5. JSON, with comments and trailing commas, else a bare primitive (`steps::read_json`);
+//! 6. the `{"value": ...}` envelope (`steps::unwrap_envelope`);
+//! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`);
+//! 8. null, accepted only by `Option` targets (`steps::null_value`);
+//! 9. validators: the caller's (`steps::run_validators`) and the full schema's
+//!    constraint keywords (`verify/schema_rules.rs`).
+
+pub(crate) mod schema_rules;
+pub(crate) mod steps;
+#[cfg(test)]
+pub(crate) mod test_support;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::options::Validator;
+use crate::parse::{self, schema_nav};
+use crate::provider::ProviderReply;
+use crate::result::{Repair, ResultIssue};
+use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
+use schema_rules::Scope;
+use steps::EnvelopeRule;
+
+/// What the verifier found in one reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verification<T> {
+    /// The parsed value, when the reply could be read as the target.
+    pub value: Option<T>,
+    /// Every issue found, in step order.
+    pub issues: Vec<ResultIssue>,
+    /// Every repair made before reading the reply.
+    pub repairs: Vec<Repair>,
+    /// Whether the reply was truncated (such an attempt always fails).
+    pub truncated: bool,
+}
+
+impl<T> Verification<T> {
+    /// Whether the attempt passed: a value, no issue other than provider issues, and no
+    /// truncation.
+    pub fn passed(&self) -> bool {
+        self.value.is_some()
+            && !self.truncated
+            && self
+                .issues
+                .iter()
+                .all(|i| i.source == crate::result::IssueSource::Provider)
+    }
+
+    fn new(reply: &ProviderReply) -> Self {
+        Self {
+            value: None,
+            issues: Vec::new(),
+            repairs: Vec::new(),
+            truncated: reply.truncated,
+        }
+    }
+
+    /// Steps 1 to 3, shared by every target: the unfenced reply text, or `None` when
+    /// checking stops (a refusal, or nothing left to read).
+    fn read_text<'r>(&mut self, reply: &'r ProviderReply, attempt: u32) -> Option<&'r str> {
+        if let Some(refused) = steps::refusal(reply, attempt) {
+            self.issues.push(refused);
+            return None;
+        }
+        self.issues.extend(steps::truncation(reply, attempt));
+        let text = steps::unfenced_text(reply, attempt, &mut self.repairs);
+        self.keep(text)
+    }
+
+    /// The step's result, or `None` with its issue recorded.
+    fn keep<V>(&mut self, step: Result<V, ResultIssue>) -> Option<V> {
+        step.map_err(|issue| self.issues.push(issue)).ok()
+    }
+
+    /// Step 9's caller validators, then the value kept.
+    fn accept(&mut self, value: T, validators: &[Validator<T>], attempt: u32) {
+        self.issues
+            .extend(steps::run_validators(&value, validators, attempt));
+        self.value = Some(value);
+    }
+}
+
+/// Verifies a reply for a plain-text (`String`) target.
+pub fn verify_text(
+    reply: &ProviderReply,
+    validators: &[Validator<String>],
+    attempt: u32,
+) -> Verification<String> {
+    let mut check = Verification::new(reply);
+    if let Some(text) = check.read_text(reply, attempt) {
+        // Step 4: no JSON checks; the text is the value.
+        check.accept(text.to_owned(), validators, attempt);
+    }
+    check
+}
+
+/// Verifies a reply for a typed target described by `target`.
+pub fn verify_typed<T: DeserializeOwned>(
+    reply: &ProviderReply,
+    target: &TargetSchema,
+    validators: &[Validator<T>],
+    attempt: u32,
+) -> Verification<T> {
+    let mut check = Verification::new(reply);
+    let Some(text) = check.read_text(reply, attempt) else {
+        return check;
+    };
+    let full: &Value = &target.full;
+    let inner = schema_nav::inner_schema(full);
+    let json = steps::read_json(
+        text,
+        &steps::bare_enum_members(full),
+        attempt,
+        &mut check.repairs,
+    );
+    let Some(json) = check.keep(json) else {
+        return check;
+    };
+    let rule = if schema_nav::bare_form_may_hold_value_key(full, inner) {
+        EnvelopeRule::BareMayHoldValue
+    } else {
+        EnvelopeRule::Strict
+    };
+    let value = steps::unwrap_envelope(json, rule, attempt, &mut check.repairs);
+    let Some(mut value) = check.keep(value) else {
+        return check;
+    };
+    // Step 8 is asked before step 7 for a null: serde would only say "invalid type: null".
+    if value.is_null() {
+        let parsed = steps::null_value::<T>(&target.type_name, attempt);
+        if let Some(parsed) = check.keep(parsed) {
+            check.accept(parsed, validators, attempt);
+        }
+        return check;
+    }
+    let walked = parse::repair_against_schema(
+        &mut value,
+        full,
+        inner,
+        &format!("/{ENVELOPE_PROPERTY}"),
+        Some(&target.type_name),
+    );
+    check.repairs.extend(walked.repairs.iter().cloned());
+    match steps::deserialize::<T>(&value, &walked, &target.type_name, attempt) {
+        Ok(parsed) => {
+            let (_, bounds) = schema_rules::check_against_full_schema(
+                &target.full,
+                value,
+                Scope::ConstraintsOnly,
+                attempt,
+            );
+            check.issues.extend(bounds);
+            check.accept(parsed, validators, attempt);
+        }
+        Err(issues) => check.issues.extend(issues),
+    }
+    check
+}
+
+/// Verifies a reply for a runtime shape, with the caller's schema when one was given.
+///
+/// Steps 1 to 5 and 9 as for any target; the envelope rule has no exception (a runtime
+/// shape has no members of its own), null never passes, and with a schema the value is
+/// checked against all of it, not just its bounds, since no serde type judges its shape.
+pub fn verify_value(
+    reply: &ProviderReply,
+    target: Option<&TargetSchema>,
+    validators: &[Validator<Value>],
+    attempt: u32,
+) -> Verification<Value> {
+    let mut check = Verification::new(reply);
+    let Some(text) = check.read_text(reply, attempt) else {
+        return check;
+    };
+    let members = target.map_or_else(Vec::new, |t| steps::bare_enum_members(&t.full));
+    let json = steps::read_json(text, &members, attempt, &mut check.repairs);
+    let Some(json) = check.keep(json) else {
+        return check;
+    };
+    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, attempt, &mut check.repairs);
+    let Some(mut value) = check.keep(value) else {
+        return check;
+    };
+    if value.is_null() {
+        check.issues.push(steps::null_runtime_value(attempt));
+        return check;
+    }
+    if let Some(target) = target {
+        let (checked, issues) = schema_rules::check_against_full_schema(
+            &target.full,
+            value,
+            Scope::Everything,
+            attempt,
+        );
+        value = checked;
+        check.issues.extend(issues);
+    }
+    check.accept(value, validators, attempt);
+    check
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,425 @@
+//! Step 9's validators from the full schema: the constraint keywords the strict walk
+//! removes before the schema reaches the provider (ranges, lengths, patterns, item
+//! counts, uniqueness) are checked here, locally, with the `jsonschema` crate.
+//!
+//! External `$ref`s fail closed: the validator is built offline, so a schema that names
+//! a URL or a file is never fetched; it fails to compile and the attempt gets an input
+//! issue saying so.
+//!
+//! Compiled validators are cached, keyed by the address of the schema's `Arc` with a
+//! `Weak` beside it. While the `Weak` lives the allocation cannot be reused, so a live
+//! entry at that address is the same schema; typed targets keep one `Arc` per type for
+//! the program's life, so each is compiled once. Entries whose schema was dropped
+//! (per-call runtime schemas) are pruned whenever a new one is added. Hashing the
+//! schema's text instead would cost a serialization per call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{Draft, ValidationError};
+use serde_json::{Map, Value};
+
+use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
+use crate::result::{IssueSource, ResultIssue};
+use crate::schema::ENVELOPE_PROPERTY;
+
+/// The keywords the strict walk removes and this module checks.
+const CONSTRAINT_KEYWORDS: [&str; 11] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+];
+
+/// At most this many schema issues per attempt: more would drown the model's prompt.
+const MAX_SCHEMA_ISSUES: usize = 20;
+
+/// Which violations become issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Only the constraint keywords: serde has already judged the value's shape.
+    ConstraintsOnly,
+    /// Every violation: a runtime shape has no serde type to judge its shape.
+    Everything,
+}
+
+/// A full schema compiled for local checks.
+struct Compiled {
+    validator: Result<jsonschema::Validator, String>,
+    has_constraints: bool,
+}
+
+struct CacheEntry {
+    schema: Weak<Value>,
+    compiled: Arc<Compiled>,
+}
+
+static CACHE: LazyLock<Mutex<HashMap<usize, CacheEntry>>> = LazyLock::new(Default::default);
+
+/// Checks `value`, placed in the envelope `{"value": value}`, against the envelope schema
+/// `full`; returns the value and one validator issue per violation.
+pub(crate) fn check_against_full_schema(
+    full: &Arc<Value>,
+    value: Value,
+    scope: Scope,
+    attempt: u32,
+) -> (Value, Vec<ResultIssue>) {
+    let compiled = compiled(full);
+    if scope == Scope::ConstraintsOnly && !compiled.has_constraints {
+        return (value, Vec::new());
+    }
+    let validator = match &compiled.validator {
+        Ok(validator) => validator,
+        Err(reason) => {
+            let issue = ResultIssue::new(
+                IssueSource::Input,
+                format!(
+                    "The output schema cannot be checked locally ({reason}); fix the schema: \
+                     external references are never fetched."
+                ),
+                attempt,
+            );
+            return (value, vec![issue]);
+        }
+    };
+    let envelope = Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), value)]));
+    let mut messages = Vec::new();
+    for error in validator.iter_errors(&envelope) {
+        let explained = constraint_messages(&error, &mut messages);
+        if !explained && scope == Scope::Everything {
+            messages.push(format!("{}: {error}.", display_path(&error)));
+        }
+    }
+    let total = messages.len();
+    let mut issues: Vec<ResultIssue> = messages
+        .into_iter()
+        .take(MAX_SCHEMA_ISSUES)
+        .map(|message| ResultIssue::new(IssueSource::Validator, message, attempt))
+        .collect();
+    if total > MAX_SCHEMA_ISSUES {
+        issues.push(ResultIssue::new(
+            IssueSource::Validator,
+            format!(
+                "{} more schema violations were not listed; check every bound in the schema.",
+                total - MAX_SCHEMA_ISSUES
+            ),
+            attempt,
+        ));
+    }
+    let value = match envelope {
+        Value::Object(mut envelope) => envelope.remove(ENVELOPE_PROPERTY),
+        _ => None,
+    };
+    (value.unwrap_or(Value::Null), issues)
+}
+
+/// Adds the messages of the constraint violations that make up `error`; returns whether
+/// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
+/// line breaks a bound) is explained by the first branch that failed on bounds alone,
+/// since that is the branch the value's shape matched.
+fn constraint_messages(error: &ValidationError<'_>, out: &mut Vec<String>) -> bool {
+    if let Some(message) = describe_constraint(error) {
+        out.push(message);
+        return true;
+    }
+    let (ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }) =
+        error.kind()
+    else {
+        return false;
+    };
+    for branch in context {
+        let mut messages = Vec::new();
+        let explained = !branch.is_empty()
+            && branch
+                .iter()
+                .all(|inner| constraint_messages(inner, &mut messages));
+        if explained {
+            out.extend(messages);
+            return true;
+        }
+    }
+    false
+}
+
+/// A constraint violation as an instruction naming the path and the bound.
+fn describe_constraint(error: &ValidationError<'_>) -> Option<String> {
+    let path = display_path(error);
+    let instance = crate::parse::quote_value(error.instance());
+    let count = || match error.instance().as_ref() {
+        Value::String(text) => text.chars().count(),
+        Value::Array(items) => items.len(),
+        _ => 0,
+    };
+    let message = match error.kind() {
+        ValidationErrorKind::Minimum { limit } => {
+            format!("{path}: {instance} is less than the minimum of {limit}.")
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            format!("{path}: {instance} is greater than the maximum of {limit}.")
+        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("{path}: {instance} must be greater than {limit}.")
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("{path}: {instance} must be less than {limit}.")
+        }
+        ValidationErrorKind::MultipleOf { multiple_of } => {
+            format!("{path}: {instance} is not a multiple of {multiple_of}.")
+        }
+        ValidationErrorKind::MinLength { limit } => format!(
+            "{path}: the text has {} characters, fewer than the minimum of {limit}.",
+            count()
+        ),
+        ValidationErrorKind::MaxLength { limit } => format!(
+            "{path}: the text has {} characters, more than the maximum of {limit}.",
+            count()
+        ),
+        ValidationErrorKind::Pattern { pattern } => {
+            format!("{path}: {instance} does not match the pattern {pattern}.")
+        }
+        ValidationErrorKind::MinItems { limit } => format!(
+            "{path}: the list has {} items, fewer than the minimum of {limit}.",
+            count()
+        ),
+        ValidationErrorKind::MaxItems { limit } => format!(
+            "{path}: the list has {} items, more than the maximum of {limit}.",
+            count()
+        ),
+        ValidationErrorKind::UniqueItems => {
+            format!("{path}: the list has repeated items; every item must be different.")
+        }
+        _ => return None,
+    };
+    Some(message)
+}
+
+/// The instance path without its leading slash (`value/lines/0/qty`).
+fn display_path(error: &ValidationError<'_>) -> String {
+    error
+        .instance_path()
+        .as_str()
+        .trim_start_matches('/')
+        .to_owned()
+}
+
+/// The compiled validator for `full`, from the cache or freshly compiled.
+fn compiled(full: &Arc<Value>) -> Arc<Compiled> {
+    let key = Arc::as_ptr(full) as usize;
+    {
+        let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = cache.get(&key)
+            && entry.schema.strong_count() > 0
+        {
+            return Arc::clone(&entry.compiled);
+        }
+    }
+    // Compiled outside the lock: other calls need not wait for this schema.
+    let compiled = Arc::new(compile(full));
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    cache.retain(|_, entry| entry.schema.strong_count() > 0);
+    cache.insert(
+        key,
+        CacheEntry {
+            schema: Arc::downgrade(full),
+            compiled: Arc::clone(&compiled),
+        },
+    );
+    compiled
+}
+
+fn compile(full: &Value) -> Compiled {
+    let validator = jsonschema::options()
+        .with_draft(Draft::Draft202012)
+        .offline()
+        .build(full)
+        .map_err(|error| error.to_string());
+    Compiled {
+        validator,
+        has_constraints: mentions_constraint(full, 0),
+    }
+}
+
+/// Whether any constraint keyword appears in the schema. A property that happens to be
+/// named like one only costs a needless check.
+fn mentions_constraint(schema: &Value, depth: usize) -> bool {
+    if depth > 4 * MAX_SCHEMA_HOPS {
+        return true;
+    }
+    match schema {
+        Value::Object(object) => object.iter().any(|(key, child)| {
+            CONSTRAINT_KEYWORDS.contains(&key.as_str()) || mentions_constraint(child, depth + 1)
+        }),
+        Value::Array(items) => items
+            .iter()
+            .any(|item| mentions_constraint(item, depth + 1)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn envelope(inner: Value, defs: Value) -> Arc<Value> {
+        Arc::new(json!({"type": "object", "properties": {"value": inner},
+                        "required": ["value"], "additionalProperties": false, "$defs": defs}))
+    }
+
+    fn messages(full: &Arc<Value>, value: Value, scope: Scope) -> Vec<String> {
+        let (back, issues) = check_against_full_schema(full, value.clone(), scope, 1);
+        assert_eq!(back, value, "the value comes back unchanged");
+        issues.into_iter().map(|issue| issue.message).collect()
+    }
+
+    #[test]
+    fn minimum_names_the_path_and_the_bound() {
+        let full = envelope(
+            json!({"type": "object", "properties": {"total": {"type": "integer", "minimum": 10}}}),
+            json!({}),
+        );
+        assert_eq!(
+            messages(&full, json!({"total": 5}), Scope::ConstraintsOnly),
+            vec!["value/total: 5 is less than the minimum of 10."]
+        );
+        assert!(messages(&full, json!({"total": 10}), Scope::ConstraintsOnly).is_empty());
+    }
+
+    #[test]
+    fn each_constraint_keyword_is_described() {
+        let full = envelope(
+            json!({"type": "object", "properties": {
+                "max": {"maximum": 3}, "xmin": {"exclusiveMinimum": 0},
+                "xmax": {"exclusiveMaximum": 1}, "step": {"multipleOf": 5},
+                "short": {"minLength": 3}, "long": {"maxLength": 2},
+                "code": {"pattern": "^[A-Z]+$"}, "few": {"minItems": 2},
+                "many": {"maxItems": 1}, "set": {"uniqueItems": true}}}),
+            json!({}),
+        );
+        let value = json!({"max": 4, "xmin": 0, "xmax": 1, "step": 7, "short": "ab",
+                           "long": "abc", "code": "ab", "few": [1], "many": [1, 2],
+                           "set": [1, 1]});
+        let mut found = messages(&full, value, Scope::ConstraintsOnly);
+        found.sort();
+        assert_eq!(
+            found,
+            vec![
+                "value/code: \"ab\" does not match the pattern ^[A-Z]+$.",
+                "value/few: the list has 1 items, fewer than the minimum of 2.",
+                "value/long: the text has 3 characters, more than the maximum of 2.",
+                "value/many: the list has 2 items, more than the maximum of 1.",
+                "value/max: 4 is greater than the maximum of 3.",
+                "value/set: the list has repeated items; every item must be different.",
+                "value/short: the text has 2 characters, fewer than the minimum of 3.",
+                "value/step: 7 is not a multiple of 5.",
+                "value/xmax: 1 must be less than 1.",
+                "value/xmin: 0 must be greater than 0.",
+            ]
+        );
+    }
+
+    #[test]
+    fn bounds_behind_a_nullable_ref_are_reported() {
+        let full = envelope(
+            json!({"anyOf": [{"$ref": "#/$defs/Line"}, {"type": "null"}]}),
+            json!({"Line": {"type": "object", "properties": {"qty": {"minimum": 1}}}}),
+        );
+        assert_eq!(
+            messages(&full, json!({"qty": 0}), Scope::ConstraintsOnly),
+            vec!["value/qty: 0 is less than the minimum of 1."]
+        );
+        assert!(messages(&full, Value::Null, Scope::ConstraintsOnly).is_empty());
+    }
+
+    #[test]
+    fn shape_errors_count_only_for_runtime_shapes() {
+        let full = envelope(
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},
+                   "required": ["n"]}),
+            json!({}),
+        );
+        assert!(messages(&full, json!({}), Scope::ConstraintsOnly).is_empty());
+        let found = messages(&full, json!({}), Scope::Everything);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].starts_with("value: "), "{}", found[0]);
+        assert!(found[0].contains("\"n\""), "{}", found[0]);
+    }
+
+    #[test]
+    fn external_refs_are_never_fetched_and_fail_closed() {
+        // A listener the schema points at: a fetch would show up as a connection.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let url = format!("http://{address}/schema.json");
+        let full = envelope(json!({"$ref": url}), json!({}));
+        let (_, issues) = check_against_full_schema(&full, json!(1), Scope::Everything, 2);
+        listener.set_nonblocking(true).unwrap();
+        let connection = listener.accept();
+        assert!(
+            matches!(&connection, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "the schema's URL was fetched"
+        );
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].source, IssueSource::Input);
+        assert_eq!(issues[0].attempt, 2);
+        assert!(
+            issues[0].message.contains("never fetched"),
+            "{}",
+            issues[0].message
+        );
+        let file = envelope(json!({"$ref": "file:///etc/passwd"}), json!({}));
+        let (_, issues) = check_against_full_schema(&file, json!(1), Scope::Everything, 1);
+        assert_eq!(issues[0].source, IssueSource::Input);
+    }
+
+    #[test]
+    fn schemas_without_constraints_skip_validation() {
+        let full = envelope(json!({"type": "integer"}), json!({}));
+        assert!(messages(&full, json!("not checked"), Scope::ConstraintsOnly).is_empty());
+        assert_eq!(messages(&full, json!("x"), Scope::Everything).len(), 1);
+    }
+
+    #[test]
+    fn a_schema_is_compiled_once_while_it_lives() {
+        let full = envelope(json!({"minimum": 1}), json!({}));
+        let first = compiled(&full);
+        let second = compiled(&full);
+        assert!(Arc::ptr_eq(&first, &second));
+        let copy = Arc::new((*full).clone());
+        assert!(!Arc::ptr_eq(&first, &compiled(&copy)));
+    }
+
+    #[test]
+    fn dropped_schemas_leave_the_cache() {
+        let key = {
+            let full = envelope(json!({"maximum": 2}), json!({}));
+            compiled(&full);
+            Arc::as_ptr(&full) as usize
+        };
+        let other = envelope(json!({"maximum": 3}), json!({}));
+        compiled(&other);
+        let cache = CACHE.lock().unwrap();
+        // Gone, unless another test's live schema has since taken the freed address.
+        assert!(
+            cache
+                .get(&key)
+                .is_none_or(|entry| entry.schema.strong_count() > 0)
+        );
+    }
+
+    #[test]
+    fn violations_beyond_the_cap_are_summarised() {
+        let full = envelope(json!({"type": "array", "items": {"minimum": 1}}), json!({}));
+        let found = messages(&full, json!(vec![0; 30]), Scope::ConstraintsOnly);
+        assert_eq!(found.len(), MAX_SCHEMA_ISSUES + 1);
+        assert!(found[MAX_SCHEMA_ISSUES].starts_with("10 more schema violations"));
+    }
+}

@@ -1,0 +1,510 @@
+//! The verifier's steps, one function each, in the order they run (issue #3). Each
+//! failure is a [`ResultIssue`] worded so that the model can act on it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::options::Validator;
+use crate::parse::{
+    self, Finding, SchemaRepair, parse_bare_primitive, parse_json_lenient, strip_code_fence,
+};
+use crate::provider::ProviderReply;
+use crate::result::{IssueSource, Repair, ResultIssue};
+use crate::schema::ENVELOPE_PROPERTY;
+
+/// Step 1, refusal: the model declined, so there is nothing to check.
+pub(crate) fn refusal(reply: &ProviderReply, attempt: u32) -> Option<ResultIssue> {
+    let reason = reply.refusal.as_deref()?.trim();
+    let message = if reason.is_empty() {
+        "The model refused to answer; carry out the intent on the input as asked.".to_owned()
+    } else {
+        format!("The model refused to answer: {reason}")
+    };
+    Some(ResultIssue::new(IssueSource::Provider, message, attempt))
+}
+
+/// Step 2, truncation: the reply was cut off. The attempt fails whatever follows, but
+/// checking goes on so the model hears about every problem at once.
+pub(crate) fn truncation(reply: &ProviderReply, attempt: u32) -> Option<ResultIssue> {
+    reply.truncated.then(|| {
+        let reason = reply
+            .stop_reason
+            .as_deref()
+            .map_or_else(String::new, |r| format!(" (stop reason: {r})"));
+        ResultIssue::new(
+            IssueSource::Provider,
+            format!(
+                "The reply was cut off before it ended{reason}; give a shorter, complete answer."
+            ),
+            attempt,
+        )
+    })
+}
+
+/// Step 3, empty reply: strips a surrounding code fence and whitespace, and fails when
+/// nothing is left.
+pub(crate) fn unfenced_text<'a>(
+    reply: &'a ProviderReply,
+    attempt: u32,
+    repairs: &mut Vec<Repair>,
+) -> Result<&'a str, ResultIssue> {
+    let unfenced = strip_code_fence(&reply.text);
+    if unfenced.fence_stripped {
+        repairs.push(Repair::FenceStripped);
+    }
+    if unfenced.text.is_empty() {
+        return Err(ResultIssue::new(
+            IssueSource::Verification,
+            "The reply was empty; answer with the result.",
+            attempt,
+        ));
+    }
+    Ok(unfenced.text)
+}
+
+// Step 4, a `String` target, is `verify_text` itself: the unfenced text is the value.
+
+/// Step 5, JSON: strict JSON, else JSON with comments and trailing commas, else a bare
+/// primitive (number, boolean, or one of `enum_members` by name).
+pub(crate) fn read_json(
+    text: &str,
+    enum_members: &[String],
+    attempt: u32,
+    repairs: &mut Vec<Repair>,
+) -> Result<Value, ResultIssue> {
+    match parse_json_lenient(text) {
+        Ok((value, lenient)) => {
+            repairs.extend(lenient);
+            Ok(value)
+        }
+        Err(syntax) => match parse_bare_primitive(text, enum_members) {
+            Some(value) => {
+                repairs.push(Repair::BarePrimitive);
+                Ok(value)
+            }
+            None => Err(ResultIssue::new(
+                IssueSource::Verification,
+                format!(
+                    "The response was not valid JSON ({}); reply with one JSON object \
+                     {{\"{ENVELOPE_PROPERTY}\": ...}} and nothing else.",
+                    syntax.message
+                ),
+                attempt,
+            )),
+        },
+    }
+}
+
+/// How step 6 treats an object that has a `value` key beside others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EnvelopeRule {
+    /// Such an object is a broken envelope: read as bare it would lose the result.
+    Strict,
+    /// The target's own bare form may hold a `value` key (a map, or a type with its own
+    /// `value` property), so such an object is the bare value.
+    BareMayHoldValue,
+}
+
+/// Step 6, envelope: `{"value": x}` gives `x`; `value` beside other keys fails (unless
+/// the rule says the bare form may hold one); anything else is the bare value.
+pub(crate) fn unwrap_envelope(
+    reply: Value,
+    rule: EnvelopeRule,
+    attempt: u32,
+    repairs: &mut Vec<Repair>,
+) -> Result<Value, ResultIssue> {
+    let mut object = match reply {
+        Value::Object(object) if object.contains_key(ENVELOPE_PROPERTY) => object,
+        bare => {
+            repairs.push(Repair::MissingEnvelope);
+            return Ok(bare);
+        }
+    };
+    if object.len() == 1 {
+        return Ok(object.remove(ENVELOPE_PROPERTY).unwrap_or(Value::Null));
+    }
+    if rule == EnvelopeRule::BareMayHoldValue {
+        repairs.push(Repair::MissingEnvelope);
+        return Ok(Value::Object(object));
+    }
+    Err(ResultIssue::new(
+        IssueSource::Verification,
+        format!(
+            "Reply with exactly one JSON object {{\"{ENVELOPE_PROPERTY}\": ...}} and nothing \
+             beside it; unexpected keys: {}.",
+            unexpected_keys(&object)
+        ),
+        attempt,
+    ))
+}
+
+fn unexpected_keys(object: &Map<String, Value>) -> String {
+    let mut keys: Vec<&str> = object
+        .keys()
+        .map(String::as_str)
+        .filter(|key| *key != ENVELOPE_PROPERTY)
+        .collect();
+    keys.sort_unstable();
+    keys.join(", ")
+}
+
+/// Step 7, deserialization: reads the repaired value as `T`. On failure, the findings of
+/// the schema-guided walk (which name paths and types) come first, then serde's own
+/// message unless a finding already says the same.
+pub(crate) fn deserialize<T: DeserializeOwned>(
+    value: &Value,
+    walked: &SchemaRepair,
+    type_name: &str,
+    attempt: u32,
+) -> Result<T, Vec<ResultIssue>> {
+    let error = match T::deserialize(value) {
+        Ok(parsed) => return Ok(parsed),
+        Err(error) => error.to_string(),
+    };
+    let issue = |message: String| ResultIssue::new(IssueSource::Verification, message, attempt);
+    let mut issues: Vec<ResultIssue> = walked
+        .findings
+        .iter()
+        .map(|finding| issue(finding.message()))
+        .collect();
+    if !serde_error_is_explained(&error, &walked.findings) {
+        issues.push(issue(serde_message(&error, type_name)));
+    }
+    Err(issues)
+}
+
+/// Whether a finding already tells the model what serde's `error` says.
+fn serde_error_is_explained(error: &str, findings: &[Finding]) -> bool {
+    if let Some(field) = missing_field_name(error) {
+        return findings.iter().any(
+            |f| matches!(f, Finding::MissingField { field: missing, .. } if missing == field),
+        );
+    }
+    let about_a_member = error.starts_with("unknown variant")
+        || error.contains("expected variant identifier")
+        || error.starts_with("invalid type");
+    about_a_member
+        && findings
+            .iter()
+            .any(|f| matches!(f, Finding::NotAMember { .. }))
+}
+
+/// The field named in serde's "missing field `x`".
+fn missing_field_name(error: &str) -> Option<&str> {
+    error
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(field, _)| field)
+}
+
+/// Serde's error as an instruction naming the expected type.
+fn serde_message(error: &str, type_name: &str) -> String {
+    match missing_field_name(error) {
+        Some(field) => {
+            format!("The required field \"{field}\" is missing from {type_name}; include it.")
+        }
+        None => format!(
+            "The value does not match the expected type {type_name}: {error}. Reply with a \
+             value of that type."
+        ),
+    }
+}
+
+/// Step 8, null: a null value passes only when `T` accepts null (an `Option`).
+pub(crate) fn null_value<T: DeserializeOwned>(
+    type_name: &str,
+    attempt: u32,
+) -> Result<T, ResultIssue> {
+    serde_json::from_value::<T>(Value::Null).map_err(|_| {
+        ResultIssue::new(
+            IssueSource::Verification,
+            format!("The value was null, but a non-null {type_name} is required; answer with one."),
+            attempt,
+        )
+    })
+}
+
+/// Step 8 for runtime shapes: null never passes.
+pub(crate) fn null_runtime_value(attempt: u32) -> ResultIssue {
+    ResultIssue::new(
+        IssueSource::Verification,
+        "The value was null, but a JSON value is required; answer with one.",
+        attempt,
+    )
+}
+
+/// Step 9, validators: runs each on the value; every message is a validator issue, and
+/// a validator that panics becomes an issue too, never a crash.
+pub(crate) fn run_validators<T>(
+    value: &T,
+    validators: &[Validator<T>],
+    attempt: u32,
+) -> Vec<ResultIssue> {
+    let issue = |message: String| ResultIssue::new(IssueSource::Validator, message, attempt);
+    let mut issues = Vec::new();
+    for validator in validators {
+        // The validator only reads the value; a panic leaves nothing half-changed.
+        match catch_unwind(AssertUnwindSafe(|| validator(value))) {
+            Ok(problems) => issues.extend(problems.into_iter().map(issue)),
+            Err(payload) => issues.push(issue(format!(
+                "Validator panicked: {}",
+                panic_message(payload.as_ref())
+            ))),
+        }
+    }
+    issues
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// The members a bare reply may name, for step 5.
+pub(crate) fn bare_enum_members(full: &Value) -> Vec<String> {
+    parse::schema_nav::enum_members(full, parse::schema_nav::inner_schema(full))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn reply(text: &str) -> ProviderReply {
+        ProviderReply::text(text)
+    }
+
+    #[test]
+    fn refusal_is_a_provider_issue_with_the_reason() {
+        let mut refused = reply("");
+        refused.refusal = Some("I can't help with that.".into());
+        let issue = refusal(&refused, 2).unwrap();
+        assert_eq!(issue.source, IssueSource::Provider);
+        assert_eq!(issue.attempt, 2);
+        assert_eq!(
+            issue.message,
+            "The model refused to answer: I can't help with that."
+        );
+        assert!(refusal(&reply("ok"), 1).is_none());
+    }
+
+    #[test]
+    fn empty_refusal_still_says_what_to_do() {
+        let mut refused = reply("");
+        refused.refusal = Some("  ".into());
+        assert!(
+            refusal(&refused, 1)
+                .unwrap()
+                .message
+                .contains("carry out the intent")
+        );
+    }
+
+    #[test]
+    fn truncation_is_a_provider_issue_naming_the_stop_reason() {
+        let mut cut = reply("{\"value\": [1, 2");
+        cut.truncated = true;
+        cut.stop_reason = Some("max_tokens".into());
+        let issue = truncation(&cut, 3).unwrap();
+        assert_eq!(issue.source, IssueSource::Provider);
+        assert_eq!(issue.attempt, 3);
+        assert!(issue.message.contains("cut off"));
+        assert!(issue.message.contains("max_tokens"));
+        assert!(truncation(&reply("x"), 1).is_none());
+    }
+
+    #[test]
+    fn fenced_whitespace_is_empty_and_the_fence_is_recorded() {
+        let mut repairs = Vec::new();
+        let issue = unfenced_text(&reply("```json\n \n```"), 1, &mut repairs).unwrap_err();
+        assert_eq!(issue.source, IssueSource::Verification);
+        assert!(issue.message.contains("empty"));
+        assert_eq!(repairs, vec![Repair::FenceStripped]);
+    }
+
+    #[test]
+    fn unfenced_text_is_returned_trimmed() {
+        let mut repairs = Vec::new();
+        assert_eq!(
+            unfenced_text(&reply("  hi \n"), 1, &mut repairs).unwrap(),
+            "hi"
+        );
+        assert!(repairs.is_empty());
+    }
+
+    #[test]
+    fn invalid_json_names_the_parser_position() {
+        let mut repairs = Vec::new();
+        let issue = read_json("{\"value\": }", &[], 4, &mut repairs).unwrap_err();
+        assert_eq!(issue.source, IssueSource::Verification);
+        assert_eq!(issue.attempt, 4);
+        assert!(
+            issue
+                .message
+                .starts_with("The response was not valid JSON (")
+        );
+        assert!(issue.message.contains("line 1 column"), "{}", issue.message);
+    }
+
+    #[test]
+    fn bare_primitive_is_recorded() {
+        let mut repairs = Vec::new();
+        let members = vec!["Positive".to_owned()];
+        assert_eq!(
+            read_json("Positive", &members, 1, &mut repairs).unwrap(),
+            json!("Positive")
+        );
+        assert_eq!(repairs, vec![Repair::BarePrimitive]);
+    }
+
+    #[test]
+    fn lone_envelope_is_unwrapped_without_repair() {
+        let mut repairs = Vec::new();
+        let value = unwrap_envelope(
+            json!({"value": {"a": 1}}),
+            EnvelopeRule::Strict,
+            1,
+            &mut repairs,
+        );
+        assert_eq!(value.unwrap(), json!({"a": 1}));
+        assert!(repairs.is_empty());
+    }
+
+    #[test]
+    fn envelope_with_other_keys_names_them_sorted() {
+        let mut repairs = Vec::new();
+        let issue = unwrap_envelope(
+            json!({"value": 1, "reason": "x", "note": "y"}),
+            EnvelopeRule::Strict,
+            2,
+            &mut repairs,
+        )
+        .unwrap_err();
+        assert_eq!(issue.source, IssueSource::Verification);
+        assert_eq!(issue.attempt, 2);
+        assert_eq!(
+            issue.message,
+            "Reply with exactly one JSON object {\"value\": ...} and nothing beside it; \
+             unexpected keys: note, reason."
+        );
+    }
+
+    #[test]
+    fn envelope_exception_reads_the_object_as_bare() {
+        let mut repairs = Vec::new();
+        let value = unwrap_envelope(
+            json!({"value": 1, "unit": "m"}),
+            EnvelopeRule::BareMayHoldValue,
+            1,
+            &mut repairs,
+        );
+        assert_eq!(value.unwrap(), json!({"value": 1, "unit": "m"}));
+        assert_eq!(repairs, vec![Repair::MissingEnvelope]);
+    }
+
+    #[test]
+    fn anything_else_is_the_bare_value() {
+        let mut repairs = Vec::new();
+        let value = unwrap_envelope(json!({"total": 1}), EnvelopeRule::Strict, 1, &mut repairs);
+        assert_eq!(value.unwrap(), json!({"total": 1}));
+        assert_eq!(repairs, vec![Repair::MissingEnvelope]);
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Pair {
+        left: i64,
+        right: i64,
+    }
+
+    #[test]
+    fn serde_missing_field_names_the_field_and_type() {
+        let issues = deserialize::<Pair>(&json!({"left": 1}), &SchemaRepair::default(), "Pair", 1)
+            .unwrap_err();
+        assert_eq!(issues.len(), 1);
+        assert_eq!(
+            issues[0].message,
+            "The required field \"right\" is missing from Pair; include it."
+        );
+    }
+
+    #[test]
+    fn serde_type_error_names_the_expected_type() {
+        let issues = deserialize::<Pair>(
+            &json!({"left": "x", "right": 1}),
+            &SchemaRepair::default(),
+            "Pair",
+            3,
+        )
+        .unwrap_err();
+        assert_eq!(issues[0].source, IssueSource::Verification);
+        assert_eq!(issues[0].attempt, 3);
+        assert!(issues[0].message.starts_with(
+            "The value does not match the expected type Pair: invalid type: string \"x\""
+        ));
+    }
+
+    #[test]
+    fn a_finding_replaces_the_serde_message_it_explains() {
+        let walked = SchemaRepair {
+            repairs: vec![],
+            findings: vec![Finding::MissingField {
+                path: "/value".into(),
+                owner: Some("Pair".into()),
+                field: "right".into(),
+            }],
+        };
+        let issues = deserialize::<Pair>(&json!({"left": 1}), &walked, "Pair", 1).unwrap_err();
+        assert_eq!(issues.len(), 1);
+    }
+
+    #[test]
+    fn null_passes_only_for_option_targets() {
+        assert_eq!(null_value::<Option<i64>>("Option<i64>", 1).unwrap(), None);
+        let issue = null_value::<i64>("i64", 2).unwrap_err();
+        assert_eq!(issue.source, IssueSource::Verification);
+        assert_eq!(
+            issue.message,
+            "The value was null, but a non-null i64 is required; answer with one."
+        );
+        assert!(
+            null_runtime_value(1)
+                .message
+                .contains("a JSON value is required")
+        );
+    }
+
+    #[test]
+    fn validator_messages_and_panics_become_issues() {
+        let validators: Vec<Validator<i64>> = vec![
+            Arc::new(|n: &i64| vec![format!("{n} is odd; return an even number.")]),
+            Arc::new(|_: &i64| -> Vec<String> { panic!("index out of range") }),
+            Arc::new(|_: &i64| Vec::new()),
+        ];
+        let issues = run_validators(&3, &validators, 2);
+        assert_eq!(issues.len(), 2);
+        assert!(
+            issues
+                .iter()
+                .all(|i| i.source == IssueSource::Validator && i.attempt == 2)
+        );
+        assert_eq!(issues[0].message, "3 is odd; return an even number.");
+        assert_eq!(issues[1].message, "Validator panicked: index out of range");
+    }
+
+    #[test]
+    fn formatted_panic_messages_are_kept() {
+        let validators: Vec<Validator<i64>> =
+            vec![Arc::new(|n: &i64| -> Vec<String> { panic!("bad {n}") })];
+        assert_eq!(
+            run_validators(&7, &validators, 1)[0].message,
+            "Validator panicked: bad 7"
+        );
+    }
+}

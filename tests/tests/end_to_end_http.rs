@@ -1,0 +1,150 @@
+//! End to end over HTTP: a generated client, the real OpenAI provider, and a loopback
+//! server speaking Chat Completions. The first reply breaks the envelope, the second is
+//! right; the second request must carry the first reply and its problem.
+
+use intent_runtime::provider::OpenAi;
+use intent_runtime::{AIResult, IntentClient, IntentError, IssueSource, StrictCompatible, intents};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+pub enum Priority {
+    Low,
+    High,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+pub struct Ticket {
+    pub title: String,
+    pub priority: Priority,
+}
+
+#[intents]
+pub trait Support {
+    #[intent("Turn the email into a support ticket")]
+    async fn ticket(&self, email: &str) -> AIResult<Ticket>;
+
+    #[intent("Classify the urgency of the email")]
+    async fn urgency(&self, email: &str) -> Result<Priority, IntentError>;
+}
+
+fn chat_reply(content: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .insert_header("x-request-id", "req_123")
+        .set_body_json(json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1_767_000_000,
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": null},
+                "finish_reason": "stop"
+            }],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132,
+                      "prompt_tokens_details": {"cached_tokens": 0}}
+        }))
+}
+
+async fn support_client(server: &MockServer) -> SupportClient {
+    let provider =
+        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
+    SupportClient::new(
+        IntentClient::builder()
+            .provider(provider)
+            .build()
+            .expect("client"),
+    )
+}
+
+#[tokio::test]
+async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
+    let server = MockServer::start().await;
+    let broken =
+        r#"{"value": {"title": "Printer on fire", "priority": "High"}, "confidence": 0.9}"#;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(chat_reply(broken))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(chat_reply(
+            r#"{"value": {"title": "Printer on fire", "priority": "High"}}"#,
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+
+    let support = support_client(&server).await;
+    let result = support.ticket("The printer on floor 3 is on fire!").await;
+    assert_eq!(
+        result.value,
+        Some(Ticket {
+            title: "Printer on fire".into(),
+            priority: Priority::High
+        })
+    );
+    assert_eq!(result.attempts.len(), 2);
+    let problem = &result.attempts[0].issues[0];
+    assert_eq!(problem.source, IssueSource::Verification);
+    assert!(
+        problem.message.contains("confidence"),
+        "{}",
+        problem.message
+    );
+    assert_eq!(result.attempts[1].model, "gpt-4o-mini-2024-07-18");
+    assert_eq!(result.usage.input_tokens, 240);
+
+    let requests = server.received_requests().await.expect("recorded");
+    assert_eq!(requests.len(), 2);
+    let first: Value = serde_json::from_slice(&requests[0].body).expect("json body");
+    let second: Value = serde_json::from_slice(&requests[1].body).expect("json body");
+    assert_eq!(first["response_format"]["type"], "json_schema");
+    assert_eq!(first["response_format"]["json_schema"]["strict"], true);
+    let schema = &first["response_format"]["json_schema"]["schema"];
+    assert_eq!(schema["required"], json!(["value"]));
+    assert_eq!(schema["additionalProperties"], false);
+    let retry_user = second["messages"][1]["content"]
+        .as_str()
+        .expect("user message");
+    assert!(
+        retry_user.contains(&format!("## Previous attempt\n{broken}")),
+        "{retry_user}"
+    );
+    assert!(
+        retry_user.contains(&format!("- {}", problem.message)),
+        "{retry_user}"
+    );
+    assert_eq!(second["messages"][0]["role"], "system");
+}
+
+#[tokio::test]
+async fn an_http_error_becomes_the_typed_methods_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
+            "error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}
+        })))
+        .mount(&server)
+        .await;
+    let support = support_client(&server).await;
+    let error = support.urgency("help").await.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("Incorrect API key provided.") && text.contains("401"),
+        "{text}"
+    );
+    assert!(!text.contains("sk-test-not-a-real-key"));
+    assert_eq!(
+        server.received_requests().await.map(|r| r.len()),
+        Some(1),
+        "401 is not retried"
+    );
+}
