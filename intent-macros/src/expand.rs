@@ -211,13 +211,13 @@ fn input(inputs: &[Input<'_>]) -> TokenStream {
             quote!(::intent_runtime::__private::input(#arg))
         }
         several => {
-            let named = several.iter().map(|input| {
+            let adds = several.iter().map(|input| {
                 let name = input.name.to_string();
-                let type_label = type_label(input.ty);
                 let arg = by_ref(input);
-                quote!(::intent_runtime::__private::named(#name, #type_label, #arg))
+                quote!(.with(#name, #arg))
             });
-            quote!(::intent_runtime::__private::named_inputs(&[#(#named),*]))
+            // `a(..)?.b(..)`: the closure returns the last `with`'s result as it is.
+            quote!(::intent_runtime::__private::named_inputs(|inputs| inputs #(#adds)?*))
         }
     }
 }
@@ -229,24 +229,6 @@ fn by_ref(input: &Input<'_>) -> TokenStream {
         Type::Reference(_) => quote!(#name),
         _ => quote!(&#name),
     }
-}
-
-/// The type as the user wrote it, without the token spacing of `to_string`.
-fn type_label(ty: &Type) -> String {
-    let spaced = ty.to_token_stream().to_string();
-    let mut label = String::with_capacity(spaced.len());
-    let mut chars = spaced.chars().peekable();
-    let mut previous = ' ';
-    while let Some(c) = chars.next() {
-        let next = chars.peek().copied().unwrap_or(' ');
-        let between_words = (previous.is_alphanumeric() || previous == '_' || previous == '\'')
-            && (next.is_alphanumeric() || next == '_');
-        if c != ' ' || between_words {
-            label.push(c);
-        }
-        previous = c;
-    }
-    label
 }
 
 /// `None`, or `Some(&SCHEMA)` with the file embedded by `include_str!`.
@@ -362,7 +344,7 @@ mod tests {
     fn several_inputs_are_named_and_one_input_is_sent_as_itself() {
         let text = expand(TYPICAL).to_string();
         assert!(
-            text.contains(r#"named ("currency" , "Currency" , & currency)"#),
+            text.contains(r#"named_inputs (| inputs | inputs . with ("document" , document) ? . with ("currency" , & currency))"#),
             "{text}"
         );
         assert!(text.contains("__private :: input (review)"), "{text}");
@@ -373,19 +355,6 @@ mod tests {
         let text = expand(TYPICAL).to_string();
         assert_eq!(text.matches("assert_strict").count(), 2, "{text}");
         assert!(!text.contains("assert_strict :: < String >"));
-    }
-
-    #[test]
-    fn type_labels_lose_only_the_token_spacing() {
-        assert_eq!(type_label(&syn::parse_quote!(&'a str)), "&'a str");
-        assert_eq!(
-            type_label(&syn::parse_quote!(Vec<Option<u8>>)),
-            "Vec<Option<u8>>"
-        );
-        assert_eq!(
-            type_label(&syn::parse_quote!(&dyn Fn(u8) -> u8)),
-            "&dyn Fn(u8)->u8"
-        );
     }
 
     #[test]

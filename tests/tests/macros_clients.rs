@@ -208,7 +208,9 @@ async fn several_inputs_are_sent_as_one_object_keyed_by_name() {
         request.user
     );
     assert!(
-        request.user.contains("meeting: &Meeting, audience: String"),
+        request
+            .user
+            .contains("## Input (JSON object with keys meeting (Meeting where"),
         "{}",
         request.user
     );
