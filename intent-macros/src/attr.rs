@@ -496,3 +496,67 @@ fn list(names: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(attrs: &[Attribute]) -> (MethodAttrs, Result<(), String>) {
+        let mut errors = Errors::default();
+        let parsed = parse_method_attrs(attrs, &mut errors);
+        (parsed, errors.finish(()).map_err(|e| e.to_string()))
+    }
+
+    #[test]
+    fn guardrails_merge_across_attributes_and_others_are_kept() {
+        let (parsed, result) = parse(&[
+            syn::parse_quote!(#[guardrail(require_judge)]),
+            syn::parse_quote!(#[doc = " kept"]),
+            syn::parse_quote!(#[guardrail(max_model_calls = 4, time_budget_ms = 1500)]),
+            syn::parse_quote!(#[validate(a, b::c)]),
+            syn::parse_quote!(#[validate(d)]),
+        ]);
+        result.unwrap();
+        assert!(parsed.guardrails.require_judge.is_some());
+        assert_eq!(parsed.guardrails.max_model_calls, Some(4));
+        assert_eq!(parsed.guardrails.time_budget_ms, Some(1500));
+        assert_eq!(parsed.validators.len(), 3);
+        assert_eq!(parsed.kept.len(), 1);
+    }
+
+    #[test]
+    fn a_guardrail_repeated_in_another_attribute_is_a_duplicate() {
+        let (_, result) = parse(&[
+            syn::parse_quote!(#[guardrail(max_model_calls = 4)]),
+            syn::parse_quote!(#[guardrail(max_model_calls = 5)]),
+        ]);
+        assert_eq!(
+            result.unwrap_err(),
+            "duplicate guardrail `max_model_calls`; give it once"
+        );
+    }
+
+    #[test]
+    fn intent_options_read_their_literals() {
+        let (parsed, result) = parse(&[syn::parse_quote!(
+            #[intent("Do it", model = "m", max_attempts = 2, temperature = 1, schema = "s.json", json_mode)]
+        )]);
+        result.unwrap();
+        let intent = parsed.intent.unwrap();
+        assert_eq!(intent.text.value(), "Do it");
+        assert_eq!(intent.model.unwrap().value(), "m");
+        assert_eq!(intent.max_attempts, Some(2));
+        assert_eq!(intent.temperature, Some(1.0));
+        assert_eq!(intent.schema.unwrap().value(), "s.json");
+        assert!(intent.json_mode.is_some());
+    }
+
+    #[test]
+    fn a_temperature_out_of_range_is_refused() {
+        let (_, result) = parse(&[syn::parse_quote!(#[intent("Do it", temperature = 3.5)])]);
+        assert_eq!(
+            result.unwrap_err(),
+            "`temperature` must be between 0.0 and 2.0"
+        );
+    }
+}

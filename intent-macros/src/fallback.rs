@@ -68,3 +68,44 @@ pub(crate) fn not_a_trait(item: TokenStream) -> TokenStream {
 fn is_future(sig: &syn::Signature) -> bool {
     matches!(&sig.output, syn::ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::ImplTrait(_)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_keeps_the_trait_and_a_client_without_our_attributes() {
+        let item: ItemTrait = syn::parse_quote! {
+            trait Docs {
+                #[intent(bad)]
+                async fn summary(&self, text: &str) -> Result<String, IntentError>;
+                fn provided(&self) -> u8 { 1 }
+            }
+        };
+        let text = with_error(
+            &item,
+            syn::Error::new(proc_macro2::Span::call_site(), "boom"),
+        )
+        .to_string();
+        assert!(text.contains("compile_error ! { \"boom\" }"), "{text}");
+        assert!(text.contains("trait Docs"), "{text}");
+        assert!(text.contains("impl Docs for DocsClient"), "{text}");
+        assert!(
+            text.contains("async move { :: core :: unreachable ! () }"),
+            "{text}"
+        );
+        assert!(!text.contains("# [intent"), "{text}");
+        // The provided method is inherited, not stubbed.
+        assert_eq!(text.matches("fn provided").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn an_unsafe_trait_gets_no_client_impl() {
+        let item: ItemTrait = syn::parse_quote!(
+            unsafe trait Docs {}
+        );
+        let text =
+            with_error(&item, syn::Error::new(proc_macro2::Span::call_site(), "x")).to_string();
+        assert!(!text.contains("impl Docs for"), "{text}");
+    }
+}

@@ -69,7 +69,8 @@ use proc_macro::TokenStream;
 ///
 /// - `T = String`: plain text, no schema.
 /// - `T = serde_json::Value` (or `Value`): a runtime shape, with the schema of
-///   `schema = "..."` or, without it, any JSON object.
+///   `schema = "..."` or, without it, any JSON object. Like the wrappers, it is
+///   recognized by name: a type of your own named `Value` or `String` is taken for these.
 /// - Any other `T` must implement `StrictCompatible` (checked at compile time), unless
 ///   the method sets `json_mode`.
 ///

@@ -87,6 +87,9 @@ pub trait Documents {
     #[intent("Extract loose fields", json_mode)]
     async fn loose(&self, text: &str, hint: Option<u8>) -> Result<Loose, IntentError>;
 
+    #[intent("Pick the most urgent message")]
+    async fn most_urgent<'a>(&self, messages: &'a [String], limit: u8) -> Result<String, IntentError>;
+
     /// Not an intent: the client inherits it.
     fn describe(&self) -> &'static str {
         "documents"
@@ -114,6 +117,8 @@ fn futures_are_send(client: IntentClient) {
     assert_send(docs.summary("text"));
     assert_send(docs.facts("text"));
     assert_send(docs.loose("text", Some(1)));
+    let messages = vec!["Server down".to_owned()];
+    assert_send(docs.most_urgent(&messages, 1));
     let translate = TranslateClient::new(client);
     assert_send(Translate::<Line>::french(&translate, &Line { item: "pen".into(), cents: 1 }));
     let _: &IntentClient = docs.client();
