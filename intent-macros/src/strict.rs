@@ -15,8 +15,8 @@
 //!   them as `anyOf` without loss. An internally tagged newtype variant is a `$ref` with
 //!   the tag property beside it, which cannot be made strict: it is rejected.
 //! - A type that names itself (directly or through `Box`, `Vec`, `Option`, ...) has no
-//!   finite strict schema. Recursion through another type cannot be seen by a derive; the
-//!   runtime's schema check catches it.
+//!   finite strict schema. Recursion through another type cannot be seen by a derive; at
+//!   run time the schema check finds the `$ref` cycle and asks in JSON-object mode.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
