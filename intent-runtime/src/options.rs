@@ -15,6 +15,11 @@ pub type Validator<T> = Arc<dyn Fn(&T) -> Vec<String> + Send + Sync>;
 ///
 /// Implemented for `Result<(), String>` (one problem or none), `Vec<String>`,
 /// `Option<String>` and `bool` (with a generic message when `false`).
+#[diagnostic::on_unimplemented(
+    message = "a validator must return the problems it found, not `{Self}`",
+    label = "this validator returns `{Self}`",
+    note = "return `Result<(), String>`, `Vec<String>`, `Option<String>` or `bool`: every message becomes a problem fed back to the model"
+)]
 pub trait IntoProblems {
     /// The problems, empty when there are none.
     fn into_problems(self) -> Vec<String>;

@@ -17,7 +17,6 @@ const SHAPE_KEYWORDS: &[&str] = &[
     "allOf",
     "properties",
     "items",
-    "prefixItems",
     "not",
 ];
 
@@ -26,7 +25,7 @@ const SHAPE_KEYWORDS: &[&str] = &[
 /// It is not when the value reaches (through properties, items, branches or local
 /// `$ref`s) a map (an object with an `additionalProperties` or `patternProperties`
 /// schema, or an object with no `properties`), an unconstrained value (`true`, `{}`, an
-/// array with no `items`), a `$ref` cycle (a recursive type), or a `$ref` that does not
+/// array with no `items`), a tuple (`prefixItems`), a `$ref` cycle (a recursive type), or a `$ref` that does not
 /// resolve inside the envelope (external, or dangling). Such targets are asked for in
 /// JSON-object mode, where the prompt carries the shape instead.
 pub(crate) fn is_strict_compatible(envelope: &Value) -> bool {
@@ -70,7 +69,12 @@ impl<'a> Checker<'a> {
         if is_object_schema(map) && is_map_like(map) {
             return false;
         }
-        if is_array_schema(map) && !map.contains_key("items") && !map.contains_key("prefixItems") {
+        // Tuples (`prefixItems`) are not among the keywords strict modes accept
+        // (PROVIDERS.md); the derive refuses tuple types for the same reason.
+        if map.contains_key("prefixItems") {
+            return false;
+        }
+        if is_array_schema(map) && !map.contains_key("items") {
             return false;
         }
         self.check_subschemas(map)
@@ -108,14 +112,12 @@ impl<'a> Checker<'a> {
         {
             return false;
         }
-        // `items: false` closes a tuple after its `prefixItems`; it admits nothing more.
         if let Some(items) = map.get("items")
-            && items != &Value::Bool(false)
             && !self.check(items)
         {
             return false;
         }
-        ["prefixItems", "anyOf", "oneOf", "allOf"]
+        ["anyOf", "oneOf", "allOf"]
             .iter()
             .filter_map(|keyword| map.get(*keyword))
             .all(|branches| match branches {
@@ -169,7 +171,11 @@ mod tests {
             json!({"type": "object", "properties": {}}),
             json!({})
         ));
-        assert!(compatible(
+    }
+
+    #[test]
+    fn tuples_are_not_compatible() {
+        assert!(!compatible(
             json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": false}),
             json!({})
         ));
