@@ -256,6 +256,15 @@ where
             }
         };
         record.duration = attempt_started.elapsed();
+        tracing::debug!(
+            attempt = number,
+            passed = value.is_some(),
+            issues = record.issues.len(),
+            repairs = record.repairs.len(),
+            cached = record.cached,
+            elapsed_ms = record.duration.as_millis() as u64,
+            "attempt finished"
+        );
         issues.extend(record.issues.iter().cloned());
         attempts.push(record);
         if value.is_some() || stop {
