@@ -170,18 +170,36 @@ async fn a_rate_limited_call_is_retried_after_the_wait_the_server_asks_for() {
         .mount(&server)
         .await;
 
-    let provider = OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
-    let client = IntentClient::builder().provider(provider).build().expect("client");
+    let provider =
+        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
+    let client = IntentClient::builder()
+        .provider(provider)
+        .build()
+        .expect("client");
     let started = std::time::Instant::now();
     let result = client
-        .transform::<_, Priority>("no rush", "Classify the urgency of the email", Default::default())
+        .transform::<_, Priority>(
+            "no rush",
+            "Classify the urgency of the email",
+            Default::default(),
+        )
         .await;
     assert_eq!(result.value, Some(Priority::Low));
-    assert!(started.elapsed() >= std::time::Duration::from_millis(20), "waited as asked");
-    assert_eq!(result.attempts.len(), 1, "a transport retry is not a new attempt");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(20),
+        "waited as asked"
+    );
+    assert_eq!(
+        result.attempts.len(),
+        1,
+        "a transport retry is not a new attempt"
+    );
     let retries = &result.attempts[0].provider_retries;
     assert_eq!(retries.len(), 1);
-    assert!(retries[0].contains("Rate limit reached.") && retries[0].contains("20 ms"), "{retries:?}");
+    assert!(
+        retries[0].contains("Rate limit reached.") && retries[0].contains("20 ms"),
+        "{retries:?}"
+    );
     assert_eq!(result.attempts[0].model_calls, 2);
 }
 
@@ -197,7 +215,8 @@ async fn a_retry_wait_past_the_time_budget_is_not_taken() {
         )
         .mount(&server)
         .await;
-    let provider = OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
+    let provider =
+        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
     let client = IntentClient::builder()
         .provider(provider)
         .time_budget(std::time::Duration::from_secs(2))
@@ -205,10 +224,21 @@ async fn a_retry_wait_past_the_time_budget_is_not_taken() {
         .expect("client");
     let started = std::time::Instant::now();
     let result = client
-        .transform::<_, Priority>("help", "Classify the urgency of the email", Default::default())
+        .transform::<_, Priority>(
+            "help",
+            "Classify the urgency of the email",
+            Default::default(),
+        )
         .await;
-    assert!(started.elapsed() < std::time::Duration::from_secs(2), "did not sleep 30 s");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "did not sleep 30 s"
+    );
     assert!(!result.is_success());
     assert_eq!(server.received_requests().await.map(|r| r.len()), Some(1));
-    assert!(result.issues[0].message.contains("overloaded"), "{}", result.issues[0].message);
+    assert!(
+        result.issues[0].message.contains("overloaded"),
+        "{}",
+        result.issues[0].message
+    );
 }

@@ -23,7 +23,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-pub use strict::{ACCEPTED_FORMATS, REJECTED_KEYWORDS, make_strict};
+pub use strict::{ACCEPTED_FORMATS, CONSTRAINT_KEYWORDS, OTHER_REJECTED_KEYWORDS, make_strict};
 
 /// The name of the envelope's only property.
 pub const ENVELOPE_PROPERTY: &str = "value";

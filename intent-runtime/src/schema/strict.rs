@@ -3,14 +3,9 @@
 
 use serde_json::{Map, Value};
 
-/// Keywords removed everywhere: strict modes reject them, and the constraints they
-/// carry are checked locally against the full schema instead (issue #2).
-///
-/// Besides the list in the issue, this drops what `schemars` or hand-written schemas
-/// carry that OpenAI's strict mode refuses: annotations on object size, `examples`,
-/// `deprecated`, `readOnly` / `writeOnly`, `contentEncoding` / `contentMediaType`, and
-/// the array keywords `contains` / `minContains` / `maxContains`.
-pub const REJECTED_KEYWORDS: &[&str] = &[
+/// The value constraints that strict modes reject. The strict walk removes them; the
+/// verifier checks them locally against the full schema instead (issues #2 and #3).
+pub const CONSTRAINT_KEYWORDS: &[&str] = &[
     "minimum",
     "maximum",
     "exclusiveMinimum",
@@ -22,6 +17,14 @@ pub const REJECTED_KEYWORDS: &[&str] = &[
     "minItems",
     "maxItems",
     "uniqueItems",
+];
+
+/// Other keywords removed everywhere because strict modes reject them: `default` and
+/// `$schema` (named in issue #2), and what `schemars` or hand-written schemas carry that
+/// OpenAI's strict mode refuses: annotations on object size, `examples`, `deprecated`,
+/// `readOnly` / `writeOnly`, `contentEncoding` / `contentMediaType`, and the array
+/// keywords `contains` / `minContains` / `maxContains`.
+pub const OTHER_REJECTED_KEYWORDS: &[&str] = &[
     "default",
     "$schema",
     "minProperties",
@@ -63,7 +66,8 @@ const SUBSCHEMA_MAPS: &[&str] = &["properties", "$defs", "definitions"];
 
 /// Makes `schema` acceptable to providers' strict modes, in place.
 ///
-/// - removes the [rejected keywords](REJECTED_KEYWORDS) and every `format` not in
+/// - removes the [constraints](CONSTRAINT_KEYWORDS), the
+///   [other rejected keywords](OTHER_REJECTED_KEYWORDS) and every `format` not in
 ///   [`ACCEPTED_FORMATS`];
 /// - on every object schema (its `type` is or includes `"object"`, or it has
 ///   `properties` and no `type`): sets `additionalProperties: false` and lists every
@@ -83,7 +87,7 @@ pub fn make_strict(schema: &mut Value) {
     let Value::Object(map) = schema else {
         return;
     };
-    for keyword in REJECTED_KEYWORDS {
+    for keyword in CONSTRAINT_KEYWORDS.iter().chain(OTHER_REJECTED_KEYWORDS) {
         map.remove(*keyword);
     }
     drop_unaccepted_format(map);

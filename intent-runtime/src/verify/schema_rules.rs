@@ -22,22 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
 use crate::result::{IssueSource, ResultIssue};
-use crate::schema::ENVELOPE_PROPERTY;
-
-/// The keywords the strict walk removes and this module checks.
-const CONSTRAINT_KEYWORDS: [&str; 11] = [
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-];
+use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
 
 /// At most this many schema issues per attempt: more would drown the model's prompt.
 const MAX_SCHEMA_ISSUES: usize = 20;
