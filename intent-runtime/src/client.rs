@@ -157,15 +157,15 @@ impl IntentClient {
         if TypeId::of::<T>() == TypeId::of::<String>() {
             return self.transform_text(input, intent, options).await;
         }
+        if TypeId::of::<T>() == TypeId::of::<Value>() {
+            // A `Value` has no fixed shape: it is a runtime shape without a schema.
+            return self.transform_any_json(input, intent, options).await;
+        }
         let schema = match target_schema::<T>() {
             Ok(schema) => schema,
             Err(error) => return preflight_failure(error.to_string(), started),
         };
-        let target = if options.json_mode || !schema.strict_compatible {
-            OutputTarget::TypedJsonObject(schema.clone())
-        } else {
-            OutputTarget::Typed(schema.clone())
-        };
+        let target = OutputTarget::typed(schema.clone(), options.json_mode);
         let plan = self.plan(intent, input, target, &options);
         let settings = self.settings(&options);
         let validators = options.validators;
@@ -185,29 +185,30 @@ impl IntentClient {
     where
         T: Send + 'static,
     {
-        let validators: Vec<Validator<String>> = options
-            .validators
-            .iter()
-            .map(|validator| {
-                let validator = validator.clone();
-                Arc::new(
-                    move |text: &String| match (text as &dyn Any).downcast_ref::<T>() {
-                        Some(value) => validator(value),
-                        None => Vec::new(),
-                    },
-                ) as Validator<String>
-            })
-            .collect();
+        let validators = retype_validators::<T, String>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::Text, &options);
         let settings = self.settings(&options);
         run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
-            let verification = verify_text(reply, &validators, attempt);
-            Verification {
-                value: verification.value.and_then(cast::<String, T>),
-                issues: verification.issues,
-                repairs: verification.repairs,
-                truncated: verification.truncated,
-            }
+            retype_verification(verify_text(reply, &validators, attempt))
+        })
+        .await
+    }
+
+    // `T` is `serde_json::Value` here: a runtime shape without a schema.
+    async fn transform_any_json<T>(
+        &self,
+        input: PreparedInput,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> AIResult<T>
+    where
+        T: Send + 'static,
+    {
+        let validators = retype_validators::<T, Value>(&options.validators);
+        let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
+        let settings = self.settings(&options);
+        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+            retype_verification(verify_value(reply, None, &validators, attempt))
         })
         .await
     }
@@ -309,6 +310,32 @@ fn cast<A: 'static, B: 'static>(value: A) -> Option<B> {
         .downcast::<B>()
         .ok()
         .map(|boxed| *boxed)
+}
+
+/// Validators of `T` as validators of `U`, for `T` and `U` the same type known apart only
+/// at run time (the caller compared their `TypeId`s).
+fn retype_validators<T: 'static, U: 'static>(validators: &[Validator<T>]) -> Vec<Validator<U>> {
+    validators
+        .iter()
+        .map(|validator| {
+            let validator = validator.clone();
+            Arc::new(
+                move |value: &U| match (value as &dyn Any).downcast_ref::<T>() {
+                    Some(value) => validator(value),
+                    None => Vec::new(),
+                },
+            ) as Validator<U>
+        })
+        .collect()
+}
+
+fn retype_verification<U: 'static, T: 'static>(verification: Verification<U>) -> Verification<T> {
+    Verification {
+        value: verification.value.and_then(cast::<U, T>),
+        issues: verification.issues,
+        repairs: verification.repairs,
+        truncated: verification.truncated,
+    }
 }
 
 /// A result for a request that could not be built: no model was called.

@@ -490,3 +490,34 @@ async fn a_schema_that_cannot_be_compiled_stops_without_retrying() {
         result.issues
     );
 }
+
+#[tokio::test]
+async fn a_value_target_is_a_runtime_shape_in_json_object_mode() {
+    let (client, provider) = scripted([
+        r#"{"value": {"anything": [1, 2]}, "extra": 1}"#,
+        r#"{"anything": [1, 2]}"#,
+    ]);
+    let result = client
+        .transform::<_, serde_json::Value>(
+            "x",
+            "Extract",
+            IntentOptions::new().require(
+                |v: &serde_json::Value| v.is_object(),
+                "Reply with an object.",
+            ),
+        )
+        .await;
+    assert_eq!(result.value, Some(serde_json::json!({"anything": [1, 2]})));
+    // The runtime-shape envelope rule has no exception: `value` beside other keys fails.
+    assert!(
+        result.attempts[0].issues[0].message.contains("extra"),
+        "{:?}",
+        result.attempts[0].issues
+    );
+    let request = &provider.requests()[0];
+    assert_eq!(
+        request.response_format,
+        intent_runtime::provider::ResponseFormat::JsonObject
+    );
+    assert!(request.schema.is_none());
+}

@@ -15,19 +15,15 @@
 //!
 //! Wording is kept short on purpose: every word is paid for in tokens on every call.
 
-use std::any::TypeId;
 use std::sync::Arc;
 
-use schemars::JsonSchema;
 use serde_json::Value;
 
 use crate::input::{PreparedInput, describe_target};
 use crate::options::Example;
 use crate::provider::ResponseFormat;
 use crate::result::AttemptRecord;
-use crate::schema::{
-    ENVELOPE_PROPERTY, SchemaError, TargetSchema, runtime_target_schema, target_schema,
-};
+use crate::schema::{ENVELOPE_PROPERTY, SchemaError, TargetSchema, runtime_target_schema};
 
 /// The system prompt's opening, before any caller instructions.
 pub const SYSTEM_PREAMBLE: &str = "Carry out the intent on the input exactly as stated, using only the input and the intent. Reply with the result alone: no preamble, no explanation, no code fences.";
@@ -61,23 +57,6 @@ impl OutputTarget {
             OutputTarget::Typed(schema)
         } else {
             OutputTarget::TypedJsonObject(schema)
-        }
-    }
-
-    /// The target for a result of type `T`: [`OutputTarget::Text`] for `String` (and
-    /// `str`), [`OutputTarget::AnyJson`] for `serde_json::Value` (use
-    /// [`OutputTarget::runtime`] to give it a schema), otherwise
-    /// [`OutputTarget::typed`] with `T`'s cached envelope.
-    pub fn for_type<T: JsonSchema + ?Sized + 'static>(
-        json_mode: bool,
-    ) -> Result<Self, SchemaError> {
-        let id = TypeId::of::<T>();
-        if id == TypeId::of::<String>() || id == TypeId::of::<str>() {
-            Ok(OutputTarget::Text)
-        } else if id == TypeId::of::<Value>() {
-            Ok(OutputTarget::AnyJson)
-        } else {
-            Ok(OutputTarget::typed(target_schema::<T>()?, json_mode))
         }
     }
 

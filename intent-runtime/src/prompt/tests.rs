@@ -266,29 +266,3 @@ fn typed_targets_send_the_strict_schema_unless_json_mode() {
     assert_eq!(plan.response_format(), ResponseFormat::Text);
     assert_eq!(plan.schema(), None);
 }
-
-#[test]
-fn the_target_of_a_type() {
-    assert_eq!(
-        OutputTarget::for_type::<String>(false),
-        Ok(OutputTarget::Text)
-    );
-    assert_eq!(OutputTarget::for_type::<str>(false), Ok(OutputTarget::Text));
-    assert_eq!(
-        OutputTarget::for_type::<serde_json::Value>(false),
-        Ok(OutputTarget::AnyJson)
-    );
-    let invoice = target_schema::<Invoice>().unwrap();
-    assert_eq!(
-        OutputTarget::for_type::<Invoice>(false),
-        Ok(OutputTarget::Typed(Arc::clone(&invoice)))
-    );
-    assert_eq!(
-        OutputTarget::for_type::<Invoice>(true),
-        Ok(OutputTarget::TypedJsonObject(invoice))
-    );
-    assert!(matches!(
-        OutputTarget::for_type::<HashMap<String, u8>>(false),
-        Ok(OutputTarget::TypedJsonObject(_))
-    ));
-}
