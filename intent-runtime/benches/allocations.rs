@@ -1,17 +1,36 @@
 //! Allocations per call: a counting global allocator around one `transform` of the
-//! invoice through a scripted provider that replies at once, with and without a retry.
+//! invoice through a scripted provider that replies at once, with and without a retry,
+//! and the same figures for each stage of a call on its own (input preparation, cached
+//! schema lookup, prompt rendering, verification), so a miss can be traced to its stage.
+//! A last row runs the call through a bare provider that records nothing, which leaves
+//! out the scripted provider's own bookkeeping.
 //!
-//! `cargo bench -p intent-runtime --bench allocations` (add `-- --quick` for a short run).
+//! `cargo bench -p intent-runtime --bench allocations` (2,000 calls per row);
+//! `-- --quick` (or `--test`) for 50.
 
 mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use intent_runtime::provider::ScriptedProvider;
-use intent_runtime::{IntentClient, IntentOptions};
-use support::{INVOICE_DOCUMENT, Invoice, invoice_reply, totals_add_up};
+use intent_runtime::input::prepare_input;
+use intent_runtime::parse::repair_against_schema;
+use intent_runtime::prompt::{OutputTarget, PromptPlan, render};
+use intent_runtime::provider::{ProviderReply, ScriptedProvider};
+use intent_runtime::schema::target_schema;
+use intent_runtime::verify::verify_typed;
+use intent_runtime::{IntentClient, IntentOptions, Validator};
+use serde::Deserialize;
+use serde_json::Value;
+use support::{
+    INVOICE_DOCUMENT, InstantProvider, Invoice, broken_invoice_reply, invoice_reply, totals_add_up,
+};
+
+const INTENT: &str = "Extract the invoice";
+const TARGET_ALLOCATIONS: u64 = 300;
+const TARGET_MICROS: f64 = 50.0;
 
 struct Counting;
 
@@ -41,65 +60,78 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn median(values: &mut [u64]) -> u64 {
-    values.sort_unstable();
-    values[values.len() / 2]
+/// Medians over many repetitions of one piece of work.
+#[derive(Clone, Copy)]
+struct Medians {
+    nanos: u64,
+    allocations: u64,
+    bytes: u64,
 }
 
-fn measure(
-    name: &str,
-    client: &IntentClient,
-    rt: &tokio::runtime::Runtime,
-    calls: usize,
-    expected_attempts: usize,
-) {
-    let mut allocations = Vec::with_capacity(calls);
-    let mut bytes = Vec::with_capacity(calls);
-    let mut nanos = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+fn median(values: &mut [u64]) -> u64 {
+    values.sort_unstable();
+    values.get(values.len() / 2).copied().unwrap_or(0)
+}
+
+/// Runs `work` `repetitions` times (after one warm-up run) and takes the medians.
+fn measure(repetitions: usize, mut work: impl FnMut()) -> Medians {
+    work();
+    let mut allocations = Vec::with_capacity(repetitions);
+    let mut bytes = Vec::with_capacity(repetitions);
+    let mut nanos = Vec::with_capacity(repetitions);
+    for _ in 0..repetitions {
         let (a0, b0) = (
             ALLOCATIONS.load(Ordering::Relaxed),
             BYTES.load(Ordering::Relaxed),
         );
         let started = Instant::now();
-        let result =
-            rt.block_on(client.transform(INVOICE_DOCUMENT, "Extract the invoice", options));
+        work();
         let elapsed = started.elapsed();
         allocations.push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
         bytes.push(BYTES.load(Ordering::Relaxed) - b0);
-        nanos.push(elapsed.as_nanos() as u64);
-        assert!(result.is_success(), "{:?}", result.issues);
-        assert_eq!(result.attempts.len(), expected_attempts);
+        nanos.push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
     }
+    Medians {
+        nanos: median(&mut nanos),
+        allocations: median(&mut allocations),
+        bytes: median(&mut bytes),
+    }
+}
+
+fn print_row(name: &str, m: &Medians) {
     println!(
-        "{name:<28} median {:>8.1} us/call  {:>6} allocations/call  {:>8} bytes allocated/call  ({calls} calls)",
-        median(&mut nanos) as f64 / 1000.0,
-        median(&mut allocations),
-        median(&mut bytes),
+        "{name:<34} median {:>8.1} us  {:>6} allocations  {:>8} bytes allocated",
+        Duration::from_nanos(m.nanos).as_secs_f64() * 1e6,
+        m.allocations,
+        m.bytes,
     );
 }
 
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
-    let calls = if quick { 50 } else { 2000 };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let reply = invoice_reply();
+/// The invoice's schema as a caller holding it at run time would pass it.
+fn invoice_runtime_schema() -> Value {
+    intent_runtime::schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<Invoice>()
+        .to_value()
+}
 
+fn transform_rows(rt: &tokio::runtime::Runtime, calls: usize) -> (Medians, Medians) {
+    let reply = invoice_reply();
     let ok = reply.clone();
     let client = IntentClient::builder()
         .provider(ScriptedProvider::from_fn(move |_, _| ok.as_str().into()))
         .build()
         .expect("client");
-    measure("transform/invoice", &client, &rt, calls, 1);
+    let single = measure(calls, || {
+        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+        let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
+        assert!(result.is_success(), "{:?}", result.issues);
+        assert_eq!(result.attempts.len(), 1);
+    });
+    print_row("transform/invoice", &single);
 
-    let broken = format!(
-        "{{\"value\": {}, \"note\": \"here you go\"}}",
-        &reply[9..reply.len() - 1]
-    );
+    // First reply breaks the envelope (an extra key), the second is right.
+    let broken = broken_invoice_reply();
     let retry_client = IntentClient::builder()
         .provider(ScriptedProvider::from_fn(move |_, index| {
             if index % 2 == 0 {
@@ -110,5 +142,173 @@ fn main() {
         }))
         .build()
         .expect("client");
-    measure("transform/invoice_with_retry", &retry_client, &rt, calls, 2);
+    let retry = measure(calls, || {
+        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+        let result = rt.block_on(retry_client.transform(INVOICE_DOCUMENT, INTENT, options));
+        assert!(result.is_success(), "{:?}", result.issues);
+        assert_eq!(result.attempts.len(), 2);
+    });
+    print_row("transform/invoice_with_retry", &retry);
+
+    let bare_client = IntentClient::builder()
+        .provider(InstantProvider::new(invoice_reply()))
+        .build()
+        .expect("client");
+    let bare = measure(calls, || {
+        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+        let result = rt.block_on(bare_client.transform(INVOICE_DOCUMENT, INTENT, options));
+        assert!(result.is_success(), "{:?}", result.issues);
+    });
+    print_row("transform/invoice (bare provider)", &bare);
+
+    // A runtime schema arrives as a `Value` on every call: its envelope is built per call.
+    let schema = invoice_runtime_schema();
+    let value_client = IntentClient::builder()
+        .provider(InstantProvider::new(invoice_reply()))
+        .build()
+        .expect("client");
+    let runtime = measure(calls, || {
+        let result = rt.block_on(value_client.transform_value(
+            INVOICE_DOCUMENT,
+            INTENT,
+            Some(&schema),
+            IntentOptions::new(),
+        ));
+        assert!(result.is_success(), "{:?}", result.issues);
+    });
+    print_row("transform_value/invoice schema", &runtime);
+    (single, bare)
+}
+
+/// The stages of one call, each alone; what is left of the whole call is the attempt
+/// loop's own bookkeeping and the provider call.
+fn stage_rows(calls: usize, whole: &Medians) {
+    let schema = target_schema::<Invoice>().expect("schema");
+    let input = prepare_input(INVOICE_DOCUMENT).expect("input");
+    let plan = PromptPlan::new(INTENT, input, OutputTarget::typed(schema.clone(), false));
+    let reply = ProviderReply::text(invoice_reply());
+    let validators: Vec<Validator<Invoice>> = IntentOptions::<Invoice>::new()
+        .validate(totals_add_up)
+        .validators;
+
+    let stages = [
+        (
+            "stage/prepare_input",
+            measure(calls, || {
+                black_box(prepare_input(black_box(INVOICE_DOCUMENT)).expect("input"));
+            }),
+        ),
+        (
+            "stage/target_schema (cached)",
+            measure(calls, || {
+                black_box(target_schema::<Invoice>().expect("schema"));
+            }),
+        ),
+        (
+            "stage/render",
+            measure(calls, || {
+                black_box(render(black_box(&plan), None));
+            }),
+        ),
+        (
+            "stage/verify_typed",
+            measure(calls, || {
+                let verification = verify_typed::<Invoice>(&reply, &schema, &validators, 1);
+                assert!(verification.passed(), "{:?}", verification.issues);
+                black_box(verification);
+            }),
+        ),
+    ];
+    let (mut nanos, mut allocations, mut bytes) = (0, 0, 0);
+    for (name, medians) in &stages {
+        nanos += medians.nanos;
+        allocations += medians.allocations;
+        bytes += medians.bytes;
+        print_row(name, medians);
+    }
+    print_row(
+        "rest (loop, records, provider)",
+        &Medians {
+            nanos: whole.nanos.saturating_sub(nanos),
+            allocations: whole.allocations.saturating_sub(allocations),
+            bytes: whole.bytes.saturating_sub(bytes),
+        },
+    );
+    verify_rows(calls, &schema.full, reply.text.as_str());
+}
+
+/// Inside `verify_typed`: what parsing, the schema-guided repair walk, serde and the
+/// full-schema check cost on their own, for a reply that needs no repair.
+fn verify_rows(calls: usize, full: &Value, reply: &str) {
+    let inner = full
+        .pointer("/properties/value")
+        .expect("the envelope has a value");
+    let parsed: Value = serde_json::from_str(reply).expect("json");
+    let value = parsed.get("value").cloned().expect("value");
+    let validator = jsonschema::validator_for(full).expect("the full schema compiles");
+    let parse = measure(calls, || {
+        black_box(serde_json::from_str::<Value>(black_box(reply)).expect("json"));
+    });
+    let parse_and_repair = measure(calls, || {
+        let mut parsed: Value = serde_json::from_str(black_box(reply)).expect("json");
+        let walked = repair_against_schema(&mut parsed["value"], full, inner, "/value", None);
+        assert!(walked.repairs.is_empty());
+        black_box(walked);
+    });
+    let rows = [
+        ("  verify/parse reply (serde_json)", parse),
+        (
+            "  verify/repair walk (no repair)",
+            Medians {
+                nanos: parse_and_repair.nanos.saturating_sub(parse.nanos),
+                allocations: parse_and_repair
+                    .allocations
+                    .saturating_sub(parse.allocations),
+                bytes: parse_and_repair.bytes.saturating_sub(parse.bytes),
+            },
+        ),
+        (
+            "  verify/deserialize Invoice",
+            measure(calls, || {
+                black_box(Invoice::deserialize(black_box(&value)).expect("invoice"));
+            }),
+        ),
+        (
+            "  verify/full-schema check",
+            measure(calls, || {
+                assert!(validator.is_valid(black_box(&parsed)));
+            }),
+        ),
+    ];
+    for (name, medians) in &rows {
+        print_row(name, medians);
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
+    let calls = if quick { 50 } else { 2000 };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!("## allocations and time per call (medians of {calls} calls)");
+    let (whole, bare) = transform_rows(&rt, calls);
+    stage_rows(calls, &whole);
+    for (provider, medians) in [("scripted", &whole), ("bare", &bare)] {
+        let micros = Duration::from_nanos(medians.nanos).as_secs_f64() * 1e6;
+        println!(
+            "targets ({provider} provider): < {TARGET_MICROS} us per call {}, < {TARGET_ALLOCATIONS} allocations per call {}",
+            if micros < TARGET_MICROS {
+                "met"
+            } else {
+                "MISSED"
+            },
+            if medians.allocations < TARGET_ALLOCATIONS {
+                "met"
+            } else {
+                "MISSED"
+            },
+        );
+    }
 }

@@ -161,10 +161,6 @@ where
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
     let mut value = None;
-    let model_name = settings
-        .model
-        .clone()
-        .unwrap_or_else(|| client.provider.default_model().to_owned());
 
     for number in 1..=settings.max_attempts.max(1) {
         if state.ceiling_reached() {
@@ -192,7 +188,13 @@ where
         // Only a first attempt may be served from the cache: a retry's request carries the
         // previous failure, and asking again is the point of it.
         let cache_key = match (&client.cache, number) {
-            (Some(_), 1) => Some(CacheKey::of(&request, &model_name)),
+            (Some(_), 1) => {
+                let model = settings
+                    .model
+                    .as_deref()
+                    .unwrap_or_else(|| client.provider.default_model());
+                Some(CacheKey::of(&request, model))
+            }
             _ => None,
         };
         let cached =
@@ -224,8 +226,6 @@ where
                 if !record.cached {
                     state.add_usage(&mut record, reply.usage);
                 }
-                record.raw_output.clone_from(&reply.text);
-                record.model.clone_from(&reply.model);
                 let verification = verify(&reply, number);
                 let passed = verification.passed();
                 record.issues = verification.issues;
@@ -244,12 +244,20 @@ where
                         }
                     }
                 }
-                if candidate.is_some() {
-                    if let (Some(key), Some(cache), false) =
-                        (cache_key, &client.cache, record.cached)
-                    {
+                // The reply's text and model move into the record; they are copied only
+                // when the cache keeps the reply too (a 2 KB reply is worth not copying).
+                match (cache_key, &client.cache, record.cached) {
+                    (Some(key), Some(cache), false) if candidate.is_some() => {
+                        record.raw_output.clone_from(&reply.text);
+                        record.model.clone_from(&reply.model);
                         cache.put(key, reply);
                     }
+                    _ => {
+                        record.raw_output = reply.text;
+                        record.model = reply.model;
+                    }
+                }
+                if candidate.is_some() {
                     value = candidate;
                 }
                 stop
@@ -397,6 +405,40 @@ async fn judge_attempt(
                 number,
             ));
             JudgeStep::Rejected
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::provider::ScriptedProvider;
+    use crate::{IntentClient, IntentOptions};
+
+    const REPLY: &str = r#"{"value": 3}"#;
+
+    #[tokio::test]
+    async fn the_record_keeps_the_raw_reply_and_the_model_with_or_without_a_cache() {
+        for cached in [false, true] {
+            let provider = ScriptedProvider::new([REPLY, REPLY]).with_model("model-7");
+            let mut builder = IntentClient::builder().provider(provider);
+            if cached {
+                builder = builder.in_memory_cache(4);
+            }
+            let client = builder.build().unwrap();
+            for call in 0..2 {
+                let result = client
+                    .transform(
+                        "one two three",
+                        "Count the words",
+                        IntentOptions::<u32>::new(),
+                    )
+                    .await;
+                assert_eq!(result.value, Some(3), "cache {cached}, call {call}");
+                let record = &result.attempts[0];
+                assert_eq!(record.raw_output, REPLY, "cache {cached}, call {call}");
+                assert_eq!(record.model, "model-7", "cache {cached}, call {call}");
+                assert_eq!(record.cached, cached && call == 1);
+            }
         }
     }
 }

@@ -2,9 +2,10 @@
 //! [`IntentClientBuilder`], which reports every configuration mistake from `build()`.
 
 use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -21,11 +22,15 @@ use crate::options::{IntentOptions, Validator};
 use crate::prompt::{OutputTarget, PromptPlan};
 use crate::provider::Provider;
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
-use crate::schema::{TargetSchema, runtime_target_schema, target_schema};
+use crate::schema::{SchemaError, TargetSchema, runtime_target_schema, target_schema};
 use crate::verify::{Verification, verify_text, verify_typed, verify_value};
 
 /// The default number of attempts per call.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// How many distinct runtime schemas a client keeps wrapped; past that the kept ones are
+/// dropped and wrapped again on their next use.
+const RUNTIME_SCHEMA_CACHE_CAPACITY: usize = 64;
 
 /// Running totals of a client and all its clones.
 #[derive(Debug, Default)]
@@ -51,6 +56,10 @@ pub(crate) struct ClientInner {
     pub model: Option<String>,
     pub max_output_tokens: Option<u32>,
     pub totals: Totals,
+    /// Wrapped runtime schemas by their JSON text. Callers pass the same schema on every
+    /// call; wrapping it (and compiling its validator, cached by the wrapped schema's
+    /// address) on every call cost four times the rest of the call.
+    pub runtime_schemas: Mutex<HashMap<String, Arc<TargetSchema>>>,
 }
 
 /// Runs intents against a model: plans the prompt, calls the provider, verifies, judges
@@ -225,8 +234,8 @@ impl IntentClient {
     where
         I: Serialize + JsonSchema + ?Sized,
     {
-        let target = match schema.map(runtime_target_schema).transpose() {
-            Ok(target) => target.map(Arc::new),
+        let target = match schema.map(|schema| self.runtime_schema(schema)).transpose() {
+            Ok(target) => target,
             Err(error) => return preflight_failure(error.to_string(), Instant::now()),
         };
         self.transform_value_input(prepare_input(input), intent, target, options)
@@ -257,6 +266,22 @@ impl IntentClient {
             verify_value(reply, schema.as_deref(), &validators, attempt)
         })
         .await
+    }
+
+    /// The envelope around a runtime schema, wrapped once per distinct schema.
+    fn runtime_schema(&self, schema: &Value) -> Result<Arc<TargetSchema>, SchemaError> {
+        let key = schema.to_string();
+        let cached = lock(&self.inner.runtime_schemas).get(&key).cloned();
+        if let Some(cached) = cached {
+            return Ok(cached);
+        }
+        // Built outside the lock: other calls need not wait for this schema.
+        let built = Arc::new(runtime_target_schema(schema)?);
+        let mut schemas = lock(&self.inner.runtime_schemas);
+        if schemas.len() >= RUNTIME_SCHEMA_CACHE_CAPACITY {
+            schemas.clear();
+        }
+        Ok(Arc::clone(schemas.entry(key).or_insert(built)))
     }
 
     fn checked_input(
@@ -303,6 +328,12 @@ impl IntentClient {
             max_output_tokens: options.max_output_tokens.or(inner.max_output_tokens),
         }
     }
+}
+
+/// Locks `mutex`; a panic elsewhere cannot leave a half-written entry (entries are
+/// inserted whole), so a poisoned lock is still sound to use.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn cast<A: 'static, B: 'static>(value: A) -> Option<B> {
@@ -543,6 +574,7 @@ impl IntentClientBuilder {
                 model: self.model,
                 max_output_tokens: self.max_output_tokens,
                 totals: Totals::default(),
+                runtime_schemas: Mutex::default(),
             }),
         })
     }
@@ -592,6 +624,51 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err, BuildError::JudgeNeverUsed);
+    }
+
+    #[test]
+    fn a_runtime_schema_is_wrapped_once_and_shared_by_clones() {
+        let client = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .build()
+            .unwrap();
+        let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let first = client.runtime_schema(&schema).unwrap();
+        let again = client.clone().runtime_schema(&schema.clone()).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = client
+            .runtime_schema(&serde_json::json!({"type": "integer"}))
+            .unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(
+            *other,
+            runtime_target_schema(&serde_json::json!({"type": "integer"})).unwrap()
+        );
+    }
+
+    #[test]
+    fn the_runtime_schema_cache_stays_bounded_and_errors_are_not_kept() {
+        let client = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .build()
+            .unwrap();
+        for n in 0..(RUNTIME_SCHEMA_CACHE_CAPACITY + 5) {
+            client
+                .runtime_schema(&serde_json::json!({"type": "string", "maxLength": n}))
+                .unwrap();
+        }
+        assert!(
+            client.inner.runtime_schemas.lock().unwrap().len() <= RUNTIME_SCHEMA_CACHE_CAPACITY
+        );
+        assert!(client.runtime_schema(&serde_json::json!(3)).is_err());
+        assert!(
+            !client
+                .inner
+                .runtime_schemas
+                .lock()
+                .unwrap()
+                .contains_key("3")
+        );
     }
 
     #[test]

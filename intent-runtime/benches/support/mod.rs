@@ -1,6 +1,8 @@
 //! Shared bench fixtures: the medium "invoice" target and its ~2 KB reply.
 #![allow(dead_code)]
 
+pub mod loopback;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -97,4 +99,69 @@ pub fn totals_add_up(invoice: &Invoice) -> Result<(), String> {
             invoice.total_cents
         ))
     }
+}
+
+/// A provider that answers at once and records nothing: the runtime's own cost per call,
+/// without the scripted provider's bookkeeping (it keeps every request, which grows
+/// without bound over a long bench, and serializes the schema to estimate usage).
+///
+/// With [`InstantProvider::alternating`], even-numbered requests get the first reply and
+/// odd-numbered ones the second: a broken reply then a right one makes every call retry
+/// once.
+#[derive(Debug)]
+pub struct InstantProvider {
+    replies: [String; 2],
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl InstantProvider {
+    /// A provider answering `reply` to every request.
+    pub fn new(reply: impl Into<String>) -> Self {
+        let reply = reply.into();
+        Self::alternating(reply.clone(), reply)
+    }
+
+    /// A provider answering `first` and `second` in turn.
+    pub fn alternating(first: impl Into<String>, second: impl Into<String>) -> Self {
+        Self {
+            replies: [first.into(), second.into()],
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl intent_runtime::provider::Provider for InstantProvider {
+    fn name(&self) -> &str {
+        "instant"
+    }
+
+    fn default_model(&self) -> &str {
+        "instant-model"
+    }
+
+    async fn complete(
+        &self,
+        _request: &intent_runtime::provider::ProviderRequest,
+    ) -> Result<intent_runtime::provider::ProviderReply, intent_runtime::provider::ProviderError>
+    {
+        let index = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
+        Ok(intent_runtime::provider::ProviderReply {
+            text: self.replies[index].clone(),
+            stop_reason: Some("stop".to_owned()),
+            model: "instant-model".to_owned(),
+            ..Default::default()
+        })
+    }
+}
+
+/// The invoice reply broken the way a model breaks an envelope (a key beside `value`),
+/// which fails the first attempt and makes the runtime retry.
+pub fn broken_invoice_reply() -> String {
+    let reply = invoice_reply();
+    let inner = reply
+        .strip_prefix("{\"value\":")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap_or(&reply);
+    format!("{{\"value\": {inner}, \"note\": \"here you go\"}}")
 }

@@ -1,0 +1,330 @@
+//! Throughput and concurrency over real HTTP: `IntentClient::transform` of the invoice
+//! through the real `OpenAi` provider against an in-process loopback server, next to a
+//! raw `reqwest` loop against the same server (the ceiling).
+//!
+//! Two parts, each selectable by name:
+//! - `throughput`: N calls at concurrency 1, 16 and 256 against a server that answers at
+//!   once. Calls per second, p50 / p99 latency, the latency the client adds over the raw
+//!   loop, CPU time per call (client and server apart) and peak RSS.
+//! - `latency`: 1,000 calls at concurrency 1,000 against a server that waits 200 ms. The
+//!   total must stay under 400 ms: nothing may serialize the calls.
+//!
+//! `cargo bench -p intent-runtime --bench throughput` (both parts, N = 10,000);
+//! `-- latency` or `-- throughput` for one part; `-- --quick` (or `--test`) for a short
+//! run that checks everything works without judging the figures.
+
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use intent_runtime::provider::{OpenAi, ScriptedProvider};
+use intent_runtime::{IntentClient, IntentOptions};
+use support::loopback::{
+    CpuTimes, Loopback, chat_completion, peak_rss_kib, percentile, reset_peak_rss,
+};
+use support::{INVOICE_DOCUMENT, Invoice, invoice_reply, totals_add_up};
+
+const INTENT: &str = "Extract the invoice";
+const LATENCY_DELAY: Duration = Duration::from_millis(200);
+const LATENCY_TARGET: Duration = Duration::from_millis(400);
+
+/// One call in flight; `true` when it succeeded.
+type CallFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// What one measured run produced.
+struct Run {
+    calls: usize,
+    failures: usize,
+    wall: Duration,
+    /// Per-call latencies, sorted.
+    latencies: Vec<Duration>,
+    cpu: CpuTimes,
+    peak_rss_kib: Option<u64>,
+}
+
+impl Run {
+    fn calls_per_second(&self) -> f64 {
+        self.calls as f64 / self.wall.as_secs_f64()
+    }
+
+    fn p(&self, percent: f64) -> Duration {
+        percentile(&self.latencies, percent)
+    }
+
+    fn cpu_per_call(&self, cpu: Duration) -> Duration {
+        cpu / self.calls.max(1) as u32
+    }
+}
+
+/// Runs `calls` calls of `call` with at most `concurrency` in flight, on `rt`.
+fn run_concurrent<F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    calls: usize,
+    concurrency: usize,
+    call: F,
+) -> Run
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    reset_peak_rss();
+    let cpu_before = CpuTimes::now();
+    let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let results = rt.block_on(async {
+        let workers: Vec<_> = (0..concurrency.min(calls))
+            .map(|_| {
+                let next = next.clone();
+                let call = call.clone();
+                tokio::spawn(async move {
+                    let mut latencies = Vec::new();
+                    let mut failures = 0;
+                    while next.fetch_add(1, Ordering::Relaxed) < calls {
+                        let started = Instant::now();
+                        if !call().await {
+                            failures += 1;
+                        }
+                        latencies.push(started.elapsed());
+                    }
+                    (latencies, failures)
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(workers.len());
+        for worker in workers {
+            all.push(worker.await.expect("a bench worker panicked"));
+        }
+        all
+    });
+    let wall = started.elapsed();
+    let cpu = CpuTimes::now().since(cpu_before);
+    let mut latencies: Vec<Duration> = Vec::with_capacity(calls);
+    let mut failures = 0;
+    for (worker_latencies, worker_failures) in results {
+        latencies.extend(worker_latencies);
+        failures += worker_failures;
+    }
+    latencies.sort_unstable();
+    Run {
+        calls,
+        failures,
+        wall,
+        latencies,
+        cpu,
+        peak_rss_kib: peak_rss_kib(),
+    }
+}
+
+fn intent_client(server: &Loopback) -> IntentClient {
+    IntentClient::builder()
+        .provider(OpenAi::new("sk-bench").with_base_url(server.base_url()))
+        .build()
+        .expect("client")
+}
+
+fn intent_call(client: &IntentClient) -> impl Fn() -> CallFuture + Clone + Send + 'static {
+    let client = client.clone();
+    move || {
+        let client = client.clone();
+        Box::pin(async move {
+            client
+                .transform(
+                    INVOICE_DOCUMENT,
+                    INTENT,
+                    IntentOptions::<Invoice>::new().validate(totals_add_up),
+                )
+                .await
+                .is_success()
+        })
+    }
+}
+
+/// The JSON body the `OpenAi` provider sends for the invoice, rebuilt from the request a
+/// scripted provider captured, so the raw loop posts a body of the same size.
+fn invoice_request_body() -> String {
+    let reply = invoice_reply();
+    let scripted = Arc::new(ScriptedProvider::from_fn(move |_, _| reply.as_str().into()));
+    let client = IntentClient::builder()
+        .shared_provider(scripted.clone())
+        .build()
+        .expect("client");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result = rt.block_on(client.transform(
+        INVOICE_DOCUMENT,
+        INTENT,
+        IntentOptions::<Invoice>::new().validate(totals_add_up),
+    ));
+    assert!(result.is_success(), "{:?}", result.issues);
+    let request = scripted.requests().into_iter().next().expect("one request");
+    serde_json::json!({
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": request.schema_name, "schema": request.schema.as_deref(), "strict": true}
+        }
+    })
+    .to_string()
+}
+
+fn raw_call(server: &Loopback, body: &str) -> impl Fn() -> CallFuture + Clone + Send + 'static {
+    let http = reqwest::Client::new();
+    let url = server.completions_url();
+    let body = hyper::body::Bytes::from(body.to_owned());
+    move || {
+        let request = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("authorization", "Bearer sk-bench")
+            .body(body.clone());
+        Box::pin(async move {
+            match request.send().await {
+                Ok(response) => response.status().is_success() && response.bytes().await.is_ok(),
+                Err(_) => false,
+            }
+        })
+    }
+}
+
+fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime")
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn print_run(label: &str, concurrency: usize, run: &Run) {
+    println!(
+        "{label:<7} c={concurrency:<4} {:>8.0} calls/s  p50 {:>8.1} us  p99 {:>8.1} us  \
+         cpu/call client {:>6.1} us server {:>6.1} us  peak RSS {:>7} KiB  ({} calls, {} failed, {:.2} s)",
+        run.calls_per_second(),
+        us(run.p(50.0)),
+        us(run.p(99.0)),
+        us(run.cpu_per_call(run.cpu.client())),
+        us(run.cpu_per_call(run.cpu.server)),
+        run.peak_rss_kib.map_or("?".to_owned(), |k| k.to_string()),
+        run.calls,
+        run.failures,
+        ms(run.wall) / 1e3,
+    );
+}
+
+fn throughput(calls: usize) {
+    let server = Loopback::start(chat_completion(&invoice_reply()), None);
+    let rt = client_runtime();
+    let client = intent_client(&server);
+    let intent = intent_call(&client);
+    let raw = raw_call(&server, &invoice_request_body());
+    println!(
+        "## throughput: {calls} calls of the invoice per row, loopback server answering at once"
+    );
+    for concurrency in [1, 16, 256] {
+        // Open `concurrency` pooled connections first, so both loops start warm.
+        run_concurrent(&rt, concurrency * 2, concurrency, raw.clone());
+        run_concurrent(&rt, concurrency * 2, concurrency, intent.clone());
+        let raw_run = run_concurrent(&rt, calls, concurrency, raw.clone());
+        let intent_run = run_concurrent(&rt, calls, concurrency, intent.clone());
+        print_run("raw", concurrency, &raw_run);
+        print_run("intent", concurrency, &intent_run);
+        println!(
+            "        c={concurrency:<4} intent/raw throughput {:>5.1}%  client-added latency p50 {:>7.1} us  p99 {:>7.1} us",
+            100.0 * intent_run.calls_per_second() / raw_run.calls_per_second(),
+            us(intent_run.p(50.0)) - us(raw_run.p(50.0)),
+            us(intent_run.p(99.0)) - us(raw_run.p(99.0)),
+        );
+        assert_eq!(raw_run.failures, 0, "raw calls failed");
+        assert_eq!(intent_run.failures, 0, "intent calls failed");
+    }
+}
+
+/// Spawns `calls` calls at once and waits for all of them; returns the total time.
+fn burst<F, Fut>(rt: &tokio::runtime::Runtime, calls: usize, call: F) -> (Duration, usize)
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = bool> + Send + 'static,
+{
+    rt.block_on(async {
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..calls).map(|_| tokio::spawn(call())).collect();
+        let mut failures = 0;
+        for task in tasks {
+            if !task.await.unwrap_or(false) {
+                failures += 1;
+            }
+        }
+        (started.elapsed(), failures)
+    })
+}
+
+fn latency_bound(calls: usize) {
+    let server = Loopback::start(chat_completion(&invoice_reply()), Some(LATENCY_DELAY));
+    let rt = client_runtime();
+    println!(
+        "## latency-bound: {calls} calls at concurrency {calls}, server waits {} ms",
+        LATENCY_DELAY.as_millis()
+    );
+    let raw = raw_call(&server, &invoice_request_body());
+    let client = intent_client(&server);
+    let intent = intent_call(&client);
+    // One call each first: builds the HTTP clients and caches the schema.
+    burst(&rt, 1, raw.clone());
+    burst(&rt, 1, intent.clone());
+    let mut worst = Duration::ZERO;
+    for (label, round) in [("new connections", 1), ("pooled", 2), ("pooled", 3)] {
+        let (raw_total, raw_failed) = burst(&rt, calls, raw.clone());
+        let (intent_total, intent_failed) = burst(&rt, calls, intent.clone());
+        println!(
+            "round {round} ({label:<15}) raw {:>6.1} ms  intent {:>6.1} ms  (failed: raw {raw_failed}, intent {intent_failed})",
+            ms(raw_total),
+            ms(intent_total),
+        );
+        assert_eq!(raw_failed + intent_failed, 0, "calls failed");
+        worst = worst.max(intent_total);
+    }
+    let verdict = if worst < LATENCY_TARGET {
+        "met"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "worst intent round {:.1} ms; target < {} ms {verdict}",
+        ms(worst),
+        LATENCY_TARGET.as_millis()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick" || a == "--test");
+    let parts: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let wants = |part: &str| parts.is_empty() || parts.contains(&part);
+    if wants("throughput") {
+        throughput(if quick { 512 } else { 10_000 });
+    }
+    if wants("latency") {
+        // Also in quick mode: the burst takes well under a second.
+        latency_bound(1_000);
+    }
+}
