@@ -171,10 +171,11 @@ fn breakdown(bpe: &CoreBPE, request: &ProviderRequest, description: Option<&str>
 struct Repeated {
     /// The type's description in the contract: the schema describes the same type.
     description: usize,
+    /// The rest of the output contract (`Reply with one JSON object {"value": <result>}`
+    /// and its joints): the schema's envelope says the same.
+    contract: usize,
     /// `title` members in the schema (type names such as `Array_of_Line`).
     titles: usize,
-    /// The contract's `Reply with one JSON object {"value": <result>}, where <result> is`.
-    envelope_sentence: usize,
     /// The preamble's `Reply with the result alone: no preamble, no explanation, no code
     /// fences.`, which structured output makes true by construction.
     format_rules: usize,
@@ -183,37 +184,27 @@ struct Repeated {
 fn repeated_in_strict_requests(
     bpe: &CoreBPE,
     request: &ProviderRequest,
-    description: Option<&str>,
+    parts: &Breakdown,
 ) -> Repeated {
     let count = |text: &str| bpe.encode_ordinary(text).len();
     let Some(format) = response_format(request) else {
         return Repeated {
             description: 0,
+            contract: 0,
             titles: 0,
-            envelope_sentence: 0,
             format_rules: 0,
         };
     };
     let mut untitled: Value = serde_json::from_str(&format).expect("json");
     remove_titles(&mut untitled);
-    let envelope_sentence = request
-        .user
-        .find("Reply with one JSON object")
-        .and_then(|start| {
-            let rest = &request.user[start..];
-            rest.find(" is ").map(|end| &rest[..end + 4])
-        })
-        .map_or(0, count);
     let format_rules = request
         .system
         .find("Reply with the result alone")
         .map_or(0, |start| count(&request.system[start..]));
     Repeated {
-        description: description
-            .filter(|d| request.user.contains(*d))
-            .map_or(0, count),
+        description: parts.description,
+        contract: parts.contract,
         titles: count(&format).saturating_sub(count(&untitled.to_string())),
-        envelope_sentence,
         format_rules,
     }
 }
@@ -285,14 +276,21 @@ fn main() {
     println!();
     println!("## what a strict-schema request repeats (tokens it could save)");
     println!(
-        "{:<26} {:>12} {:>14} {:>16} {:>12}",
-        "target", "descr.", "schema titles", "envelope sentence", "format rules"
+        "{:<26} {:>6} {:>8} {:>8} {:>14} {:>13} {:>6}",
+        "target", "total", "descr.", "contract", "schema titles", "format rules", "share"
     );
     for (name, (request, description)) in &targets {
-        let trims = repeated_in_strict_requests(&bpe, request, description.as_deref());
+        let parts = breakdown(&bpe, request, description.as_deref());
+        let trims = repeated_in_strict_requests(&bpe, request, &parts);
+        let repeated = trims.description + trims.contract + trims.titles + trims.format_rules;
         println!(
-            "{name:<26} {:>12} {:>14} {:>16} {:>12}",
-            trims.description, trims.titles, trims.envelope_sentence, trims.format_rules
+            "{name:<26} {:>6} {:>8} {:>8} {:>14} {:>13} {:>5.0}%",
+            parts.total,
+            trims.description,
+            trims.contract,
+            trims.titles,
+            trims.format_rules,
+            100.0 * repeated as f64 / parts.total.max(1) as f64
         );
     }
     if !quick {
