@@ -311,7 +311,7 @@ fn latency_bound(calls: usize) {
     );
 }
 
-fn main() {
+pub fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick" || a == "--test");
     let parts: Vec<&str> = args
