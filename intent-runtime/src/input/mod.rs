@@ -17,6 +17,9 @@
 
 mod describe;
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, PoisonError, RwLock, Weak};
+
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde::Serialize;
@@ -208,7 +211,24 @@ pub fn describe_type<T: JsonSchema + ?Sized>() -> String {
 /// The description of a target's value, from its full envelope (where the definitions
 /// sit): what the output contract shows.
 pub fn describe_target(target: &TargetSchema) -> String {
-    describe::describe_in(&target.full, "/properties/value")
+    // Rendered on every attempt of every call: cached by the address of the full
+    // envelope, with a `Weak` so an address is never mistaken for a dropped schema's.
+    type Cache = RwLock<HashMap<usize, (Weak<Value>, String)>>;
+    static CACHE: LazyLock<Cache> = LazyLock::new(Cache::default);
+    let key = Arc::as_ptr(&target.full) as usize;
+    if let Some((schema, text)) = CACHE
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+        && schema.strong_count() > 0
+    {
+        return text.clone();
+    }
+    let text = describe::describe_in(&target.full, "/properties/value");
+    let mut cache = CACHE.write().unwrap_or_else(PoisonError::into_inner);
+    cache.retain(|_, (schema, _)| schema.strong_count() > 0);
+    cache.insert(key, (Arc::downgrade(&target.full), text.clone()));
+    text
 }
 
 /// The schema of an input type as serde writes it (the serialize contract: a field

@@ -233,7 +233,7 @@ impl HttpTransport {
         provider: &str,
         url: &str,
         headers: HeaderMap,
-        body: &Value,
+        body: &(impl serde::Serialize + ?Sized),
         secret: Option<&str>,
     ) -> Result<RawResponse, ProviderError> {
         let client = self.client(provider)?;

@@ -125,6 +125,10 @@ pub fn verify_typed<T: DeserializeOwned>(
     let Some(json) = check.keep(json) else {
         return check;
     };
+    // A reply that already conforms to the strict envelope (declared keys only, exact
+    // types and enum members) has nothing to repair and no finding to explain: the
+    // schema-guided walk, most of the cost of a clean reply, is skipped.
+    let conforms = target.strict_compatible && schema_rules::conforms(&target.strict, &json);
     let rule = if schema_nav::bare_form_may_hold_value_key(full, inner) {
         EnvelopeRule::BareMayHoldValue
     } else {
@@ -142,13 +146,17 @@ pub fn verify_typed<T: DeserializeOwned>(
         }
         return check;
     }
-    let walked = parse::repair_against_schema(
-        &mut value,
-        full,
-        inner,
-        &format!("/{ENVELOPE_PROPERTY}"),
-        Some(&target.type_name),
-    );
+    let walked = if conforms {
+        parse::SchemaRepair::default()
+    } else {
+        parse::repair_against_schema(
+            &mut value,
+            full,
+            inner,
+            &format!("/{ENVELOPE_PROPERTY}"),
+            Some(&target.type_name),
+        )
+    };
     check.repairs.extend(walked.repairs.iter().cloned());
     match steps::deserialize::<T>(&value, &walked, &target.type_name, attempt) {
         Ok(parsed) => {

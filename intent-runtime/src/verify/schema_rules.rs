@@ -106,6 +106,15 @@ pub(crate) fn check_against_full_schema(
     (value.unwrap_or(Value::Null), issues)
 }
 
+/// Whether `instance` is valid against `schema` (compiled once and cached like the full
+/// schemas). A schema that cannot be compiled conforms to nothing.
+pub(crate) fn conforms(schema: &Arc<Value>, instance: &Value) -> bool {
+    match &compiled(schema).validator {
+        Ok(validator) => validator.is_valid(instance),
+        Err(_) => false,
+    }
+}
+
 /// Adds the messages of the constraint violations that make up `error`; returns whether
 /// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
 /// line breaks a bound) is explained by the first branch that failed on bounds alone,

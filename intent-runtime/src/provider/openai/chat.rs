@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, base_kind, error_from_response, invalid_response,
@@ -92,63 +92,122 @@ pub(crate) fn sanitize_schema_name(name: &str) -> String {
     }
 }
 
-/// The JSON body of one Chat Completions request.
+/// The JSON body of one Chat Completions request, as a value (what tests inspect).
+#[cfg(test)]
 pub(crate) fn request_body(
     request: &ProviderRequest,
     model: &str,
     settings: &WireSettings,
     extra: &Map<String, Value>,
 ) -> Value {
-    let mut messages = Vec::with_capacity(2);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    messages.push(json!({"role": "user", "content": request.user}));
-
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(model));
-    body.insert("messages".into(), Value::Array(messages));
-    if let Some(limit) = request.max_output_tokens {
-        body.insert(settings.max_tokens_field.key().into(), Value::from(limit));
-    }
-    if let Some(temperature) = request.temperature.and_then(http::temperature_value) {
-        body.insert("temperature".into(), temperature);
-    }
-    if let Some(format) = response_format(request, settings) {
-        body.insert("response_format".into(), format);
-    }
-    for (key, value) in extra {
-        body.entry(key.clone()).or_insert_with(|| value.clone());
-    }
-    Value::Object(body)
+    serde_json::to_value(ChatBody {
+        request,
+        model,
+        settings,
+        extra,
+    })
+    .unwrap_or(Value::Null)
 }
 
-fn response_format(request: &ProviderRequest, settings: &WireSettings) -> Option<Value> {
+/// The body of one request, serialized straight from the request: the schema and the
+/// prompts are borrowed, never copied into a `Value` tree (a deep copy of the schema per
+/// call cost more than the HTTP exchange itself).
+pub(crate) struct ChatBody<'a> {
+    pub(crate) request: &'a ProviderRequest,
+    pub(crate) model: &'a str,
+    pub(crate) settings: &'a WireSettings,
+    pub(crate) extra: &'a Map<String, Value>,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum FormatBody<'a> {
+    JsonObject,
+    JsonSchema { json_schema: JsonSchemaBody<'a> },
+}
+
+#[derive(Serialize)]
+struct JsonSchemaBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+impl Serialize for ChatBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let request = self.request;
+        let mut written: Vec<&str> = vec!["model", "messages"];
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("model", self.model)?;
+        let mut messages = Vec::with_capacity(2);
+        if !request.system.is_empty() {
+            messages.push(Message {
+                role: "system",
+                content: &request.system,
+            });
+        }
+        messages.push(Message {
+            role: "user",
+            content: &request.user,
+        });
+        map.serialize_entry("messages", &messages)?;
+        if let Some(limit) = request.max_output_tokens {
+            let key = self.settings.max_tokens_field.key();
+            map.serialize_entry(key, &limit)?;
+            written.push(key);
+        }
+        if let Some(temperature) = request.temperature.and_then(http::temperature_value) {
+            map.serialize_entry("temperature", &temperature)?;
+            written.push("temperature");
+        }
+        if let Some(format) = response_format(request, self.settings) {
+            map.serialize_entry("response_format", &format)?;
+            written.push("response_format");
+        }
+        // Extra fields never override ours.
+        for (key, value) in self.extra {
+            if !written.contains(&key.as_str()) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+fn response_format<'a>(
+    request: &'a ProviderRequest,
+    settings: &WireSettings,
+) -> Option<FormatBody<'a>> {
     match (request.response_format, settings.structured_output) {
         (ResponseFormat::Text, _) => None,
         (ResponseFormat::JsonObject, _)
         | (ResponseFormat::JsonSchema, StructuredOutput::JsonObject) => {
-            Some(json!({"type": "json_object"}))
+            Some(FormatBody::JsonObject)
         }
         (ResponseFormat::JsonSchema, StructuredOutput::JsonSchema) => {
             let Some(schema) = request.schema.as_deref() else {
                 tracing::debug!(
                     "a strict schema was asked for without a schema; sending json_object"
                 );
-                return Some(json!({"type": "json_object"}));
+                return Some(FormatBody::JsonObject);
             };
-            let mut json_schema = Map::new();
-            if settings.send_schema_name_and_strict {
-                json_schema.insert(
-                    "name".into(),
-                    sanitize_schema_name(&request.schema_name).into(),
-                );
-            }
-            json_schema.insert("schema".into(), schema.clone());
-            if settings.send_schema_name_and_strict {
-                json_schema.insert("strict".into(), Value::Bool(true));
-            }
-            Some(json!({"type": "json_schema", "json_schema": json_schema}))
+            let named = settings.send_schema_name_and_strict;
+            Some(FormatBody::JsonSchema {
+                json_schema: JsonSchemaBody {
+                    name: named.then(|| sanitize_schema_name(&request.schema_name)),
+                    schema,
+                    strict: named.then_some(true),
+                },
+            })
         }
     }
 }
@@ -279,7 +338,12 @@ impl ChatEndpoint {
         request: &ProviderRequest,
     ) -> Result<ProviderReply, ProviderError> {
         let model = request.model.as_deref().unwrap_or(&self.model);
-        let body = request_body(request, model, &self.settings, &self.extra_body);
+        let body = ChatBody {
+            request,
+            model,
+            settings: &self.settings,
+            extra: &self.extra_body,
+        };
         let url = format!("{}/chat/completions", self.base_url);
         let secret = self.api_key.as_deref();
         let mut headers = HeaderMap::new();
@@ -325,6 +389,8 @@ impl ChatEndpoint {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use serde_json::json;
 
     use super::*;
 
