@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::http::{
     self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, base_kind,
@@ -214,30 +214,56 @@ impl Provider for Anthropic {
 }
 
 /// The JSON body of one Messages request.
-fn request_body(request: &ProviderRequest, model: &str, default_max_tokens: u32) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(model));
-    body.insert(
-        "max_tokens".into(),
-        Value::from(request.max_output_tokens.unwrap_or(default_max_tokens)),
-    );
-    if !request.system.is_empty() {
-        body.insert("system".into(), Value::from(request.system.as_str()));
+/// The body of one Messages request, serialized straight from the request: the prompts
+/// and the schema are borrowed, never deep-copied into a `Value` tree.
+#[derive(Serialize)]
+struct MessagesBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    messages: [UserMessage<'a>; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig<'a>>,
+}
+
+#[derive(Serialize)]
+struct UserMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    format: SchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "json_schema")]
+struct SchemaFormat<'a> {
+    schema: &'a Value,
+}
+
+fn request_body<'a>(
+    request: &'a ProviderRequest,
+    model: &'a str,
+    default_max_tokens: u32,
+) -> MessagesBody<'a> {
+    MessagesBody {
+        model,
+        max_tokens: request.max_output_tokens.unwrap_or(default_max_tokens),
+        system: Some(request.system.as_str()).filter(|system| !system.is_empty()),
+        messages: [UserMessage {
+            role: "user",
+            content: &request.user,
+        }],
+        temperature: request.temperature.and_then(http::temperature_value),
+        output_config: output_schema(request).map(|schema| OutputConfig {
+            format: SchemaFormat { schema },
+        }),
     }
-    body.insert(
-        "messages".into(),
-        json!([{"role": "user", "content": request.user}]),
-    );
-    if let Some(temperature) = request.temperature.and_then(http::temperature_value) {
-        body.insert("temperature".into(), temperature);
-    }
-    if let Some(schema) = output_schema(request) {
-        body.insert(
-            "output_config".into(),
-            json!({"format": {"type": "json_schema", "schema": schema}}),
-        );
-    }
-    Value::Object(body)
 }
 
 /// The schema to send as `output_config.format`, when the request wants one and Anthropic
@@ -479,6 +505,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use serde_json::json;
 
     fn strict_object() -> Value {
         json!({
@@ -577,21 +604,23 @@ mod tests {
         let mut request = ProviderRequest::text("sys", "hi");
         request.response_format = ResponseFormat::JsonSchema;
         request.schema = Some(Arc::new(strict_object()));
-        let body = request_body(&request, "m", 4096);
+        let body = serde_json::to_value(request_body(&request, "m", 4096)).unwrap();
         assert_eq!(
             body["output_config"],
             json!({"format": {"type": "json_schema", "schema": strict_object()}})
         );
         request.schema = Some(Arc::new(json!({"type": "integer", "minimum": 1})));
         assert!(
-            request_body(&request, "m", 4096)
+            serde_json::to_value(request_body(&request, "m", 4096))
+                .unwrap()
                 .get("output_config")
                 .is_none()
         );
         request.response_format = ResponseFormat::JsonObject;
         request.schema = Some(Arc::new(strict_object()));
         assert!(
-            request_body(&request, "m", 4096)
+            serde_json::to_value(request_body(&request, "m", 4096))
+                .unwrap()
                 .get("output_config")
                 .is_none()
         );

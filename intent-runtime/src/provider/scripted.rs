@@ -187,7 +187,7 @@ impl ScriptedProvider {
 
     fn usage(request: &ProviderRequest, output: &str) -> Usage {
         let estimate = |chars: usize| chars.div_ceil(4) as u64;
-        let schema_chars = request.schema.as_ref().map_or(0, |s| s.to_string().len());
+        let schema_chars = request.schema.as_deref().map_or(0, serialized_len);
         Usage {
             input_tokens: estimate(request.system.len() + request.user.len() + schema_chars),
             output_tokens: estimate(output.len()),
@@ -198,6 +198,24 @@ impl ScriptedProvider {
     fn model_for(&self, request: &ProviderRequest) -> String {
         request.model.clone().unwrap_or_else(|| self.model.clone())
     }
+}
+
+/// The length of `value`'s JSON text, counted without building the text.
+fn serialized_len(value: &serde_json::Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail, and a `Value` always serializes.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 #[async_trait::async_trait]
@@ -303,6 +321,16 @@ mod tests {
             ScriptedProvider::from_fn(|request, index| format!("{index}:{}", request.user).into());
         let reply = block_on(provider.complete(&ProviderRequest::text("s", "hi"))).unwrap();
         assert_eq!(reply.text, "0:hi");
+    }
+
+    #[test]
+    fn usage_counts_the_schema_text() {
+        let schema = serde_json::json!({"type": "object", "properties": {}});
+        assert_eq!(serialized_len(&schema), schema.to_string().len());
+        let mut request = ProviderRequest::text("", "");
+        let without = ScriptedProvider::usage(&request, "").input_tokens;
+        request.schema = Some(Arc::new(schema));
+        assert!(ScriptedProvider::usage(&request, "").input_tokens > without);
     }
 
     #[test]
