@@ -2,9 +2,9 @@
 //! typed client, and `#[derive(StrictCompatible)]` proves a type has a strict schema.
 //!
 //! Use them through `intent_runtime`, which re-exports them. The stages follow serde's and
-//! thiserror's layout: [`attr`] reads the attributes, [`model`] builds the typed model of
-//! the trait, [`check`] validates it, [`expand`] writes the client, and [`fallback`] keeps
-//! the trait compiling next to the errors so that one mistake does not cascade.
+//! thiserror's layout: `attr` reads the attributes, `model` builds the typed model of the
+//! trait, `check` validates it, `expand` writes the client, and `fallback` keeps the trait
+//! compiling next to the errors so that one mistake does not cascade.
 
 mod attr;
 mod check;
