@@ -49,12 +49,31 @@ fn chat_reply(content: &str) -> ResponseTemplate {
         }))
 }
 
+fn openai_for(server: &MockServer) -> OpenAi {
+    OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()))
+}
+
+/// Answers the first request with `first` and every later one with `then`.
+async fn mount_once_then(server: &MockServer, first: ResponseTemplate, then: ResponseTemplate) {
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(first)
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(then)
+        .with_priority(2)
+        .mount(server)
+        .await;
+}
+
 async fn support_client(server: &MockServer) -> SupportClient {
-    let provider =
-        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
     SupportClient::new(
         IntentClient::builder()
-            .provider(provider)
+            .provider(openai_for(server))
             .build()
             .expect("client"),
     )
@@ -65,21 +84,12 @@ async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
     let server = MockServer::start().await;
     let broken =
         r#"{"value": {"title": "Printer on fire", "priority": "High"}, "confidence": 0.9}"#;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(chat_reply(broken))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(chat_reply(
-            r#"{"value": {"title": "Printer on fire", "priority": "High"}}"#,
-        ))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    mount_once_then(
+        &server,
+        chat_reply(broken),
+        chat_reply(r#"{"value": {"title": "Printer on fire", "priority": "High"}}"#),
+    )
+    .await;
 
     let support = support_client(&server).await;
     let result = support.ticket("The printer on floor 3 is on fire!").await;
@@ -152,28 +162,13 @@ async fn an_http_error_becomes_the_typed_methods_error() {
 #[tokio::test]
 async fn a_rate_limited_call_is_retried_after_the_wait_the_server_asks_for() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after-ms", "20")
-                .set_body_json(json!({"error": {"message": "Rate limit reached.", "type": "requests", "param": null, "code": "rate_limit_exceeded"}})),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(chat_reply(r#"{"value": "Low"}"#))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    let rate_limited = ResponseTemplate::new(429)
+        .insert_header("retry-after-ms", "20")
+        .set_body_json(json!({"error": {"message": "Rate limit reached.", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}));
+    mount_once_then(&server, rate_limited, chat_reply(r#"{"value": "Low"}"#)).await;
 
-    let provider =
-        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
     let client = IntentClient::builder()
-        .provider(provider)
+        .provider(openai_for(&server))
         .build()
         .expect("client");
     let started = std::time::Instant::now();
@@ -215,10 +210,8 @@ async fn a_retry_wait_past_the_time_budget_is_not_taken() {
         )
         .mount(&server)
         .await;
-    let provider =
-        OpenAi::new("sk-test-not-a-real-key").with_base_url(format!("{}/v1", server.uri()));
     let client = IntentClient::builder()
-        .provider(provider)
+        .provider(openai_for(&server))
         .time_budget(std::time::Duration::from_secs(2))
         .build()
         .expect("client");
