@@ -17,8 +17,7 @@
 
 mod describe;
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, PoisonError, RwLock, Weak};
+use std::sync::LazyLock;
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
@@ -28,6 +27,7 @@ use serde_json::{Map, Value};
 pub use describe::{MAX_DEPTH, MAX_SUBSCHEMAS};
 
 use crate::schema::TargetSchema;
+use crate::schema::derived::DerivedCache;
 
 /// The label of an input whose schema admits any JSON value (`serde_json::Value`).
 pub const ANY_JSON_LABEL: &str = "JSON";
@@ -211,24 +211,11 @@ pub fn describe_type<T: JsonSchema + ?Sized>() -> String {
 /// The description of a target's value, from its full envelope (where the definitions
 /// sit): what the output contract shows.
 pub fn describe_target(target: &TargetSchema) -> String {
-    // Rendered on every attempt of every call: cached by the address of the full
-    // envelope, with a `Weak` so an address is never mistaken for a dropped schema's.
-    type Cache = RwLock<HashMap<usize, (Weak<Value>, String)>>;
-    static CACHE: LazyLock<Cache> = LazyLock::new(Cache::default);
-    let key = Arc::as_ptr(&target.full) as usize;
-    if let Some((schema, text)) = CACHE
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-        && schema.strong_count() > 0
-    {
-        return text.clone();
-    }
-    let text = describe::describe_in(&target.full, "/properties/value");
-    let mut cache = CACHE.write().unwrap_or_else(PoisonError::into_inner);
-    cache.retain(|_, (schema, _)| schema.strong_count() > 0);
-    cache.insert(key, (Arc::downgrade(&target.full), text.clone()));
-    text
+    // Rendered on every attempt of every call: derived once per schema.
+    static CACHE: LazyLock<DerivedCache<String>> = LazyLock::new(DerivedCache::new);
+    CACHE.get_or_derive(&target.full, || {
+        describe::describe_in(&target.full, "/properties/value")
+    })
 }
 
 /// The schema of an input type as serde writes it (the serialize contract: a field

@@ -12,6 +12,7 @@
 //! [`make_strict`], which is what a provider receives.
 
 mod compat;
+pub(crate) mod derived;
 mod envelope;
 pub(crate) mod strict;
 

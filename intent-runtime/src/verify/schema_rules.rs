@@ -6,15 +6,10 @@
 //! a URL or a file is never fetched; it fails to compile and the attempt gets an input
 //! issue saying so.
 //!
-//! Compiled validators are cached, keyed by the address of the schema's `Arc` with a
-//! `Weak` beside it. While the `Weak` lives the allocation cannot be reused, so a live
-//! entry at that address is the same schema; typed targets keep one `Arc` per type for
-//! the program's life, so each is compiled once. Entries whose schema was dropped
-//! (per-call runtime schemas) are pruned whenever a new one is added. Hashing the
-//! schema's text instead would cost a serialization per call.
+//! Compiled validators are cached per schema (`schema::derived`), so each typed target's
+//! schema is compiled once.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
@@ -22,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
 use crate::result::{IssueSource, ResultIssue};
+use crate::schema::derived::DerivedCache;
 use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
 
 /// At most this many schema issues per attempt: more would drown the model's prompt.
@@ -42,12 +38,7 @@ struct Compiled {
     has_constraints: bool,
 }
 
-struct CacheEntry {
-    schema: Weak<Value>,
-    compiled: Arc<Compiled>,
-}
-
-static CACHE: LazyLock<Mutex<HashMap<usize, CacheEntry>>> = LazyLock::new(Default::default);
+static CACHE: LazyLock<DerivedCache<Arc<Compiled>>> = LazyLock::new(DerivedCache::new);
 
 /// Checks `value`, placed in the envelope `{"value": value}`, against the envelope schema
 /// `full`; returns the value and one validator issue per violation.
@@ -206,27 +197,7 @@ fn display_path(error: &ValidationError<'_>) -> String {
 
 /// The compiled validator for `full`, from the cache or freshly compiled.
 fn compiled(full: &Arc<Value>) -> Arc<Compiled> {
-    let key = Arc::as_ptr(full) as usize;
-    {
-        let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(entry) = cache.get(&key)
-            && entry.schema.strong_count() > 0
-        {
-            return Arc::clone(&entry.compiled);
-        }
-    }
-    // Compiled outside the lock: other calls need not wait for this schema.
-    let compiled = Arc::new(compile(full));
-    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    cache.retain(|_, entry| entry.schema.strong_count() > 0);
-    cache.insert(
-        key,
-        CacheEntry {
-            schema: Arc::downgrade(full),
-            compiled: Arc::clone(&compiled),
-        },
-    );
-    compiled
+    CACHE.get_or_derive(full, || Arc::new(compile(full)))
 }
 
 fn compile(full: &Value) -> Compiled {
@@ -400,13 +371,8 @@ mod tests {
         };
         let other = envelope(json!({"maximum": 3}), json!({}));
         compiled(&other);
-        let cache = CACHE.lock().unwrap();
         // Gone, unless another test's live schema has since taken the freed address.
-        assert!(
-            cache
-                .get(&key)
-                .is_none_or(|entry| entry.schema.strong_count() > 0)
-        );
+        assert!(!CACHE.holds_dead_entry(key));
     }
 
     #[test]
