@@ -236,6 +236,19 @@ fn throughput(calls: usize) {
     println!(
         "## throughput: {calls} calls of the invoice per row, loopback server answering at once"
     );
+    let profile = std::env::var("PROFILE_ONLY").ok();
+    if let Some(which) = profile {
+        let c: usize = std::env::var("PROFILE_C").ok().and_then(|c| c.parse().ok()).unwrap_or(16);
+        let r = if which == "raw" {
+            run_concurrent(&rt, c * 2, c, raw.clone());
+            run_concurrent(&rt, calls * 5, c, raw.clone())
+        } else {
+            run_concurrent(&rt, c * 2, c, intent.clone());
+            run_concurrent(&rt, calls * 5, c, intent.clone())
+        };
+        print_run(&which, c, &r);
+        return;
+    }
     for concurrency in [1, 16, 256] {
         // Open `concurrency` pooled connections first, so both loops start warm.
         run_concurrent(&rt, concurrency * 2, concurrency, raw.clone());
