@@ -238,7 +238,10 @@ fn throughput(calls: usize) {
     );
     let profile = std::env::var("PROFILE_ONLY").ok();
     if let Some(which) = profile {
-        let c: usize = std::env::var("PROFILE_C").ok().and_then(|c| c.parse().ok()).unwrap_or(16);
+        let c: usize = std::env::var("PROFILE_C")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(16);
         let r = if which == "raw" {
             run_concurrent(&rt, c * 2, c, raw.clone());
             run_concurrent(&rt, calls * 5, c, raw.clone())

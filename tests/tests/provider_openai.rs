@@ -632,3 +632,42 @@ async fn a_key_no_header_can_carry_is_an_authentication_error_without_the_key() 
     assert!(!err.is_transient());
     assert!(!format!("{err} {err:?}").contains("LEAKCHECK"));
 }
+
+#[tokio::test]
+async fn a_clone_given_another_base_url_sends_there_and_the_original_keeps_its_own() {
+    let first = server_replying(
+        ResponseTemplate::new(200).set_body_json(completion(assistant(json!("first")), "stop")),
+    )
+    .await;
+    let second = server_replying(
+        ResponseTemplate::new(200).set_body_json(completion(assistant(json!("second")), "stop")),
+    )
+    .await;
+    let original = provider(&first.uri());
+    // The first call builds (and keeps) the original's URL and headers.
+    let request = ProviderRequest::text("", "hi");
+    assert_eq!(original.complete(&request).await.unwrap().text, "first");
+
+    let moved = original.clone().with_base_url(second.uri());
+    assert_eq!(moved.complete(&request).await.unwrap().text, "second");
+    assert_eq!(original.complete(&request).await.unwrap().text, "first");
+    assert_eq!(received_bodies(&first).await.len(), 2);
+    assert_eq!(received_bodies(&second).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_base_url_that_is_not_a_url_is_a_clear_error_that_is_not_retried() {
+    let err = OpenAi::new(SECRET_KEY)
+        .with_base_url("api.openai.com/v1")
+        .complete(&ProviderRequest::text("", "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::InvalidRequest, "{err}");
+    assert!(!err.is_transient());
+    assert!(
+        err.message().contains("`api.openai.com/v1/chat/completions` is not a valid URL")
+            && err.message().contains("absolute http(s) URL"),
+        "{}",
+        err.message()
+    );
+}

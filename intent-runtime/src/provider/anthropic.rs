@@ -4,21 +4,24 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::http::{
-    self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, base_kind,
-    error_from_response, invalid_response, names_schema, secret_header, trim_base_url,
+    self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, base_kind,
+    error_from_response, invalid_response, names_schema, trim_base_url,
 };
 use super::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
 };
 use crate::result::Usage;
+use crate::schema::derived::DerivedCache;
 
 /// Anthropic's API root (the path `/v1/messages` is appended).
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -61,6 +64,7 @@ pub struct Anthropic {
     model: String,
     max_tokens: u32,
     transport: HttpTransport,
+    route: RouteCell,
 }
 
 impl Anthropic {
@@ -72,6 +76,7 @@ impl Anthropic {
             model: ANTHROPIC_DEFAULT_MODEL.to_owned(),
             max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
             transport: HttpTransport::default(),
+            route: RouteCell::default(),
         }
     }
 
@@ -100,6 +105,7 @@ impl Anthropic {
     /// Sends requests to another API root (without `/v1`).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = trim_base_url(base_url);
+        self.route.reset();
         self
     }
 
@@ -138,22 +144,22 @@ impl Anthropic {
         &self.base_url
     }
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let key = secret_header(&self.api_key).ok_or_else(|| {
-            ProviderError::new(
-                ProviderErrorKind::Authentication,
+    /// The Messages URL and the key and version headers, built on the first call.
+    fn route(&self) -> Result<&Route, ProviderError> {
+        self.route.get_or_build(|| {
+            let headers = vec![
+                Route::secret_header("anthropic", "x-api-key", &self.api_key)?,
+                (
+                    HeaderName::from_static("anthropic-version"),
+                    HeaderValue::from_static(ANTHROPIC_VERSION),
+                ),
+            ];
+            Route::new(
                 "anthropic",
-                "the API key contains characters an HTTP header cannot carry",
+                &format!("{}/v1/messages", self.base_url),
+                headers,
             )
-        })?;
-        let mut headers = HeaderMap::new();
-        http::insert_header(&mut headers, "x-api-key", key);
-        http::insert_header(
-            &mut headers,
-            "anthropic-version",
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        Ok(headers)
+        })
     }
 }
 
@@ -181,14 +187,15 @@ impl Provider for Anthropic {
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         let model = request.model.as_deref().unwrap_or(&self.model);
-        let body = request_body(request, model, self.max_tokens);
-        let url = format!("{}/v1/messages", self.base_url);
+        let route = self.route()?;
+        let schema = output_schema(request);
+        let body = request_body(request, model, self.max_tokens, schema.as_deref());
         let secret = Some(self.api_key.as_str());
-        tracing::debug!(provider = "anthropic", %model, %url, "sending a message request");
+        tracing::debug!(provider = "anthropic", %model, url = %route.url(), "sending a message request");
         let started = Instant::now();
         let raw = self
             .transport
-            .post_json("anthropic", &url, self.headers()?, &body, secret)
+            .post_json("anthropic", route, &body, body.size_hint(), secret)
             .await?;
         tracing::debug!(
             provider = "anthropic",
@@ -198,7 +205,7 @@ impl Provider for Anthropic {
             "message request answered"
         );
         if !raw.status.is_success() {
-            let error = ErrorBody::parse(&raw.body);
+            let error = ErrorBody::parse(&raw.body_text());
             let kind = classify(raw.status, &error);
             return Err(error_from_response(
                 "anthropic",
@@ -243,13 +250,28 @@ struct OutputConfig<'a> {
 #[derive(Serialize)]
 #[serde(tag = "type", rename = "json_schema")]
 struct SchemaFormat<'a> {
-    schema: &'a Value,
+    schema: &'a RawValue,
 }
 
+impl MessagesBody<'_> {
+    /// About how long the JSON will be: the prompts, the schema and room for escapes and
+    /// the other fields.
+    fn size_hint(&self) -> usize {
+        let prompts = self.system.map_or(0, str::len) + self.messages[0].content.len();
+        let schema = self
+            .output_config
+            .as_ref()
+            .map_or(0, |config| config.format.schema.get().len());
+        prompts + prompts / 16 + schema + 256
+    }
+}
+
+/// The body of one request; `schema` is what [`output_schema`] gave for it.
 fn request_body<'a>(
     request: &'a ProviderRequest,
     model: &'a str,
     default_max_tokens: u32,
+    schema: Option<&'a RawValue>,
 ) -> MessagesBody<'a> {
     MessagesBody {
         model,
@@ -260,21 +282,31 @@ fn request_body<'a>(
             content: &request.user,
         }],
         temperature: request.temperature.and_then(http::temperature_value),
-        output_config: output_schema(request).map(|schema| OutputConfig {
+        output_config: schema.map(|schema| OutputConfig {
             format: SchemaFormat { schema },
         }),
     }
 }
 
-/// The schema to send as `output_config.format`, when the request wants one and Anthropic
-/// accepts it; otherwise the prompt's contract alone shapes the reply.
-fn output_schema(request: &ProviderRequest) -> Option<&Value> {
+/// The schema to send as `output_config.format` (its JSON text), when the request wants
+/// one and Anthropic accepts it; otherwise the prompt's contract alone shapes the reply.
+///
+/// The verdict and the text are kept per schema: both walk the whole schema, and every
+/// request for a typed target sends the same one.
+fn output_schema(request: &ProviderRequest) -> Option<Arc<RawValue>> {
+    static ACCEPTED: LazyLock<DerivedCache<Result<Arc<RawValue>, Arc<str>>>> =
+        LazyLock::new(DerivedCache::new);
     if request.response_format != ResponseFormat::JsonSchema {
         return None;
     }
-    let schema = request.schema.as_deref()?;
-    match anthropic_accepts_schema(schema) {
-        Ok(()) => Some(schema),
+    let schema = request.schema.as_ref()?;
+    let accepted = ACCEPTED.get_or_derive(schema, || {
+        anthropic_accepts_schema(schema)
+            .map(|()| http::schema_json(schema))
+            .map_err(Arc::from)
+    });
+    match accepted {
+        Ok(text) => Some(text),
         Err(reason) => {
             tracing::debug!(
                 provider = "anthropic",
@@ -412,7 +444,7 @@ fn parse_reply(
     requested_model: &str,
     secret: Option<&str>,
 ) -> Result<ProviderReply, ProviderError> {
-    let parsed: MessagesResponse = serde_json::from_str(&raw.body).map_err(|err| {
+    let parsed: MessagesResponse = serde_json::from_slice(&raw.body).map_err(|err| {
         invalid_response(
             "anthropic",
             raw,
@@ -604,25 +636,41 @@ mod tests {
         let mut request = ProviderRequest::text("sys", "hi");
         request.response_format = ResponseFormat::JsonSchema;
         request.schema = Some(Arc::new(strict_object()));
-        let body = serde_json::to_value(request_body(&request, "m", 4096)).unwrap();
+        let body = serde_json::to_value(request_body(
+            &request,
+            "m",
+            4096,
+            output_schema(&request).as_deref(),
+        ))
+        .unwrap();
         assert_eq!(
             body["output_config"],
             json!({"format": {"type": "json_schema", "schema": strict_object()}})
         );
         request.schema = Some(Arc::new(json!({"type": "integer", "minimum": 1})));
         assert!(
-            serde_json::to_value(request_body(&request, "m", 4096))
-                .unwrap()
-                .get("output_config")
-                .is_none()
+            serde_json::to_value(request_body(
+                &request,
+                "m",
+                4096,
+                output_schema(&request).as_deref()
+            ))
+            .unwrap()
+            .get("output_config")
+            .is_none()
         );
         request.response_format = ResponseFormat::JsonObject;
         request.schema = Some(Arc::new(strict_object()));
         assert!(
-            serde_json::to_value(request_body(&request, "m", 4096))
-                .unwrap()
-                .get("output_config")
-                .is_none()
+            serde_json::to_value(request_body(
+                &request,
+                "m",
+                4096,
+                output_schema(&request).as_deref()
+            ))
+            .unwrap()
+            .get("output_config")
+            .is_none()
         );
     }
 

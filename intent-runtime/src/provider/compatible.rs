@@ -4,10 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::http::{HttpTransport, trim_base_url};
-use super::openai::chat::{ChatEndpoint, WireSettings};
+use super::http::trim_base_url;
+use super::openai::chat::ChatEndpoint;
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
 pub use super::openai::chat::{MaxTokensField, StructuredOutput};
@@ -28,15 +28,12 @@ impl OpenAiCompatible {
     /// settings: `max_completion_tokens`, strict `json_schema` with `name` and `strict`.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
-            endpoint: ChatEndpoint {
-                provider_name: "openai-compatible".to_owned(),
-                base_url: trim_base_url(base_url),
-                model: model.into(),
-                api_key: None,
-                settings: WireSettings::OPENAI,
-                extra_body: Map::new(),
-                transport: HttpTransport::default(),
-            },
+            endpoint: ChatEndpoint::new(
+                "openai-compatible",
+                trim_base_url(base_url),
+                model.into(),
+                None,
+            ),
         }
     }
 
@@ -98,13 +95,13 @@ impl OpenAiCompatible {
 
     /// Sends `Authorization: Bearer <key>`.
     pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.endpoint.api_key = Some(api_key.into());
+        self.endpoint.set_api_key(api_key.into());
         self
     }
 
     /// Sends requests to another base URL.
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.endpoint.base_url = trim_base_url(base_url);
+        self.endpoint.set_base_url(trim_base_url(base_url));
         self
     }
 
@@ -161,7 +158,7 @@ impl OpenAiCompatible {
 
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {
-        &self.endpoint.base_url
+        self.endpoint.base_url()
     }
 
     /// Which body field carries the output-token limit.

@@ -6,8 +6,8 @@ pub(crate) mod chat;
 use std::fmt;
 use std::time::Duration;
 
-use self::chat::{ChatEndpoint, WireSettings};
-use super::http::{HttpTransport, ProviderConfigError, trim_base_url};
+use self::chat::ChatEndpoint;
+use super::http::{ProviderConfigError, trim_base_url};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
 /// OpenAI's API root.
@@ -30,15 +30,12 @@ impl OpenAi {
     /// A provider for OpenAI's API with this key, the default base URL and model.
     pub fn new(api_key: impl Into<String>) -> Self {
         Self {
-            endpoint: ChatEndpoint {
-                provider_name: "openai".to_owned(),
-                base_url: OPENAI_DEFAULT_BASE_URL.to_owned(),
-                model: OPENAI_DEFAULT_MODEL.to_owned(),
-                api_key: Some(api_key.into()),
-                settings: WireSettings::OPENAI,
-                extra_body: serde_json::Map::new(),
-                transport: HttpTransport::default(),
-            },
+            endpoint: ChatEndpoint::new(
+                "openai",
+                OPENAI_DEFAULT_BASE_URL.to_owned(),
+                OPENAI_DEFAULT_MODEL.to_owned(),
+                Some(api_key.into()),
+            ),
         }
     }
 
@@ -65,7 +62,7 @@ impl OpenAi {
 
     /// Sends requests to another API root (a proxy, Azure-style gateway, a test server).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.endpoint.base_url = trim_base_url(base_url);
+        self.endpoint.set_base_url(trim_base_url(base_url));
         self
     }
 
@@ -96,7 +93,7 @@ impl OpenAi {
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {
-        &self.endpoint.base_url
+        self.endpoint.base_url()
     }
 }
 

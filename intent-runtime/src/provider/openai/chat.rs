@@ -2,17 +2,18 @@
 //! [`OpenAiCompatible`](crate::provider::OpenAiCompatible): request bodies, reply parsing and
 //! error classification.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Instant;
 
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::provider::http::{
-    self, ErrorBody, HttpTransport, RawResponse, base_kind, error_from_response, invalid_response,
-    names_schema, secret_header,
+    self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
+    invalid_response, names_schema,
 };
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
@@ -73,7 +74,11 @@ impl WireSettings {
 
 /// `name` reduced to what OpenAI accepts as a schema name: `[a-zA-Z0-9_-]{1,64}`, other
 /// characters replaced by `_`.
-pub(crate) fn sanitize_schema_name(name: &str) -> String {
+pub(crate) fn sanitize_schema_name(name: &str) -> Cow<'_, str> {
+    let acceptable = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !name.is_empty() && name.len() <= 64 && name.chars().all(acceptable) {
+        return Cow::Borrowed(name);
+    }
     let cleaned: String = name
         .chars()
         .map(|c| {
@@ -86,9 +91,9 @@ pub(crate) fn sanitize_schema_name(name: &str) -> String {
         .take(64)
         .collect();
     if cleaned.is_empty() {
-        DEFAULT_SCHEMA_NAME.to_owned()
+        Cow::Borrowed(DEFAULT_SCHEMA_NAME)
     } else {
-        cleaned
+        Cow::Owned(cleaned)
     }
 }
 
@@ -100,23 +105,36 @@ pub(crate) fn request_body(
     settings: &WireSettings,
     extra: &Map<String, Value>,
 ) -> Value {
+    let schema = request.schema.as_ref().map(http::schema_json);
     serde_json::to_value(ChatBody {
         request,
         model,
         settings,
         extra,
+        schema: schema.as_deref(),
     })
     .unwrap_or(Value::Null)
 }
 
-/// The body of one request, serialized straight from the request: the schema and the
-/// prompts are borrowed, never copied into a `Value` tree (a deep copy of the schema per
-/// call cost more than the HTTP exchange itself).
+/// The body of one request, serialized straight from the request: the prompts are
+/// borrowed, never copied into a `Value` tree (a deep copy of the schema per call cost more
+/// than the HTTP exchange itself), and the schema is the text serialized once per schema.
 pub(crate) struct ChatBody<'a> {
     pub(crate) request: &'a ProviderRequest,
     pub(crate) model: &'a str,
     pub(crate) settings: &'a WireSettings,
     pub(crate) extra: &'a Map<String, Value>,
+    /// The request's schema as JSON text (`http::schema_json`).
+    pub(crate) schema: Option<&'a RawValue>,
+}
+
+impl ChatBody<'_> {
+    /// About how long the JSON will be: the prompts, the schema and room for escapes and
+    /// the other fields.
+    fn size_hint(&self) -> usize {
+        let prompts = self.request.system.len() + self.request.user.len();
+        prompts + prompts / 16 + self.schema.map_or(0, |schema| schema.get().len()) + 256
+    }
 }
 
 #[derive(Serialize)]
@@ -135,8 +153,8 @@ enum FormatBody<'a> {
 #[derive(Serialize)]
 struct JsonSchemaBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    schema: &'a Value,
+    name: Option<Cow<'a, str>>,
+    schema: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,
 }
@@ -169,7 +187,7 @@ impl Serialize for ChatBody<'_> {
             map.serialize_entry("temperature", &temperature)?;
             written.push("temperature");
         }
-        if let Some(format) = response_format(request, self.settings) {
+        if let Some(format) = response_format(request, self.schema, self.settings) {
             map.serialize_entry("response_format", &format)?;
             written.push("response_format");
         }
@@ -185,6 +203,7 @@ impl Serialize for ChatBody<'_> {
 
 fn response_format<'a>(
     request: &'a ProviderRequest,
+    schema: Option<&'a RawValue>,
     settings: &WireSettings,
 ) -> Option<FormatBody<'a>> {
     match (request.response_format, settings.structured_output) {
@@ -194,7 +213,7 @@ fn response_format<'a>(
             Some(FormatBody::JsonObject)
         }
         (ResponseFormat::JsonSchema, StructuredOutput::JsonSchema) => {
-            let Some(schema) = request.schema.as_deref() else {
+            let Some(schema) = schema else {
                 tracing::debug!(
                     "a strict schema was asked for without a schema; sending json_object"
                 );
@@ -252,7 +271,7 @@ pub(crate) fn parse_reply(
     secret: Option<&str>,
 ) -> Result<ProviderReply, ProviderError> {
     let invalid = |what: String| invalid_response(provider, raw, &what, REQUEST_ID_HEADER, secret);
-    let parsed: ChatResponse = serde_json::from_str(&raw.body).map_err(|err| {
+    let parsed: ChatResponse = serde_json::from_slice(&raw.body).map_err(|err| {
         invalid(format!(
             "the reply is not a Chat Completions response ({err})"
         ))
@@ -308,12 +327,13 @@ pub(crate) fn classify(status: StatusCode, error: &ErrorBody) -> ProviderErrorKi
 #[derive(Clone)]
 pub(crate) struct ChatEndpoint {
     pub(crate) provider_name: String,
-    pub(crate) base_url: String,
+    base_url: String,
     pub(crate) model: String,
-    pub(crate) api_key: Option<String>,
+    api_key: Option<String>,
     pub(crate) settings: WireSettings,
     pub(crate) extra_body: Map<String, Value>,
     pub(crate) transport: HttpTransport,
+    route: RouteCell,
 }
 
 impl fmt::Debug for ChatEndpoint {
@@ -333,35 +353,78 @@ impl fmt::Debug for ChatEndpoint {
 
 impl ChatEndpoint {
     /// Sends one request and reads the reply.
+    /// An endpoint at `base_url` (trimmed of trailing slashes by the caller).
+    pub(crate) fn new(
+        provider_name: &str,
+        base_url: String,
+        model: String,
+        api_key: Option<String>,
+    ) -> Self {
+        Self {
+            provider_name: provider_name.to_owned(),
+            base_url,
+            model,
+            api_key,
+            settings: WireSettings::OPENAI,
+            extra_body: Map::new(),
+            transport: HttpTransport::default(),
+            route: RouteCell::default(),
+        }
+    }
+
+    /// The API root requests go to.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Sends requests to another API root (already trimmed).
+    pub(crate) fn set_base_url(&mut self, base_url: String) {
+        self.base_url = base_url;
+        self.route.reset();
+    }
+
+    /// Authenticates with this key.
+    pub(crate) fn set_api_key(&mut self, api_key: String) {
+        self.api_key = Some(api_key);
+        self.route.reset();
+    }
+
+    /// The endpoint's URL and `authorization` header, built on the first call.
+    fn route(&self) -> Result<&Route, ProviderError> {
+        self.route.get_or_build(|| {
+            let mut headers = Vec::with_capacity(1);
+            if let Some(key) = &self.api_key {
+                headers.push(Route::secret_header(
+                    &self.provider_name,
+                    "authorization",
+                    &format!("Bearer {key}"),
+                )?);
+            }
+            let url = format!("{}/chat/completions", self.base_url);
+            Route::new(&self.provider_name, &url, headers)
+        })
+    }
+
     pub(crate) async fn complete(
         &self,
         request: &ProviderRequest,
     ) -> Result<ProviderReply, ProviderError> {
         let model = request.model.as_deref().unwrap_or(&self.model);
+        let route = self.route()?;
+        let schema = request.schema.as_ref().map(http::schema_json);
         let body = ChatBody {
             request,
             model,
             settings: &self.settings,
             extra: &self.extra_body,
+            schema: schema.as_deref(),
         };
-        let url = format!("{}/chat/completions", self.base_url);
         let secret = self.api_key.as_deref();
-        let mut headers = HeaderMap::new();
-        if let Some(key) = secret {
-            let value = secret_header(&format!("Bearer {key}")).ok_or_else(|| {
-                ProviderError::new(
-                    ProviderErrorKind::Authentication,
-                    &self.provider_name,
-                    "the API key contains characters an HTTP header cannot carry",
-                )
-            })?;
-            http::insert_header(&mut headers, "authorization", value);
-        }
-        tracing::debug!(provider = %self.provider_name, %model, %url, "sending a chat completion");
+        tracing::debug!(provider = %self.provider_name, %model, url = %route.url(), "sending a chat completion");
         let started = Instant::now();
         let raw = self
             .transport
-            .post_json(&self.provider_name, &url, headers, &body, secret)
+            .post_json(&self.provider_name, route, &body, body.size_hint(), secret)
             .await?;
         tracing::debug!(
             provider = %self.provider_name,
@@ -371,7 +434,7 @@ impl ChatEndpoint {
             "chat completion answered"
         );
         if !raw.status.is_success() {
-            let error = ErrorBody::parse(&raw.body);
+            let error = ErrorBody::parse(&raw.body_text());
             let kind = classify(raw.status, &error);
             return Err(error_from_response(
                 &self.provider_name,
