@@ -665,7 +665,8 @@ async fn a_base_url_that_is_not_a_url_is_a_clear_error_that_is_not_retried() {
     assert_eq!(err.kind(), ProviderErrorKind::InvalidRequest, "{err}");
     assert!(!err.is_transient());
     assert!(
-        err.message().contains("`api.openai.com/v1/chat/completions` is not a valid URL")
+        err.message()
+            .contains("`api.openai.com/v1/chat/completions` is not a valid URL")
             && err.message().contains("absolute http(s) URL"),
         "{}",
         err.message()

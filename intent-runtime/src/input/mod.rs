@@ -17,7 +17,9 @@
 
 mod describe;
 
-use std::sync::LazyLock;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
@@ -72,25 +74,73 @@ pub struct PreparedInput {
 pub fn prepare_input<I: Serialize + JsonSchema + ?Sized>(
     input: &I,
 ) -> Result<PreparedInput, InputError> {
-    let schema = input_schema::<I>();
-    let json = serde_json::to_string(input)?;
-    if admits_any_json(&schema) {
+    let shape = input_shape::<I>();
+    if shape.admits_any_json {
         return Ok(PreparedInput {
-            text: json,
+            text: serde_json::to_string(input)?,
             label: ANY_JSON_LABEL.to_owned(),
         });
     }
-    // Only a JSON string starts with a quote, so structs, maps and numbers are never
-    // taken for text; a string is decoded back to its exact characters.
-    let text = if json.starts_with('"') {
-        serde_json::from_str::<String>(&json)?
+    let text = if shape.is_string {
+        // The string itself, without writing and then decoding its escaped JSON form.
+        match serde_json::to_value(input)? {
+            Value::String(text) => text,
+            other => other.to_string(),
+        }
     } else {
-        json
+        let json = serde_json::to_string(input)?;
+        // Only a JSON string starts with a quote, so structs, maps and numbers are never
+        // taken for text; a string is decoded back to its exact characters.
+        if json.starts_with('"') {
+            serde_json::from_str::<String>(&json)?
+        } else {
+            json
+        }
     };
     Ok(PreparedInput {
         text,
-        label: describe_schema(schema.as_value()),
+        label: shape.label.as_ref().to_owned(),
     })
+}
+
+/// What preparing an input needs to know of its type, worked out once per type: the
+/// schema was generated and described on every call, which cost more than serializing a
+/// short input.
+#[derive(Debug, Clone)]
+struct InputShape {
+    /// The schema admits any JSON value (`serde_json::Value`).
+    admits_any_json: bool,
+    /// The schema is a plain string (`&str`, `String`, chrono dates).
+    is_string: bool,
+    /// The label of the input section.
+    label: Arc<str>,
+}
+
+/// The shape of `I`, from a cache keyed by `JsonSchema::schema_id`, which schemars
+/// documents as unique to the schema a type produces.
+fn input_shape<I: JsonSchema + ?Sized>() -> InputShape {
+    static SHAPES: LazyLock<RwLock<HashMap<Cow<'static, str>, InputShape>>> =
+        LazyLock::new(Default::default);
+    let id = I::schema_id();
+    let known = SHAPES
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+        .cloned();
+    if let Some(shape) = known {
+        return shape;
+    }
+    let schema = input_schema::<I>();
+    let shape = InputShape {
+        admits_any_json: admits_any_json(&schema),
+        is_string: schema.get("type").and_then(Value::as_str) == Some("string"),
+        label: describe_schema(schema.as_value()).into(),
+    };
+    SHAPES
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id, shape.clone());
+    shape
 }
 
 /// Fails when `input` is longer than `max_chars` characters (Unicode scalar values, not

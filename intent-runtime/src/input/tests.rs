@@ -83,6 +83,24 @@ fn a_newtype_string_is_text_but_a_struct_is_json() {
 }
 
 #[test]
+fn each_type_keeps_its_own_label_when_prepared_again_and_again() {
+    let line = Line {
+        sku: "A".into(),
+        qty: 1,
+    };
+    for _ in 0..3 {
+        assert_eq!(prepare_input("text").unwrap().label, "String");
+        assert_eq!(
+            prepare_input(&line).unwrap().label,
+            "Line where Line { sku: String, qty: u32 }"
+        );
+        assert_eq!(prepare_input(&vec![1u8]).unwrap().label, "Vec<u8>");
+        assert_eq!(prepare_input(&vec!["a"]).unwrap().label, "Vec<String>");
+        assert_eq!(prepare_input(&json!(1)).unwrap().label, "JSON");
+    }
+}
+
+#[test]
 fn json_values_are_written_as_their_json_text() {
     let prepared = prepare_input(&json!("quoted")).unwrap();
     assert_eq!(prepared.text, r#""quoted""#);
