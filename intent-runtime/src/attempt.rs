@@ -91,10 +91,15 @@ impl Loop<'_> {
     }
 
     /// Runs `future` within the call's time budget.
+    ///
+    /// The timer is boxed: it is as large as the rest of a call's state, which every
+    /// caller that spawns or boxes a call allocates whole.
     async fn within_budget<F: Future>(&self, future: F) -> Option<F::Output> {
         match self.settings.deadline.instant() {
             None => Some(future.await),
-            Some(at) => tokio::time::timeout_at(at.into(), future).await.ok(),
+            Some(at) => Box::pin(tokio::time::timeout_at(at.into(), future))
+                .await
+                .ok(),
         }
     }
 
@@ -110,7 +115,8 @@ impl Loop<'_> {
             if let Some(limiter) = &self.client.rate_limiter {
                 let estimated_tokens =
                     (request.system.len() + request.user.len()).div_ceil(4) as u64;
-                self.within_budget(limiter.acquire(estimated_tokens))
+                // Boxed, as the timer above: only calls through a limiter carry its state.
+                self.within_budget(Box::pin(limiter.acquire(estimated_tokens)))
                     .await
                     .ok_or(CallFailure::Budget)?;
             }
@@ -136,7 +142,7 @@ impl Loop<'_> {
             record
                 .provider_retries
                 .push(format!("{error} (retried after {} ms)", wait.as_millis()));
-            tokio::time::sleep(wait).await;
+            Box::pin(tokio::time::sleep(wait)).await;
         }
     }
 }
@@ -235,7 +241,10 @@ where
                 // doing: asking again cannot fix it.
                 let mut stop = record.issues.iter().any(|i| i.source == IssueSource::Input);
                 if candidate.is_some() && settings.use_judge {
-                    match judge_attempt(&mut state, plan, &reply.text, &mut record).await {
+                    // Boxed: only judged calls carry the judge's state.
+                    let judged =
+                        Box::pin(judge_attempt(&mut state, plan, &reply.text, &mut record));
+                    match judged.await {
                         JudgeStep::Accepted => {}
                         JudgeStep::Rejected => candidate = None,
                         JudgeStep::Stopped => {
