@@ -6,8 +6,10 @@
 
 mod repair;
 pub(crate) mod schema_nav;
+mod tape;
 
 pub(crate) use repair::quote_value;
+pub(crate) use tape::{Tape, TapeJson};
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
 
 use serde_json::{Number, Value};

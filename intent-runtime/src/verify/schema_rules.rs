@@ -7,15 +7,17 @@
 //! issue saying so.
 //!
 //! Compiled validators are cached per schema (`schema::derived`), so each typed target's
-//! schema is compiled once.
+//! schema is compiled once; a second validator, for replies read as a [`Tape`] rather
+//! than a `Value` (the verifier's fast path), is compiled beside it on first use.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
 use serde_json::{Map, Value};
 
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
+use crate::parse::{Tape, TapeJson};
 use crate::result::{IssueSource, ResultIssue};
 use crate::schema::derived::DerivedCache;
 use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
@@ -35,7 +37,23 @@ pub(crate) enum Scope {
 /// A full schema compiled for local checks.
 struct Compiled {
     validator: Result<jsonschema::Validator, String>,
+    /// The same schema for tapes; `None` when it does not compile.
+    tape_validator: OnceLock<Option<jsonschema::Validator<TapeJson>>>,
     has_constraints: bool,
+}
+
+impl Compiled {
+    /// Whether `tape` is valid; a schema that cannot be compiled accepts nothing.
+    fn accepts_tape(&self, schema: &Value, tape: &Tape<'_>) -> bool {
+        let validator = self.tape_validator.get_or_init(|| {
+            options_for_schemas::<TapeJson>()
+                .build(schema)
+                .ok()
+        });
+        validator
+            .as_ref()
+            .is_some_and(|validator| validator.is_valid(tape.root()))
+    }
 }
 
 static CACHE: LazyLock<DerivedCache<Arc<Compiled>>> = LazyLock::new(DerivedCache::new);
@@ -68,7 +86,9 @@ pub(crate) fn check_against_full_schema(
     };
     let envelope = Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), value)]));
     let mut messages = Vec::new();
-    for error in validator.iter_errors(&envelope) {
+    // Listing the errors of a valid instance costs more than asking whether it is valid.
+    let errors = (!validator.is_valid(&envelope)).then(|| validator.iter_errors(&envelope));
+    for error in errors.into_iter().flatten() {
         let explained = constraint_messages(&error, &mut messages);
         if !explained && scope == Scope::Everything {
             messages.push(format!("{}: {error}.", display_path(&error)));
@@ -104,6 +124,21 @@ pub(crate) fn conforms(schema: &Arc<Value>, instance: &Value) -> bool {
         Ok(validator) => validator.is_valid(instance),
         Err(_) => false,
     }
+}
+
+/// Whether the tape conforms to `schema`, as [`conforms`] says of a `Value`. A tape with
+/// a repeated member name conforms to nothing: a `Value` would keep only the last.
+pub(crate) fn conforms_tape(schema: &Arc<Value>, tape: &Tape<'_>) -> bool {
+    !tape.has_duplicate_keys() && compiled(schema).accepts_tape(schema, tape)
+}
+
+/// Whether the tape, an envelope, meets every constraint keyword of the full schema
+/// `full`, so that [`check_against_full_schema`] with [`Scope::ConstraintsOnly`] would
+/// find nothing. It asks for validity against the whole schema: a shape violation the
+/// constraint check would pass over only makes the answer a needless "no".
+pub(crate) fn satisfies_constraints_tape(full: &Arc<Value>, tape: &Tape<'_>) -> bool {
+    let compiled = compiled(full);
+    !compiled.has_constraints || (!tape.has_duplicate_keys() && compiled.accepts_tape(full, tape))
 }
 
 /// Adds the messages of the constraint violations that make up `error`; returns whether
@@ -201,15 +236,23 @@ fn compiled(full: &Arc<Value>) -> Arc<Compiled> {
 }
 
 fn compile(full: &Value) -> Compiled {
-    let validator = jsonschema::options()
-        .with_draft(Draft::Draft202012)
-        .offline()
+    let validator = options_for_schemas::<jsonschema::json::SerdeJson>()
         .build(full)
         .map_err(|error| error.to_string());
     Compiled {
         validator,
+        tape_validator: OnceLock::new(),
         has_constraints: mentions_constraint(full, 0),
     }
+}
+
+/// The options every validator here is built with, for the representation `F`: Draft
+/// 2020-12 and no fetching of external references.
+fn options_for_schemas<'i, F: jsonschema::json::Json>()
+-> jsonschema::ValidationOptions<'i, Arc<dyn jsonschema::Retrieve>, F> {
+    jsonschema::options_for::<F>()
+        .with_draft(Draft::Draft202012)
+        .offline()
 }
 
 /// Whether any constraint keyword appears in the schema. A property that happens to be
