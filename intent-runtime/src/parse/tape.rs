@@ -524,3 +524,194 @@ impl<'a> Iterator for Elements<'a> {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::{btree_map, vec};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn parsed(text: &str) -> Tape<'_> {
+        Tape::parse(text).unwrap()
+    }
+
+    /// Arbitrary JSON, floats and escaped or non-ASCII strings included.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|n| json!(n)),
+            "[a-z\"\\\\\n é]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                vec(inner.clone(), 0..5).prop_map(Value::Array),
+                btree_map("[a-z\"\\\\]{0,3}", inner, 0..5)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    #[test]
+    fn the_tape_meets_jsonschemas_representation_contract() {
+        let text = jsonschema::json::conformance::document().to_string();
+        let tape = parsed(&text);
+        jsonschema::json::conformance::assert_conformance::<TapeJson>(&tape.root());
+    }
+
+    #[test]
+    fn strings_and_names_borrow_from_the_text_unless_escaped() {
+        let text = r#"{"plain": "as written", "esc\"aped": "line\nbreak"}"#;
+        let tape = parsed(text);
+        let borrowed = |cow: &Cow<'_, str>| matches!(cow, Cow::Borrowed(_));
+        let found: Vec<(bool, &str)> = tape
+            .entries
+            .iter()
+            .filter_map(|entry| match entry {
+                Entry::String(text) | Entry::Key(text) => Some((borrowed(text), text.as_ref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (true, "plain"),
+                (true, "as written"),
+                (false, "esc\"aped"),
+                (false, "line\nbreak"),
+            ]
+        );
+    }
+
+    #[test]
+    fn containers_know_their_extent_so_members_are_skipped_whole() {
+        let tape = parsed(r#"{"a": [1, [2, 3], {"b": 4}], "c": {"d": null}, "e": 5}"#);
+        let root = tape.root().as_object().unwrap();
+        let names: Vec<&str> = root.members().map(|(name, _)| name).collect();
+        assert_eq!(names, ["a", "c", "e"]);
+        let a = root.get(&TapeJson::prepare_key("a")).unwrap();
+        assert_eq!(a.as_array().unwrap().len(), 3);
+        assert_eq!(
+            a.as_array()
+                .unwrap()
+                .elements()
+                .map(|element| element.json_type())
+                .collect::<Vec<_>>(),
+            [JsonType::Number, JsonType::Array, JsonType::Object]
+        );
+        let e = root.get(&TapeJson::prepare_key("e")).unwrap();
+        assert_eq!(e.as_number().and_then(|n| n.as_u64()), Some(5));
+        assert!(root.get(&TapeJson::prepare_key("d")).is_none());
+    }
+
+    #[test]
+    fn repeated_names_in_any_one_object_are_flagged() {
+        assert!(parsed(r#"{"a": 1, "a": 2}"#).has_duplicate_keys());
+        assert!(parsed(r#"[{"x": {"b": 1, "c": 2, "b": 3}}]"#).has_duplicate_keys());
+        // Past the pairwise limit the names are sorted instead; both ways must agree.
+        let many: Vec<String> = (0..40).map(|n| format!("\"k{n}\": {n}")).collect();
+        let unique = format!("{{{}}}", many.join(", "));
+        assert!(!parsed(&unique).has_duplicate_keys());
+        let repeated = format!("{{{}, \"k7\": 0}}", many.join(", "));
+        assert!(parsed(&repeated).has_duplicate_keys());
+        // The same name in two objects is no repetition.
+        assert!(!parsed(r#"{"a": {"a": 1}, "b": {"a": 2}}"#).has_duplicate_keys());
+    }
+
+    #[test]
+    fn a_repeated_name_keeps_its_last_value_when_converted() {
+        let tape = parsed(r#"{"a": 1, "b": 2, "a": 3}"#);
+        assert_eq!(tape.root().to_owned_value(), json!({"a": 3, "b": 2}));
+    }
+
+    #[test]
+    fn numbers_beyond_64_bits_are_flagged() {
+        assert!(parsed("[18446744073709551616]").has_wide_numbers());
+        assert!(parsed("-9223372036854775809").has_wide_numbers());
+        assert!(parsed("1e300").has_wide_numbers());
+        let within = parsed("[18446744073709551615, -9223372036854775808, 1.5e18]");
+        assert!(!within.has_wide_numbers());
+    }
+
+    #[test]
+    fn the_sole_root_member_is_found_only_when_alone() {
+        let value = |text: &str| {
+            parsed(text)
+                .sole_root_member("value")
+                .map(TapeNode::to_owned_value)
+        };
+        assert_eq!(value(r#"{"value": [1]}"#), Some(json!([1])));
+        assert_eq!(value(r#"{"value": 1, "x": 2}"#), None);
+        assert_eq!(value(r#"{"other": 1}"#), None);
+        assert_eq!(value(r#"[{"value": 1}]"#), None);
+        assert_eq!(value("{}"), None);
+    }
+
+    #[test]
+    fn name_nodes_for_property_names_hold_the_name() {
+        let schema = json!({"propertyNames": {"maxLength": 2}});
+        let validator = jsonschema::options_for::<TapeJson>().build(&schema).unwrap();
+        assert!(validator.is_valid(parsed(r#"{"ab": 1}"#).root()));
+        assert!(!validator.is_valid(parsed(r#"{"abc": 1}"#).root()));
+    }
+
+    #[test]
+    fn the_grammar_is_serde_jsons() {
+        let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let texts = [
+            "",
+            " ",
+            "{",
+            "{\"value\": 1,}",
+            "[1, 2,]",
+            "// c\n1",
+            "{\"a\": 1} x",
+            "{\"a\": 1} ",
+            "NaN",
+            "1e400",
+            "-0",
+            "01",
+            "\"\\u00e9\\ud83d\\ude00\"",
+            "\"\\ud800\"",
+            "\"tab\there\"",
+            "{'a': 1}",
+            "{a: 1}",
+            "true false",
+            &deep(128),
+            &deep(129),
+            &deep(100_000),
+        ];
+        for text in texts {
+            assert_eq!(
+                Tape::parse(text).is_ok(),
+                serde_json::from_str::<Value>(text).is_ok(),
+                "{text:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn the_tape_holds_what_a_value_holds(value in json_value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                value.to_string()
+            };
+            let expected: Value = serde_json::from_str(&text).unwrap();
+            let tape = parsed(&text);
+            prop_assert_eq!(tape.root().to_owned_value(), expected);
+            prop_assert!(!tape.has_duplicate_keys());
+        }
+
+        #[test]
+        fn any_text_parses_exactly_when_serde_json_parses_it(text in "[\\[\\]{}:,\"a1./ e-]{0,12}") {
+            prop_assert_eq!(Tape::parse(&text).is_ok(), serde_json::from_str::<Value>(&text).is_ok());
+        }
+    }
+}
