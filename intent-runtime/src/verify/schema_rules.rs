@@ -419,10 +419,120 @@ mod tests {
     }
 
     #[test]
+    fn a_tape_with_a_repeated_name_conforms_to_nothing() {
+        let schema = Arc::new(json!({"properties": {"a": {"minimum": 2}}}));
+        let text = r#"{"a": 1, "a": 2}"#;
+        // A `Value` keeps the last `a`, which conforms; the tape cannot say which it holds.
+        assert!(conforms(&schema, &serde_json::from_str(text).unwrap()));
+        assert!(!conforms_tape(&schema, &Tape::parse(text).unwrap()));
+        assert!(!satisfies_constraints_tape(&schema, &Tape::parse(text).unwrap()));
+        assert!(conforms_tape(&schema, &Tape::parse(r#"{"a": 2}"#).unwrap()));
+    }
+
+    #[test]
+    fn the_tape_check_of_the_full_schema_asks_only_when_there_are_constraints() {
+        let typed_only = envelope(json!({"type": "integer"}), json!({}));
+        let wrong_shape = Tape::parse(r#"{"value": "x"}"#).unwrap();
+        assert!(satisfies_constraints_tape(&typed_only, &wrong_shape));
+        let bounded = envelope(json!({"type": "integer", "minimum": 1}), json!({}));
+        assert!(!satisfies_constraints_tape(&bounded, &Tape::parse(r#"{"value": 0}"#).unwrap()));
+        assert!(satisfies_constraints_tape(&bounded, &Tape::parse(r#"{"value": 1}"#).unwrap()));
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_accepts_no_tape() {
+        let broken = Arc::new(json!({"$ref": "http://example.invalid/schema.json"}));
+        assert!(!conforms_tape(&broken, &Tape::parse("1").unwrap()));
+    }
+
+    #[test]
     fn violations_beyond_the_cap_are_summarised() {
         let full = envelope(json!({"type": "array", "items": {"minimum": 1}}), json!({}));
         let found = messages(&full, json!(vec![0; 30]), Scope::ConstraintsOnly);
         assert_eq!(found.len(), MAX_SCHEMA_ISSUES + 1);
         assert!(found[MAX_SCHEMA_ISSUES].starts_with("10 more schema violations"));
+    }
+
+    /// Schemas that between them use most keywords, so that the tape's accessors are
+    /// exercised by every kind of check the validator makes.
+    fn schemas() -> Vec<Arc<Value>> {
+        let kitchen_sink = envelope(
+            json!({"anyOf": [
+                {"type": "object",
+                 "properties": {
+                     "a": {"type": "integer", "minimum": 0, "multipleOf": 2},
+                     "b": {"type": "string", "maxLength": 3, "pattern": "^[a-m]*$"},
+                     "c": {"type": "array", "items": {"type": ["integer", "null"]},
+                           "uniqueItems": true, "maxItems": 3}},
+                 "required": ["a"],
+                 "additionalProperties": {"type": "boolean"}},
+                {"type": "array", "prefixItems": [{"type": "string"}],
+                 "contains": {"const": true}},
+                {"enum": [1, "x", null, [1], {"k": 2}]},
+                {"type": "string", "minLength": 2},
+                {"$ref": "#/$defs/Pair"}
+            ]}),
+            json!({"Pair": {"type": "array", "minItems": 2, "maxItems": 2,
+                            "items": {"type": "number", "exclusiveMaximum": 10.5}}}),
+        );
+        let names = Arc::new(json!({
+            "type": "object",
+            "propertyNames": {"pattern": "^[a-c]+$"},
+            "minProperties": 1,
+            "maxProperties": 3,
+            "not": {"required": ["cc"]},
+            "dependentRequired": {"a": ["b"]},
+            "if": {"properties": {"value": {"type": "string"}}},
+            "then": {"properties": {"value": {"minLength": 1}}},
+            "else": {"properties": {"value": {"type": ["array", "object", "integer"]}}},
+            "patternProperties": {"^b": {"type": ["boolean", "object"]}},
+            "unevaluatedProperties": {"type": ["object", "array", "null"]},
+        }));
+        let unique = Arc::new(json!({"type": "array", "uniqueItems": true,
+                                     "items": {"oneOf": [{"type": "number"}, {"minimum": 3}]}}));
+        vec![kitchen_sink, names, unique]
+    }
+
+    /// JSON whose names come from a small set, so that schemas' properties are hit.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::collection::{btree_map, vec};
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..12).prop_map(|n| json!(n)),
+            any::<i64>().prop_map(|n| json!(n)),
+            prop_oneof![Just(1.0), Just(2.5), Just(-0.5), Just(10.5), Just(1e20)]
+                .prop_map(|n: f64| json!(n)),
+            "[a-pé]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                vec(inner.clone(), 0..4).prop_map(Value::Array),
+                btree_map("value|a|b|c|k|cc|z", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn validity_on_the_tape_is_validity_on_the_value(
+            inner in json_value(),
+            enveloped in proptest::prelude::any::<bool>(),
+        ) {
+            let value = if enveloped { json!({"value": inner}) } else { inner };
+            let text = value.to_string();
+            let tape = Tape::parse(&text).unwrap();
+            for schema in schemas() {
+                proptest::prop_assert_eq!(
+                    conforms_tape(&schema, &tape),
+                    conforms(&schema, &value),
+                    "{} against {}", text, schema
+                );
+            }
+        }
     }
 }
