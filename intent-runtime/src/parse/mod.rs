@@ -9,8 +9,8 @@ pub(crate) mod schema_nav;
 mod tape;
 
 pub(crate) use repair::quote_value;
-pub(crate) use tape::{Tape, TapeJson};
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
+pub(crate) use tape::{Tape, TapeJson};
 
 use serde_json::{Number, Value};
 

@@ -33,9 +33,15 @@ enum Entry<'t> {
     /// A member name; the member's value is the next entry.
     Key(Cow<'t, str>),
     /// `len` elements follow, up to (not including) the entry at `end`.
-    Array { len: usize, end: usize },
+    Array {
+        len: usize,
+        end: usize,
+    },
     /// `len` name-value pairs follow, up to (not including) the entry at `end`.
-    Object { len: usize, end: usize },
+    Object {
+        len: usize,
+        end: usize,
+    },
 }
 
 /// A JSON document parsed into one flat vector of nodes.
@@ -101,14 +107,11 @@ impl<'t> Tape<'t> {
     /// Writes the extent of the container opened at `start` now that its contents are in.
     fn close(&mut self, start: usize, len: usize) {
         let end = self.entries.len();
-        if let Some(slot) = self.entries.get_mut(start) {
-            match slot {
-                Entry::Array { len: l, end: e } | Entry::Object { len: l, end: e } => {
-                    *l = len;
-                    *e = end;
-                }
-                _ => {}
-            }
+        if let Some(Entry::Array { len: l, end: e } | Entry::Object { len: l, end: e }) =
+            self.entries.get_mut(start)
+        {
+            *l = len;
+            *e = end;
         }
     }
 }
@@ -254,7 +257,11 @@ impl<'de> Visitor<'de> for KeySeed {
 
 /// Whether the object at `start` names a member twice.
 fn names_repeat(entries: &[Entry<'_>], start: usize) -> bool {
-    let Some(object) = (TapeNode { entries, index: start }).as_object() else {
+    let Some(object) = (TapeNode {
+        entries,
+        index: start,
+    })
+    .as_object() else {
         return false;
     };
     // Replies' objects are small: comparing pairs beats sorting, which would allocate.
@@ -287,11 +294,7 @@ impl Json for TapeJson {
         key.into()
     }
 
-    fn with_string_node<T>(
-        (): &mut (),
-        string: &str,
-        f: impl FnOnce(TapeNode<'_>) -> T,
-    ) -> T {
+    fn with_string_node<T>((): &mut (), string: &str, f: impl FnOnce(TapeNode<'_>) -> T) -> T {
         let entries = [Entry::String(Cow::Borrowed(string))];
         f(TapeNode {
             entries: &entries,
@@ -524,7 +527,6 @@ impl<'a> Iterator for Elements<'a> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -653,7 +655,9 @@ mod tests {
     #[test]
     fn name_nodes_for_property_names_hold_the_name() {
         let schema = json!({"propertyNames": {"maxLength": 2}});
-        let validator = jsonschema::options_for::<TapeJson>().build(&schema).unwrap();
+        let validator = jsonschema::options_for::<TapeJson>()
+            .build(&schema)
+            .unwrap();
         assert!(validator.is_valid(parsed(r#"{"ab": 1}"#).root()));
         assert!(!validator.is_valid(parsed(r#"{"abc": 1}"#).root()));
     }

@@ -45,11 +45,9 @@ struct Compiled {
 impl Compiled {
     /// Whether `tape` is valid; a schema that cannot be compiled accepts nothing.
     fn accepts_tape(&self, schema: &Value, tape: &Tape<'_>) -> bool {
-        let validator = self.tape_validator.get_or_init(|| {
-            options_for_schemas::<TapeJson>()
-                .build(schema)
-                .ok()
-        });
+        let validator = self
+            .tape_validator
+            .get_or_init(|| options_for_schemas::<TapeJson>().build(schema).ok());
         validator
             .as_ref()
             .is_some_and(|validator| validator.is_valid(tape.root()))
@@ -425,7 +423,10 @@ mod tests {
         // A `Value` keeps the last `a`, which conforms; the tape cannot say which it holds.
         assert!(conforms(&schema, &serde_json::from_str(text).unwrap()));
         assert!(!conforms_tape(&schema, &Tape::parse(text).unwrap()));
-        assert!(!satisfies_constraints_tape(&schema, &Tape::parse(text).unwrap()));
+        assert!(!satisfies_constraints_tape(
+            &schema,
+            &Tape::parse(text).unwrap()
+        ));
         assert!(conforms_tape(&schema, &Tape::parse(r#"{"a": 2}"#).unwrap()));
     }
 
@@ -435,8 +436,14 @@ mod tests {
         let wrong_shape = Tape::parse(r#"{"value": "x"}"#).unwrap();
         assert!(satisfies_constraints_tape(&typed_only, &wrong_shape));
         let bounded = envelope(json!({"type": "integer", "minimum": 1}), json!({}));
-        assert!(!satisfies_constraints_tape(&bounded, &Tape::parse(r#"{"value": 0}"#).unwrap()));
-        assert!(satisfies_constraints_tape(&bounded, &Tape::parse(r#"{"value": 1}"#).unwrap()));
+        assert!(!satisfies_constraints_tape(
+            &bounded,
+            &Tape::parse(r#"{"value": 0}"#).unwrap()
+        ));
+        assert!(satisfies_constraints_tape(
+            &bounded,
+            &Tape::parse(r#"{"value": 1}"#).unwrap()
+        ));
     }
 
     #[test]
