@@ -8,6 +8,7 @@
 //! the verifier's ordinary steps run from the start, so it can change how fast a reply is
 //! read but never what the verifier concludes.
 
+use jsonschema::json::Node as _;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -48,7 +49,7 @@ pub(crate) fn clean_typed_reply<T: DeserializeOwned>(
         return None;
     }
     let value = tape.sole_root_member(ENVELOPE_PROPERTY)?;
-    if jsonschema::json::Node::is_null(&value) {
+    if value.is_null() {
         return None;
     }
     if !schema_rules::conforms_tape(&target.strict, &tape) {
