@@ -5,7 +5,7 @@
 //! never building a `serde_json::Value`.
 //!
 //! The path only ever answers "yes, here is the value"; on any doubt it declines and
-//! the verifier's ordinary steps run from the start, so it can change how fast a reply is
+//! the verifier's ordinary steps run from step 5, so it can change how fast a reply is
 //! read but never what the verifier concludes.
 
 use jsonschema::json::Node as _;
