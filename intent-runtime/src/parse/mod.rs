@@ -6,9 +6,11 @@
 
 mod repair;
 pub(crate) mod schema_nav;
+mod tape;
 
 pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
+pub(crate) use tape::{Tape, TapeJson};
 
 use serde_json::{Number, Value};
 

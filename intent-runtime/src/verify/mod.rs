@@ -13,7 +13,12 @@
 //! 8. null, accepted only by `Option` targets (`steps::null_value`);
 //! 9. validators: the caller's (`steps::run_validators`) and the full schema's
 //!    constraint keywords (`verify/schema_rules.rs`).
+//!
+//! A clean typed reply (strict JSON, a lone envelope, conforming to both schemas) takes a
+//! fast path through steps 5 to 8 (`verify/fast_path.rs`) that reaches the same result
+//! without building a `serde_json::Value`; any other reply takes the steps above.
 
+mod fast_path;
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
 #[cfg(test)]
@@ -114,6 +119,21 @@ pub fn verify_typed<T: DeserializeOwned>(
     let Some(text) = check.read_text(reply, attempt) else {
         return check;
     };
+    if let Some(value) = fast_path::clean_typed_reply::<T>(text, target) {
+        check.accept(value, validators, attempt);
+        return check;
+    }
+    read_typed(check, text, target, validators, attempt)
+}
+
+/// Steps 5 to 9 for a typed target, on the unfenced reply text.
+fn read_typed<T: DeserializeOwned>(
+    mut check: Verification<T>,
+    text: &str,
+    target: &TargetSchema,
+    validators: &[Validator<T>],
+    attempt: u32,
+) -> Verification<T> {
     let full: &Value = &target.full;
     let inner = schema_nav::inner_schema(full);
     let json = steps::read_json(

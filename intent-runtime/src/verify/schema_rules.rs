@@ -7,15 +7,17 @@
 //! issue saying so.
 //!
 //! Compiled validators are cached per schema (`schema::derived`), so each typed target's
-//! schema is compiled once.
+//! schema is compiled once; a second validator, for replies read as a [`Tape`] rather
+//! than a `Value` (the verifier's fast path), is compiled beside it on first use.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
 use serde_json::{Map, Value};
 
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
+use crate::parse::{Tape, TapeJson};
 use crate::result::{IssueSource, ResultIssue};
 use crate::schema::derived::DerivedCache;
 use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
@@ -35,7 +37,21 @@ pub(crate) enum Scope {
 /// A full schema compiled for local checks.
 struct Compiled {
     validator: Result<jsonschema::Validator, String>,
+    /// The same schema for tapes; `None` when it does not compile.
+    tape_validator: OnceLock<Option<jsonschema::Validator<TapeJson>>>,
     has_constraints: bool,
+}
+
+impl Compiled {
+    /// Whether `tape` is valid; a schema that cannot be compiled accepts nothing.
+    fn accepts_tape(&self, schema: &Value, tape: &Tape<'_>) -> bool {
+        let validator = self
+            .tape_validator
+            .get_or_init(|| options_for_schemas::<TapeJson>().build(schema).ok());
+        validator
+            .as_ref()
+            .is_some_and(|validator| validator.is_valid(tape.root()))
+    }
 }
 
 static CACHE: LazyLock<DerivedCache<Arc<Compiled>>> = LazyLock::new(DerivedCache::new);
@@ -68,7 +84,9 @@ pub(crate) fn check_against_full_schema(
     };
     let envelope = Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), value)]));
     let mut messages = Vec::new();
-    for error in validator.iter_errors(&envelope) {
+    // Listing the errors of a valid instance costs more than asking whether it is valid.
+    let errors = (!validator.is_valid(&envelope)).then(|| validator.iter_errors(&envelope));
+    for error in errors.into_iter().flatten() {
         let explained = constraint_messages(&error, &mut messages);
         if !explained && scope == Scope::Everything {
             messages.push(format!("{}: {error}.", display_path(&error)));
@@ -104,6 +122,21 @@ pub(crate) fn conforms(schema: &Arc<Value>, instance: &Value) -> bool {
         Ok(validator) => validator.is_valid(instance),
         Err(_) => false,
     }
+}
+
+/// Whether the tape conforms to `schema`, as [`conforms`] says of a `Value`. A tape with
+/// a repeated member name conforms to nothing: a `Value` would keep only the last.
+pub(crate) fn conforms_tape(schema: &Arc<Value>, tape: &Tape<'_>) -> bool {
+    !tape.has_duplicate_keys() && compiled(schema).accepts_tape(schema, tape)
+}
+
+/// Whether the tape, an envelope, meets every constraint keyword of the full schema
+/// `full`, so that [`check_against_full_schema`] with [`Scope::ConstraintsOnly`] would
+/// find nothing. It asks for validity against the whole schema: a shape violation the
+/// constraint check would pass over only makes the answer a needless "no".
+pub(crate) fn satisfies_constraints_tape(full: &Arc<Value>, tape: &Tape<'_>) -> bool {
+    let compiled = compiled(full);
+    !compiled.has_constraints || (!tape.has_duplicate_keys() && compiled.accepts_tape(full, tape))
 }
 
 /// Adds the messages of the constraint violations that make up `error`; returns whether
@@ -201,15 +234,23 @@ fn compiled(full: &Arc<Value>) -> Arc<Compiled> {
 }
 
 fn compile(full: &Value) -> Compiled {
-    let validator = jsonschema::options()
-        .with_draft(Draft::Draft202012)
-        .offline()
+    let validator = options_for_schemas::<jsonschema::json::SerdeJson>()
         .build(full)
         .map_err(|error| error.to_string());
     Compiled {
         validator,
+        tape_validator: OnceLock::new(),
         has_constraints: mentions_constraint(full, 0),
     }
+}
+
+/// The options every validator here is built with, for the representation `F`: Draft
+/// 2020-12 and no fetching of external references.
+fn options_for_schemas<'i, F: jsonschema::json::Json>()
+-> jsonschema::ValidationOptions<'i, Arc<dyn jsonschema::Retrieve>, F> {
+    jsonschema::options_for::<F>()
+        .with_draft(Draft::Draft202012)
+        .offline()
 }
 
 /// Whether any constraint keyword appears in the schema. A property that happens to be
@@ -376,10 +417,129 @@ mod tests {
     }
 
     #[test]
+    fn a_tape_with_a_repeated_name_conforms_to_nothing() {
+        let schema = Arc::new(json!({"properties": {"a": {"minimum": 2}}}));
+        let text = r#"{"a": 1, "a": 2}"#;
+        // A `Value` keeps the last `a`, which conforms; the tape cannot say which it holds.
+        assert!(conforms(&schema, &serde_json::from_str(text).unwrap()));
+        assert!(!conforms_tape(&schema, &Tape::parse(text).unwrap()));
+        assert!(!satisfies_constraints_tape(
+            &schema,
+            &Tape::parse(text).unwrap()
+        ));
+        assert!(conforms_tape(&schema, &Tape::parse(r#"{"a": 2}"#).unwrap()));
+    }
+
+    #[test]
+    fn the_tape_check_of_the_full_schema_asks_only_when_there_are_constraints() {
+        let typed_only = envelope(json!({"type": "integer"}), json!({}));
+        let wrong_shape = Tape::parse(r#"{"value": "x"}"#).unwrap();
+        assert!(satisfies_constraints_tape(&typed_only, &wrong_shape));
+        let bounded = envelope(json!({"type": "integer", "minimum": 1}), json!({}));
+        assert!(!satisfies_constraints_tape(
+            &bounded,
+            &Tape::parse(r#"{"value": 0}"#).unwrap()
+        ));
+        assert!(satisfies_constraints_tape(
+            &bounded,
+            &Tape::parse(r#"{"value": 1}"#).unwrap()
+        ));
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_accepts_no_tape() {
+        let broken = Arc::new(json!({"$ref": "http://example.invalid/schema.json"}));
+        assert!(!conforms_tape(&broken, &Tape::parse("1").unwrap()));
+    }
+
+    #[test]
     fn violations_beyond_the_cap_are_summarised() {
         let full = envelope(json!({"type": "array", "items": {"minimum": 1}}), json!({}));
         let found = messages(&full, json!(vec![0; 30]), Scope::ConstraintsOnly);
         assert_eq!(found.len(), MAX_SCHEMA_ISSUES + 1);
         assert!(found[MAX_SCHEMA_ISSUES].starts_with("10 more schema violations"));
+    }
+
+    /// Schemas that between them use most keywords, so that the tape's accessors are
+    /// exercised by every kind of check the validator makes.
+    fn schemas() -> Vec<Arc<Value>> {
+        let kitchen_sink = envelope(
+            json!({"anyOf": [
+                {"type": "object",
+                 "properties": {
+                     "a": {"type": "integer", "minimum": 0, "multipleOf": 2},
+                     "b": {"type": "string", "maxLength": 3, "pattern": "^[a-m]*$"},
+                     "c": {"type": "array", "items": {"type": ["integer", "null"]},
+                           "uniqueItems": true, "maxItems": 3}},
+                 "required": ["a"],
+                 "additionalProperties": {"type": "boolean"}},
+                {"type": "array", "prefixItems": [{"type": "string"}],
+                 "contains": {"const": true}},
+                {"enum": [1, "x", null, [1], {"k": 2}]},
+                {"type": "string", "minLength": 2},
+                {"$ref": "#/$defs/Pair"}
+            ]}),
+            json!({"Pair": {"type": "array", "minItems": 2, "maxItems": 2,
+                            "items": {"type": "number", "exclusiveMaximum": 10.5}}}),
+        );
+        let names = Arc::new(json!({
+            "type": "object",
+            "propertyNames": {"pattern": "^[a-c]+$"},
+            "minProperties": 1,
+            "maxProperties": 3,
+            "not": {"required": ["cc"]},
+            "dependentRequired": {"a": ["b"]},
+            "if": {"properties": {"value": {"type": "string"}}},
+            "then": {"properties": {"value": {"minLength": 1}}},
+            "else": {"properties": {"value": {"type": ["array", "object", "integer"]}}},
+            "patternProperties": {"^b": {"type": ["boolean", "object"]}},
+            "unevaluatedProperties": {"type": ["object", "array", "null"]},
+        }));
+        let unique = Arc::new(json!({"type": "array", "uniqueItems": true,
+                                     "items": {"oneOf": [{"type": "number"}, {"minimum": 3}]}}));
+        vec![kitchen_sink, names, unique]
+    }
+
+    /// JSON whose names come from a small set, so that schemas' properties are hit.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::collection::{btree_map, vec};
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..12).prop_map(|n| json!(n)),
+            any::<i64>().prop_map(|n| json!(n)),
+            prop_oneof![Just(1.0), Just(2.5), Just(-0.5), Just(10.5), Just(1e20)]
+                .prop_map(|n: f64| json!(n)),
+            "[a-pé]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                vec(inner.clone(), 0..4).prop_map(Value::Array),
+                btree_map("value|a|b|c|k|cc|z", inner, 0..4)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn validity_on_the_tape_is_validity_on_the_value(
+            inner in json_value(),
+            enveloped in proptest::prelude::any::<bool>(),
+        ) {
+            let value = if enveloped { json!({"value": inner}) } else { inner };
+            let text = value.to_string();
+            let tape = Tape::parse(&text).unwrap();
+            for schema in schemas() {
+                proptest::prop_assert_eq!(
+                    conforms_tape(&schema, &tape),
+                    conforms(&schema, &value),
+                    "{} against {}", text, schema
+                );
+            }
+        }
     }
 }

@@ -500,3 +500,334 @@ fn runtime_validators_see_the_value() {
     assert_eq!(messages(&check), vec!["Include the key \"a\"."]);
     assert_eq!(check.issues[0].source, IssueSource::Validator);
 }
+
+// ---- the fast path for clean typed replies ----
+
+/// `verify_typed` without its fast path: the ordinary steps alone, as before the path
+/// existed.
+fn ordinary_steps<T: DeserializeOwned>(
+    reply: &ProviderReply,
+    target: &TargetSchema,
+    validators: &[Validator<T>],
+    attempt: u32,
+) -> Verification<T> {
+    let mut check = Verification::new(reply);
+    match check.read_text(reply, attempt) {
+        Some(text) => read_typed(check, text, target, validators, attempt),
+        None => check,
+    }
+}
+
+/// The reply verified both ways, which must agree; and whether the fast path answered.
+fn verified_both_ways<T: DeserializeOwned + std::fmt::Debug + PartialEq>(
+    text: &str,
+    target: &TargetSchema,
+    validators: &[Validator<T>],
+) -> (Verification<T>, bool) {
+    let reply = reply(text);
+    let fast = verify_typed::<T>(&reply, target, validators, 2);
+    assert_eq!(
+        fast,
+        ordinary_steps::<T>(&reply, target, validators, 2),
+        "{text}"
+    );
+    let unfenced = parse::strip_code_fence(text).text;
+    let taken = fast_path::clean_typed_reply::<T>(unfenced, target).is_some();
+    (fast, taken)
+}
+
+fn strict_target<T: JsonSchema + 'static>() -> Arc<TargetSchema> {
+    crate::schema::target_schema::<T>().unwrap()
+}
+
+const CLEAN_INVOICE: &str = r#"{"value": {"number": "7", "total_cents": 300,
+    "lines": [{"sku": "A", "qty": 3}, {"sku": "B\u00e9", "qty": 1}], "due": null}}"#;
+
+fn clean_invoice() -> Invoice {
+    Invoice {
+        number: "7".into(),
+        total_cents: 300,
+        lines: vec![
+            Line {
+                sku: "A".into(),
+                qty: 3,
+            },
+            Line {
+                sku: "Bé".into(),
+                qty: 1,
+            },
+        ],
+        due: None,
+    }
+}
+
+#[test]
+fn a_clean_reply_takes_the_fast_path_to_the_same_verification() {
+    let (check, taken) =
+        verified_both_ways::<Invoice>(CLEAN_INVOICE, &strict_target::<Invoice>(), &[]);
+    assert!(taken, "the fast path declined a clean reply");
+    assert_eq!(
+        check,
+        Verification {
+            value: Some(clean_invoice()),
+            issues: vec![],
+            repairs: vec![],
+            truncated: false,
+        }
+    );
+}
+
+#[test]
+fn the_fast_path_keeps_the_fence_repair_and_runs_the_validators() {
+    let no_lines: Validator<Invoice> = Arc::new(|invoice: &Invoice| {
+        (invoice.lines.len() > 1)
+            .then(|| "Put every item on one line.".to_owned())
+            .into_iter()
+            .collect()
+    });
+    let fenced = format!("```json\n{CLEAN_INVOICE}\n```");
+    let (check, taken) =
+        verified_both_ways::<Invoice>(&fenced, &strict_target::<Invoice>(), &[no_lines]);
+    assert!(taken);
+    assert_eq!(check.repairs, vec![Repair::FenceStripped]);
+    assert_eq!(messages(&check), vec!["Put every item on one line."]);
+    assert_eq!(check.issues[0].source, IssueSource::Validator);
+    assert_eq!(check.issues[0].attempt, 2);
+    assert_eq!(check.value, Some(clean_invoice()));
+}
+
+#[test]
+fn a_truncated_clean_reply_still_fails_on_the_fast_path() {
+    let mut cut = reply(CLEAN_INVOICE);
+    cut.truncated = true;
+    let check = verify_typed::<Invoice>(&cut, &strict_target::<Invoice>(), &[], 1);
+    assert_eq!(
+        check,
+        ordinary_steps::<Invoice>(&cut, &strict_target::<Invoice>(), &[], 1)
+    );
+    assert_eq!(check.value, Some(clean_invoice()));
+    assert!(!check.passed());
+}
+
+#[test]
+fn the_fast_path_declines_whatever_the_ordinary_steps_would_repair_or_report() {
+    let invoice = strict_target::<Invoice>();
+    let declined = |text: &str| {
+        let (_, taken) = verified_both_ways::<Invoice>(text, &invoice, &[]);
+        assert!(!taken, "the fast path answered {text}");
+    };
+    // An unknown key, a missing nullable key, a repeated key (inside and beside the
+    // envelope), a bound broken, a bare value, a key in another case, a number in a
+    // string, comments, trailing commas.
+    declined(r#"{"value": {"number": "7", "total_cents": 1, "lines": [], "due": null, "x": 1}}"#);
+    declined(r#"{"value": {"number": "7", "total_cents": 1, "lines": []}}"#);
+    declined(
+        r#"{"value": {"number": "7", "number": "8", "total_cents": 1, "lines": [], "due": null}}"#,
+    );
+    declined(
+        r#"{"value": 1, "value": {"number": "7", "total_cents": 1, "lines": [], "due": null}}"#,
+    );
+    declined(
+        r#"{"value": {"number": "7", "total_cents": 1, "lines": [{"sku": "A", "qty": 0}], "due": null}}"#,
+    );
+    declined(r#"{"number": "7", "total_cents": 1, "lines": [], "due": null}"#);
+    declined(r#"{"value": {"Number": "7", "total_cents": 1, "lines": [], "due": null}}"#);
+    declined(r#"{"value": {"number": "7", "total_cents": "1", "lines": [], "due": null}}"#);
+    declined(
+        "{\"value\": {\"number\": \"7\", // id\n \"total_cents\": 1, \"lines\": [], \"due\": null}}",
+    );
+    declined(r#"{"value": {"number": "7", "total_cents": 1, "lines": [], "due": null,}}"#);
+    declined(
+        r#"{"value": {"number": "7", "total_cents": 1, "lines": [], "due": null}, "note": "x"}"#,
+    );
+    declined("not JSON at all");
+}
+
+#[test]
+fn a_repeated_key_is_read_as_the_ordinary_steps_read_it() {
+    let text =
+        r#"{"value": {"number": "7", "number": "8", "total_cents": 1, "lines": [], "due": null}}"#;
+    let (check, taken) = verified_both_ways::<Invoice>(text, &strict_target::<Invoice>(), &[]);
+    assert!(!taken);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(
+        check.value.map(|invoice| invoice.number),
+        Some("8".to_owned())
+    );
+}
+
+#[test]
+fn the_fast_path_declines_a_wrong_enum_case_a_null_and_a_number_past_64_bits() {
+    let (check, taken) = verified_both_ways::<Sentiment>(
+        r#"{"value": "positive"}"#,
+        &strict_target::<Sentiment>(),
+        &[],
+    );
+    assert!(!taken);
+    assert_eq!(check.value, Some(Sentiment::Positive));
+    assert_eq!(check.repairs.len(), 1, "{:?}", check.repairs);
+    let (clean, taken) = verified_both_ways::<Sentiment>(
+        r#"{"value": "Positive"}"#,
+        &strict_target::<Sentiment>(),
+        &[],
+    );
+    assert!(taken);
+    assert_eq!(clean.value, Some(Sentiment::Positive));
+
+    let (check, taken) = verified_both_ways::<Option<i64>>(
+        r#"{"value": null}"#,
+        &strict_target::<Option<i64>>(),
+        &[],
+    );
+    assert!(!taken);
+    assert_eq!(check.value, Some(None));
+
+    // Read from text, this fits a u128; in a `Value` it is a float, which does not.
+    let wide = r#"{"value": 18446744073709551616}"#;
+    let (check, taken) = verified_both_ways::<u128>(wide, &strict_target::<u128>(), &[]);
+    assert!(!taken);
+    assert_eq!(check.value, None);
+    let (check, taken) = verified_both_ways::<u128>(
+        r#"{"value": 18446744073709551615}"#,
+        &strict_target::<u128>(),
+        &[],
+    );
+    assert!(taken);
+    assert_eq!(check.value, Some(u128::from(u64::MAX)));
+}
+
+#[test]
+fn targets_the_strict_schema_does_not_describe_never_take_the_fast_path() {
+    let target = strict_target::<HashMap<String, i64>>();
+    assert!(!target.strict_compatible);
+    let (check, taken) =
+        verified_both_ways::<HashMap<String, i64>>(r#"{"value": {"a": 1}}"#, &target, &[]);
+    assert!(!taken);
+    assert_eq!(check.value, Some(HashMap::from([("a".to_owned(), 1)])));
+}
+
+/// One change a model might make to a clean reply.
+#[derive(Debug, Clone, Copy)]
+enum Mutation {
+    None,
+    KeyCase,
+    DropDue,
+    ExtraKey,
+    QuotedTotal,
+    NumericSku,
+    Bare,
+    Comment,
+    TrailingComma,
+    RepeatedKey,
+    NullValue,
+    Fence,
+    BesideEnvelope,
+    FloatTotal,
+}
+
+fn mutation() -> impl proptest::strategy::Strategy<Value = Mutation> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Mutation::None),
+        Just(Mutation::KeyCase),
+        Just(Mutation::DropDue),
+        Just(Mutation::ExtraKey),
+        Just(Mutation::QuotedTotal),
+        Just(Mutation::NumericSku),
+        Just(Mutation::Bare),
+        Just(Mutation::Comment),
+        Just(Mutation::TrailingComma),
+        Just(Mutation::RepeatedKey),
+        Just(Mutation::NullValue),
+        Just(Mutation::Fence),
+        Just(Mutation::BesideEnvelope),
+        Just(Mutation::FloatTotal),
+    ]
+}
+
+/// The reply text of an invoice, after one mutation.
+fn mutated_reply(invoice: &Value, mutation: Mutation) -> String {
+    let mut inner = invoice.clone();
+    let object = inner.as_object_mut().unwrap();
+    match mutation {
+        Mutation::KeyCase => {
+            let total = object.remove("total_cents").unwrap();
+            object.insert("Total_Cents".into(), total);
+        }
+        Mutation::DropDue => {
+            object.remove("due");
+        }
+        Mutation::ExtraKey => {
+            object.insert("currency".into(), json!("EUR"));
+        }
+        Mutation::QuotedTotal => {
+            let total = object["total_cents"].to_string();
+            object.insert("total_cents".into(), json!(total));
+        }
+        Mutation::NumericSku => {
+            if let Some(line) = object["lines"].as_array_mut().unwrap().first_mut() {
+                line["sku"] = json!(12);
+            }
+        }
+        Mutation::FloatTotal => {
+            let total = object["total_cents"].as_i64().unwrap();
+            object.insert("total_cents".into(), json!(total as f64 + 0.5));
+        }
+        _ => {}
+    }
+    let envelope = json!({"value": inner}).to_string();
+    match mutation {
+        Mutation::Bare => inner.to_string(),
+        Mutation::Comment => format!("// the invoice\n{envelope}"),
+        Mutation::TrailingComma => format!("{},}}", &envelope[..envelope.len() - 1]),
+        Mutation::RepeatedKey => format!("{{\"value\": null, {}", &envelope[1..]),
+        Mutation::NullValue => r#"{"value": null}"#.to_owned(),
+        Mutation::Fence => format!("```json\n{envelope}\n```"),
+        Mutation::BesideEnvelope => format!("{{\"note\": 1, {}", &envelope[1..]),
+        _ => envelope,
+    }
+}
+
+fn invoice_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    let line =
+        ("[A-Za-z0-9é\"]{0,5}", -1i64..4).prop_map(|(sku, qty)| json!({"sku": sku, "qty": qty}));
+    (
+        "[0-9A-Z\\\\]{1,6}",
+        any::<i64>(),
+        vec(line, 0..4),
+        proptest::option::of("[0-9-]{0,10}"),
+    )
+        .prop_map(|(number, total, lines, due)| {
+            json!({"number": number, "total_cents": total, "lines": lines, "due": due})
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(384))]
+
+    #[test]
+    fn the_fast_path_then_the_ordinary_steps_equal_the_ordinary_steps_alone(
+        invoice in invoice_json(),
+        mutation in mutation(),
+        faithful in proptest::prelude::any::<bool>(),
+    ) {
+        let text = mutated_reply(&invoice, mutation);
+        let target = if faithful {
+            (*strict_target::<Invoice>()).clone()
+        } else {
+            target_for::<Invoice>("Invoice")
+        };
+        let (check, taken) = verified_both_ways::<Invoice>(&text, &target, &[]);
+        let within_bounds = invoice["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|line| line["qty"].as_i64().unwrap() >= 1);
+        if matches!(mutation, Mutation::None | Mutation::Fence) && within_bounds {
+            proptest::prop_assert!(taken, "a clean reply was declined: {}", text);
+            proptest::prop_assert!(check.passed());
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The fast path for a clean typed reply: strict JSON in a lone `{"value": ...}`
+//! envelope that already conforms to the strict schema and meets the full schema's
+//! constraints. Such a reply has nothing to repair and nothing to report, so it is
+//! checked on a [`Tape`] of the text and read as its type straight from the text,
+//! never building a `serde_json::Value`.
+//!
+//! The path only ever answers "yes, here is the value"; on any doubt it declines and
+//! the verifier's ordinary steps run from step 5, so it can change how fast a reply is
+//! read but never what the verifier concludes.
+
+use jsonschema::json::Node as _;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::schema_rules;
+use crate::parse::Tape;
+use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
+
+/// The envelope, read straight from the reply text.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<T> {
+    value: T,
+}
+
+/// The value of a reply text (fence already stripped) that the ordinary steps would
+/// accept without a repair or an issue, or `None` when that is not certain.
+///
+/// Each condition is one the ordinary steps check, in their terms:
+/// - strict JSON: step 5 records no leniency (a tape parses exactly what a strict
+///   `Value` parse does), with no repeated name (a `Value` keeps only the last);
+/// - the root is an object whose only member is `value`: step 6 unwraps it with no
+///   repair, whatever the envelope rule;
+/// - the value is not null: step 8 has nothing to say;
+/// - the strict schema is faithful and the envelope conforms to it: the schema-guided
+///   walk is skipped there too, so nothing is repaired;
+/// - `T` reads from the text: step 7 reads it from the same content;
+/// - the full schema's constraints hold: step 9's schema check finds nothing.
+pub(crate) fn clean_typed_reply<T: DeserializeOwned>(
+    text: &str,
+    target: &TargetSchema,
+) -> Option<T> {
+    if !target.strict_compatible {
+        return None;
+    }
+    let tape = Tape::parse(text).ok()?;
+    // Numbers beyond 64 bits read exactly from text but as floats into a `Value`.
+    if tape.has_duplicate_keys() || tape.has_wide_numbers() {
+        return None;
+    }
+    let value = tape.sole_root_member(ENVELOPE_PROPERTY)?;
+    if value.is_null() {
+        return None;
+    }
+    if !schema_rules::conforms_tape(&target.strict, &tape) {
+        return None;
+    }
+    let envelope: Envelope<T> = serde_json::from_str(text).ok()?;
+    schema_rules::satisfies_constraints_tape(&target.full, &tape).then_some(envelope.value)
+}
