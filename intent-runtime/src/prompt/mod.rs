@@ -123,20 +123,31 @@ impl PromptPlan {
     /// What the reply must look like, as the `## Output requirements` section states it
     /// (without the additional requirements).
     pub fn output_contract(&self) -> String {
-        let envelope = format!("Reply with one JSON object {{\"{ENVELOPE_PROPERTY}\": <result>}}.");
+        // `concat` sizes the text once; `format!` grew it (a `realloc` per growth, which
+        // takes the allocator's lock on a multi-threaded runtime) on every attempt.
+        const OPEN: &str = "Reply with one JSON object {\"";
+        const CLOSE: &str = "\": <result>}.\n<result>: ";
         match &self.target {
             OutputTarget::Text => "Reply with plain text only.".to_owned(),
             OutputTarget::Typed(schema) => {
-                format!("{envelope}\n<result>: {}", describe_target(schema))
+                [OPEN, ENVELOPE_PROPERTY, CLOSE, &describe_target(schema)].concat()
             }
-            OutputTarget::TypedJsonObject(schema) => format!(
-                "{envelope}\n<result>: {}\nUse JSON types faithfully: numbers, booleans and null unquoted.",
-                describe_target(schema)
-            ),
-            OutputTarget::RuntimeSchema(_) => format!(
-                "{envelope}\n<result>: a JSON value that conforms to the provided JSON schema."
-            ),
-            OutputTarget::AnyJson => format!("{envelope}\n<result>: any JSON value."),
+            OutputTarget::TypedJsonObject(schema) => [
+                OPEN,
+                ENVELOPE_PROPERTY,
+                CLOSE,
+                &describe_target(schema),
+                "\nUse JSON types faithfully: numbers, booleans and null unquoted.",
+            ]
+            .concat(),
+            OutputTarget::RuntimeSchema(_) => [
+                OPEN,
+                ENVELOPE_PROPERTY,
+                CLOSE,
+                "a JSON value that conforms to the provided JSON schema.",
+            ]
+            .concat(),
+            OutputTarget::AnyJson => [OPEN, ENVELOPE_PROPERTY, CLOSE, "any JSON value."].concat(),
         }
     }
 }
@@ -161,7 +172,7 @@ pub fn render(plan: &PromptPlan, previous: Option<&AttemptRecord>) -> RenderedPr
 
 fn system_prompt(plan: &PromptPlan) -> String {
     match non_blank(plan.system.as_deref()) {
-        Some(instructions) => format!("{SYSTEM_PREAMBLE}\n\n{instructions}"),
+        Some(instructions) => [SYSTEM_PREAMBLE, "\n\n", instructions].concat(),
         None => SYSTEM_PREAMBLE.to_owned(),
     }
 }
@@ -169,7 +180,10 @@ fn system_prompt(plan: &PromptPlan) -> String {
 fn user_message(plan: &PromptPlan, previous: Option<&AttemptRecord>) -> String {
     let mut sections = vec![
         section("Intent", plan.intent.trim()),
-        section(&format!("Input ({})", plan.input.label), &plan.input.text),
+        section(
+            &["Input (", &plan.input.label, ")"].concat(),
+            &plan.input.text,
+        ),
         section("Output requirements", &output_requirements(plan)),
     ];
     if !plan.examples.is_empty() {
@@ -188,14 +202,16 @@ fn user_message(plan: &PromptPlan, previous: Option<&AttemptRecord>) -> String {
     sections.join("\n\n")
 }
 
+// The hot path's texts are joined with `concat`/`join`, which size them once, rather
+// than `format!`, which grows them as it writes.
 fn section(title: &str, body: &str) -> String {
-    format!("## {title}\n{body}")
+    ["## ", title, "\n", body].concat()
 }
 
 fn output_requirements(plan: &PromptPlan) -> String {
     let contract = plan.output_contract();
     match non_blank(plan.output_requirements.as_deref()) {
-        Some(extra) => format!("{contract}\nAdditional output requirements: {extra}"),
+        Some(extra) => [&contract, "\nAdditional output requirements: ", extra].concat(),
         None => contract,
     }
 }
