@@ -428,6 +428,7 @@ struct MessagesResponse {
 struct ContentBlock {
     #[serde(rename = "type")]
     kind: String,
+    #[serde(default, deserialize_with = "super::reply_text::optional_text")]
     text: Option<String>,
 }
 

@@ -9,6 +9,7 @@ pub mod compatible;
 mod error;
 pub mod http;
 pub mod openai;
+mod reply_text;
 pub mod scripted;
 
 use std::fmt;

@@ -15,6 +15,7 @@ use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
     invalid_response, names_schema,
 };
+use crate::provider::reply_text;
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ResponseFormat,
@@ -246,6 +247,7 @@ struct Choice {
 
 #[derive(Deserialize)]
 struct ChoiceMessage {
+    #[serde(default, deserialize_with = "reply_text::optional_text")]
     content: Option<String>,
     // Absent on servers without refusals (Ollama): that is a normal reply.
     refusal: Option<String>,
