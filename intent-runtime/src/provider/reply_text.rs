@@ -59,7 +59,7 @@ fn unescape_literal(literal: &str) -> Option<String> {
 /// `run`, when it holds no unescaped quote or control character (which no JSON string
 /// does: `serde_json` says what is wrong then).
 fn plain(run: &str) -> Option<&str> {
-    (!run.contains(|c: char| c == '"' || c < ' ')).then_some(run)
+    (!run.bytes().any(|b| b == b'"' || b < b' ')).then_some(run)
 }
 
 fn push<'r>(text: &mut String, character: char, rest: &'r str) -> &'r str {
