@@ -672,27 +672,3 @@ async fn a_base_url_that_is_not_a_url_is_a_clear_error_that_is_not_retried() {
         err.message()
     );
 }
-
-#[tokio::test]
-async fn a_redirect_is_reported_with_its_target_and_not_followed() {
-    let server = server_replying(
-        ResponseTemplate::new(307)
-            .insert_header("location", "https://api.example.com/v1/chat/completions"),
-    )
-    .await;
-    let err = provider(&server.uri())
-        .complete(&ProviderRequest::text("", "hi"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ProviderErrorKind::InvalidRequest, "{err}");
-    assert!(!err.is_transient());
-    assert_eq!(err.status(), Some(307));
-    assert!(
-        err.message().contains(
-            "redirected the request to https://api.example.com/v1/chat/completions (HTTP 307)"
-        ) && err.message().contains("set the base URL"),
-        "{}",
-        err.message()
-    );
-    assert_eq!(received_bodies(&server).await.len(), 1);
-}

@@ -10,7 +10,7 @@
 //! | `Authentication` | 401 | 401 `authentication_error` | no |
 //! | `Permission` | 402, 403 | 402 `billing_error`, 403 `permission_error` | no |
 //! | `NotFound` | 404 | 404 `not_found_error` | no |
-//! | `InvalidRequest` | 400, 413, 422, other 4xx; a redirect (3xx, never followed) | 400 `invalid_request_error`, 413 `request_too_large`; a redirect | no |
+//! | `InvalidRequest` | 400, 413, 422, other 4xx | 400 `invalid_request_error`, 413 `request_too_large` | no |
 //! | `SchemaRejected` | 400 whose message or `param` names `response_format` / `schema` | 400 naming `output_config` / `schema` | no |
 //! | `RateLimited` | 429 | 429 `rate_limit_error` | yes |
 //! | `Overloaded` | 503 | 529 `overloaded_error` (and 503) | yes |
@@ -306,11 +306,8 @@ impl HttpTransport {
         if let Some(client) = self.client.get() {
             return Ok(client.clone());
         }
-        // Redirects are not followed: the APIs never redirect a request, and following one
-        // meant re-parsing the URL on every call; a redirect is reported instead.
         let built = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|err| {
                 ProviderError::new(
@@ -472,12 +469,6 @@ pub(crate) fn error_from_response(
     secret: Option<&str>,
 ) -> ProviderError {
     let message = match error.message.as_deref().map(str::trim) {
-        _ if raw.status.is_redirection() => format!(
-            "the server redirected the request to {} (HTTP {}); redirects are not followed: \
-             set the base URL to the address the server names",
-            raw.header("location").unwrap_or("another address"),
-            raw.status.as_u16()
-        ),
         Some(message) if !message.is_empty() => message.to_owned(),
         _ if raw.body_text().trim().is_empty() => format!(
             "HTTP {} with an empty body",
