@@ -35,6 +35,13 @@ use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
 use schema_rules::Scope;
 use steps::EnvelopeRule;
 
+#[cfg(test)]
+thread_local! {
+    /// How many schema-guided repair walks this thread ran, so tests can tell when one
+    /// was skipped.
+    pub(crate) static REPAIR_WALKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// What the verifier found in one reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verification<T> {
@@ -145,18 +152,23 @@ fn read_typed<T: DeserializeOwned>(
     let Some(json) = check.keep(json) else {
         return check;
     };
-    // A reply that already conforms to the strict envelope (declared keys only, exact
-    // types and enum members) has nothing to repair and no finding to explain: the
-    // schema-guided walk, most of the cost of a clean reply, is skipped.
-    let conforms = target.strict_compatible && schema_rules::conforms(&target.strict, &json);
     let rule = if schema_nav::bare_form_may_hold_value_key(full, inner) {
         EnvelopeRule::BareMayHoldValue
     } else {
         EnvelopeRule::Strict
     };
     let value = steps::unwrap_envelope(json, rule, attempt, &mut check.repairs);
-    let Some(mut value) = check.keep(value) else {
+    let Some(value) = check.keep(value) else {
         return check;
+    };
+    // A value that, in its envelope, conforms to the strict schema (declared keys only,
+    // exact types and enum members) has nothing to repair and no finding to explain: the
+    // schema-guided walk, most of the cost of reading such a reply, is skipped. Asked of
+    // the unwrapped value, so a reply that only forgot its envelope is spared the walk.
+    let (mut value, conforms) = if target.strict_compatible {
+        schema_rules::conforms_in_envelope(&target.strict, value)
+    } else {
+        (value, false)
     };
     // Step 8 is asked before step 7 for a null: serde would only say "invalid type: null".
     if value.is_null() {
@@ -169,6 +181,8 @@ fn read_typed<T: DeserializeOwned>(
     let walked = if conforms {
         parse::SchemaRepair::default()
     } else {
+        #[cfg(test)]
+        REPAIR_WALKS.with(|walks| walks.set(walks.get() + 1));
         parse::repair_against_schema(
             &mut value,
             full,

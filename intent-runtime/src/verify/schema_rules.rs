@@ -115,6 +115,18 @@ pub(crate) fn check_against_full_schema(
     (value.unwrap_or(Value::Null), issues)
 }
 
+/// Whether `value`, placed in the envelope `{"value": value}`, is valid against the
+/// envelope schema `schema`; the value is handed back.
+pub(crate) fn conforms_in_envelope(schema: &Arc<Value>, value: Value) -> (Value, bool) {
+    let envelope = Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), value)]));
+    let conforms = conforms(schema, &envelope);
+    let value = match envelope {
+        Value::Object(mut envelope) => envelope.remove(ENVELOPE_PROPERTY),
+        _ => None,
+    };
+    (value.unwrap_or(Value::Null), conforms)
+}
+
 /// Whether `instance` is valid against `schema` (compiled once and cached like the full
 /// schemas). A schema that cannot be compiled conforms to nothing.
 pub(crate) fn conforms(schema: &Arc<Value>, instance: &Value) -> bool {

@@ -561,6 +561,51 @@ fn clean_invoice() -> Invoice {
     }
 }
 
+/// The repair walks `verify` ran.
+fn walks_during(verify: impl FnOnce()) -> usize {
+    let before = REPAIR_WALKS.with(std::cell::Cell::get);
+    verify();
+    REPAIR_WALKS.with(std::cell::Cell::get) - before
+}
+
+#[test]
+fn a_bare_reply_that_conforms_once_enveloped_is_spared_the_repair_walk() {
+    let target = strict_target::<Invoice>();
+    let bare = CLEAN_INVOICE
+        .trim()
+        .strip_prefix(r#"{"value": "#)
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap();
+    let mut check = None;
+    let walks =
+        walks_during(|| check = Some(verify_typed::<Invoice>(&reply(bare), &target, &[], 1)));
+    assert_eq!(walks, 0);
+    assert_eq!(
+        check.unwrap(),
+        Verification {
+            value: Some(clean_invoice()),
+            issues: vec![],
+            repairs: vec![Repair::MissingEnvelope],
+            truncated: false,
+        }
+    );
+
+    // A bare reply with something to repair still takes the walk.
+    let cased = bare.replacen("\"number\"", "\"Number\"", 1);
+    let mut check = None;
+    let walks =
+        walks_during(|| check = Some(verify_typed::<Invoice>(&reply(&cased), &target, &[], 1)));
+    assert_eq!(walks, 1);
+    let check = check.unwrap();
+    assert_eq!(check.value, Some(clean_invoice()));
+    assert_eq!(check.repairs[0], Repair::MissingEnvelope);
+    assert!(
+        matches!(check.repairs.get(1), Some(Repair::KeyCaseChanged { .. })),
+        "{:?}",
+        check.repairs
+    );
+}
+
 #[test]
 fn a_clean_reply_takes_the_fast_path_to_the_same_verification() {
     let (check, taken) =
