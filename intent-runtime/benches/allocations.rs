@@ -11,6 +11,7 @@
 mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -18,12 +19,14 @@ use std::time::{Duration, Instant};
 use intent_runtime::input::prepare_input;
 use intent_runtime::parse::repair_against_schema;
 use intent_runtime::prompt::{OutputTarget, PromptPlan, render};
+use intent_runtime::provider::OpenAi;
 use intent_runtime::provider::{ProviderReply, ScriptedProvider};
 use intent_runtime::schema::target_schema;
 use intent_runtime::verify::verify_typed;
 use intent_runtime::{IntentClient, IntentOptions, Validator};
 use serde::Deserialize;
 use serde_json::Value;
+use support::loopback::{Loopback, chat_completion};
 use support::{
     INVOICE_DOCUMENT, InstantProvider, Invoice, broken_invoice_reply, invoice_reply, totals_add_up,
 };
@@ -37,11 +40,23 @@ struct Counting;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// Whether this thread's allocations are counted: all but the loopback server's, so
+    /// the HTTP rows count the client's side alone.
+    static COUNTED: Cell<bool> = const { Cell::new(true) };
+}
+
+fn counted() -> bool {
+    COUNTED.try_with(Cell::get).unwrap_or(false)
+}
+
 // SAFETY: delegates every operation to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        if counted() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
@@ -50,8 +65,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        if counted() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        }
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -298,6 +315,41 @@ fn verify_rows(calls: usize, full: &Value, reply: &str) {
     }
 }
 
+/// One call over HTTP to a loopback server on another thread (not counted): the raw
+/// `reqwest` post of the same body, and `transform` through the `OpenAi` provider. The
+/// client runs on a current-thread runtime, so every allocation of the call (hyper's
+/// connection task included) is on this thread and counted.
+fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
+    let server = Loopback::start_with(chat_completion(&invoice_reply()), None, || {
+        COUNTED.with(|counted| counted.set(false));
+    });
+    let http = reqwest::Client::new();
+    let url = server.completions_url();
+    let body = hyper::body::Bytes::from(support::invoice_request_body());
+    let raw = measure(calls, || {
+        let response = rt.block_on(
+            http.post(&url)
+                .header("content-type", "application/json")
+                .header("authorization", "Bearer sk-bench")
+                .body(body.clone())
+                .send(),
+        );
+        let bytes = rt.block_on(response.expect("reply").bytes());
+        black_box(bytes.expect("body"));
+    });
+    print_row("http/raw reqwest post", &raw);
+    let client = IntentClient::builder()
+        .provider(OpenAi::new("sk-bench").with_base_url(server.base_url()))
+        .build()
+        .expect("client");
+    let intent = measure(calls, || {
+        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+        let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
+        assert!(result.is_success(), "{:?}", result.issues);
+    });
+    print_row("http/transform through OpenAi", &intent);
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
     let calls = if quick { 50 } else { 2000 };
@@ -308,6 +360,7 @@ fn main() {
     println!("## allocations and time per call (medians of {calls} calls)");
     let (whole, bare) = transform_rows(&rt, calls);
     stage_rows(calls, &whole);
+    http_rows(&rt, calls);
     for (provider, medians) in [("scripted", &whole), ("bare", &bare)] {
         let micros = Duration::from_nanos(medians.nanos).as_secs_f64() * 1e6;
         println!(

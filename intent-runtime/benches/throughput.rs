@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use intent_runtime::provider::{OpenAi, ScriptedProvider};
+use intent_runtime::provider::OpenAi;
 use intent_runtime::{IntentClient, IntentOptions};
 use support::loopback::{
     CpuTimes, Loopback, chat_completion, peak_rss_kib, percentile, reset_peak_rss,
@@ -143,40 +143,6 @@ fn intent_call(client: &IntentClient) -> impl Fn() -> CallFuture + Clone + Send 
     }
 }
 
-/// The JSON body the `OpenAi` provider sends for the invoice, rebuilt from the request a
-/// scripted provider captured, so the raw loop posts a body of the same size.
-fn invoice_request_body() -> String {
-    let reply = invoice_reply();
-    let scripted = Arc::new(ScriptedProvider::from_fn(move |_, _| reply.as_str().into()));
-    let client = IntentClient::builder()
-        .shared_provider(scripted.clone())
-        .build()
-        .expect("client");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let result = rt.block_on(client.transform(
-        INVOICE_DOCUMENT,
-        INTENT,
-        IntentOptions::<Invoice>::new().validate(totals_add_up),
-    ));
-    assert!(result.is_success(), "{:?}", result.issues);
-    let request = scripted.requests().into_iter().next().expect("one request");
-    serde_json::json!({
-        "model": "gpt-4o-mini",
-        "messages": [
-            {"role": "system", "content": request.system},
-            {"role": "user", "content": request.user},
-        ],
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": request.schema_name, "schema": request.schema.as_deref(), "strict": true}
-        }
-    })
-    .to_string()
-}
-
 fn raw_call(server: &Loopback, body: &str) -> impl Fn() -> CallFuture + Clone + Send + 'static {
     let http = reqwest::Client::new();
     let url = server.completions_url();
@@ -232,7 +198,7 @@ fn throughput(calls: usize) {
     let rt = client_runtime();
     let client = intent_client(&server);
     let intent = intent_call(&client);
-    let raw = raw_call(&server, &invoice_request_body());
+    let raw = raw_call(&server, &support::invoice_request_body());
     println!(
         "## throughput: {calls} calls of the invoice per row, loopback server answering at once"
     );
@@ -297,7 +263,7 @@ fn latency_bound(calls: usize) {
         "## latency-bound: {calls} calls at concurrency {calls}, server waits {} ms",
         LATENCY_DELAY.as_millis()
     );
-    let raw = raw_call(&server, &invoice_request_body());
+    let raw = raw_call(&server, &support::invoice_request_body());
     let client = intent_client(&server);
     let intent = intent_call(&client);
     // One call each first: builds the HTTP clients and caches the schema.

@@ -3,6 +3,10 @@
 
 pub mod loopback;
 
+use std::sync::Arc;
+
+use intent_runtime::provider::ScriptedProvider;
+use intent_runtime::{IntentClient, IntentOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -164,4 +168,38 @@ pub fn broken_invoice_reply() -> String {
         .and_then(|rest| rest.strip_suffix('}'))
         .unwrap_or(&reply);
     format!("{{\"value\": {inner}, \"note\": \"here you go\"}}")
+}
+
+/// The JSON body the `OpenAi` provider sends for the invoice, rebuilt from the request a
+/// scripted provider captured, so the raw loop posts a body of the same size.
+pub fn invoice_request_body() -> String {
+    let reply = invoice_reply();
+    let scripted = Arc::new(ScriptedProvider::from_fn(move |_, _| reply.as_str().into()));
+    let client = IntentClient::builder()
+        .shared_provider(scripted.clone())
+        .build()
+        .expect("client");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result = rt.block_on(client.transform(
+        INVOICE_DOCUMENT,
+        "Extract the invoice",
+        IntentOptions::<Invoice>::new().validate(totals_add_up),
+    ));
+    assert!(result.is_success(), "{:?}", result.issues);
+    let request = scripted.requests().into_iter().next().expect("one request");
+    serde_json::json!({
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": request.schema_name, "schema": request.schema.as_deref(), "strict": true}
+        }
+    })
+    .to_string()
 }
