@@ -1,6 +1,12 @@
 //! Throughput and concurrency over real HTTP: `IntentClient::transform` of the invoice
 //! through the real `OpenAi` provider against an in-process loopback server, next to a
-//! raw `reqwest` loop against the same server (the ceiling).
+//! raw `reqwest` loop against the same server (the ceiling: it posts a prepared body and
+//! reads the reply's bytes, no JSON work at all) and a hand-written typed client (writes
+//! the same request, reads the reply and the invoice with serde, runs the validator; no
+//! checks, repairs or records).
+//!
+//! `PROFILE_ONLY=raw|typed|intent` (with `PROFILE_C`, default 16) runs one loop alone,
+//! five times as long, for a profiler.
 //!
 //! Two parts, each selectable by name:
 //! - `throughput`: N calls at concurrency 1, 16 and 256 against a server that answers at
@@ -162,6 +168,86 @@ fn raw_call(server: &Loopback, body: &str) -> impl Fn() -> CallFuture + Clone + 
     }
 }
 
+/// What a careful hand-written client without intent-rs would do for the same call: write
+/// the same prompts and schema as JSON from borrowed parts, post them, read the Chat
+/// Completions reply, read the invoice from its content and run the same validator. No
+/// envelope or schema checks, no repairs, no records, no retries.
+fn typed_call(server: &Loopback) -> impl Fn() -> CallFuture + Clone + Send + 'static {
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        messages: [Message<'a>; 2],
+        response_format: &'a serde_json::Value,
+    }
+    #[derive(serde::Serialize)]
+    struct Message<'a> {
+        role: &'a str,
+        content: &'a str,
+    }
+    #[derive(serde::Deserialize)]
+    struct Completion {
+        choices: Vec<Choice>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Choice {
+        message: Content,
+    }
+    #[derive(serde::Deserialize)]
+    struct Content {
+        content: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        value: Invoice,
+    }
+
+    let request = Arc::new(support::invoice_request());
+    let response_format = Arc::new(serde_json::json!({
+        "type": "json_schema",
+        "json_schema": {"name": request.schema_name, "schema": request.schema.as_deref(), "strict": true}
+    }));
+    let http = reqwest::Client::new();
+    let url = server.completions_url();
+    move || {
+        let body = serde_json::to_vec(&Body {
+            model: "gpt-4o-mini",
+            messages: [
+                Message {
+                    role: "system",
+                    content: &request.system,
+                },
+                Message {
+                    role: "user",
+                    content: &request.user,
+                },
+            ],
+            response_format: &response_format,
+        })
+        .expect("body");
+        let pending = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("authorization", "Bearer sk-bench")
+            .body(body)
+            .send();
+        Box::pin(async move {
+            let Ok(response) = pending.await else {
+                return false;
+            };
+            let Ok(bytes) = response.bytes().await else {
+                return false;
+            };
+            let Ok(completion) = serde_json::from_slice::<Completion>(&bytes) else {
+                return false;
+            };
+            completion.choices.first().is_some_and(|choice| {
+                serde_json::from_str::<Envelope>(&choice.message.content)
+                    .is_ok_and(|envelope| totals_add_up(&envelope.value).is_ok())
+            })
+        })
+    }
+}
+
 fn client_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -199,6 +285,7 @@ fn throughput(calls: usize) {
     let client = intent_client(&server);
     let intent = intent_call(&client);
     let raw = raw_call(&server, &support::invoice_request_body());
+    let typed = typed_call(&server);
     println!(
         "## throughput: {calls} calls of the invoice per row, loopback server answering at once"
     );
@@ -211,6 +298,9 @@ fn throughput(calls: usize) {
         let r = if which == "raw" {
             run_concurrent(&rt, c * 2, c, raw.clone());
             run_concurrent(&rt, calls * 5, c, raw.clone())
+        } else if which == "typed" {
+            run_concurrent(&rt, c * 2, c, typed.clone());
+            run_concurrent(&rt, calls * 5, c, typed.clone())
         } else {
             run_concurrent(&rt, c * 2, c, intent.clone());
             run_concurrent(&rt, calls * 5, c, intent.clone())
@@ -221,10 +311,13 @@ fn throughput(calls: usize) {
     for concurrency in [1, 16, 256] {
         // Open `concurrency` pooled connections first, so both loops start warm.
         run_concurrent(&rt, concurrency * 2, concurrency, raw.clone());
+        run_concurrent(&rt, concurrency * 2, concurrency, typed.clone());
         run_concurrent(&rt, concurrency * 2, concurrency, intent.clone());
         let raw_run = run_concurrent(&rt, calls, concurrency, raw.clone());
+        let typed_run = run_concurrent(&rt, calls, concurrency, typed.clone());
         let intent_run = run_concurrent(&rt, calls, concurrency, intent.clone());
         print_run("raw", concurrency, &raw_run);
+        print_run("typed", concurrency, &typed_run);
         print_run("intent", concurrency, &intent_run);
         println!(
             "        c={concurrency:<4} intent/raw throughput {:>5.1}%  client-added latency p50 {:>7.1} us  p99 {:>7.1} us",
@@ -232,7 +325,13 @@ fn throughput(calls: usize) {
             us(intent_run.p(50.0)) - us(raw_run.p(50.0)),
             us(intent_run.p(99.0)) - us(raw_run.p(99.0)),
         );
+        println!(
+            "        c={concurrency:<4} intent/typed throughput {:>5.1}%  typed/raw {:>5.1}%",
+            100.0 * intent_run.calls_per_second() / typed_run.calls_per_second(),
+            100.0 * typed_run.calls_per_second() / raw_run.calls_per_second(),
+        );
         assert_eq!(raw_run.failures, 0, "raw calls failed");
+        assert_eq!(typed_run.failures, 0, "hand-written typed calls failed");
         assert_eq!(intent_run.failures, 0, "intent calls failed");
     }
 }

@@ -170,9 +170,9 @@ pub fn broken_invoice_reply() -> String {
     format!("{{\"value\": {inner}, \"note\": \"here you go\"}}")
 }
 
-/// The JSON body the `OpenAi` provider sends for the invoice, rebuilt from the request a
-/// scripted provider captured, so the raw loop posts a body of the same size.
-pub fn invoice_request_body() -> String {
+/// The request the runtime makes for the invoice (system prompt, user message, schema),
+/// captured by a scripted provider.
+pub fn invoice_request() -> intent_runtime::provider::ProviderRequest {
     let reply = invoice_reply();
     let scripted = Arc::new(ScriptedProvider::from_fn(move |_, _| reply.as_str().into()));
     let client = IntentClient::builder()
@@ -189,7 +189,13 @@ pub fn invoice_request_body() -> String {
         IntentOptions::<Invoice>::new().validate(totals_add_up),
     ));
     assert!(result.is_success(), "{:?}", result.issues);
-    let request = scripted.requests().into_iter().next().expect("one request");
+    scripted.requests().into_iter().next().expect("one request")
+}
+
+/// The JSON body the `OpenAi` provider sends for the invoice, rebuilt from
+/// [`invoice_request`], so the raw loop posts a body of the same size.
+pub fn invoice_request_body() -> String {
+    let request = invoice_request();
     serde_json::json!({
         "model": "gpt-4o-mini",
         "messages": [
