@@ -150,7 +150,7 @@ impl Loop<'_> {
 /// Runs the attempt loop for one call. `verify` checks a reply for attempt `n`.
 pub(crate) async fn run_attempts<T, V>(
     client: &ClientInner,
-    plan: &PromptPlan,
+    mut plan: PromptPlan,
     settings: &CallSettings,
     verify: V,
 ) -> AIResult<T>
@@ -167,6 +167,20 @@ where
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
     let mut value = None;
+    // Every attempt sends the same request but for its prompts, which are replaced each
+    // time. The provider is asked before the first render whether it shows and enforces
+    // the schema: once per call, and the contract never describes the type when it does.
+    let mut request = ProviderRequest {
+        system: String::new(),
+        user: String::new(),
+        response_format: plan.response_format(),
+        schema: plan.schema(),
+        schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
+        model: settings.model.clone(),
+        max_output_tokens: settings.max_output_tokens,
+        temperature: settings.temperature,
+    };
+    plan.schema_enforced = request.schema.is_some() && client.provider.enforces_schema(&request);
 
     for number in 1..=settings.max_attempts.max(1) {
         if state.ceiling_reached() {
@@ -179,17 +193,9 @@ where
         }
         let attempt_started = Instant::now();
         let mut record = AttemptRecord::new(number);
-        let prompt = render(plan, attempts.last());
-        let request = ProviderRequest {
-            system: prompt.system,
-            user: prompt.user,
-            response_format: plan.response_format(),
-            schema: plan.schema(),
-            schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
-            model: settings.model.clone(),
-            max_output_tokens: settings.max_output_tokens,
-            temperature: settings.temperature,
-        };
+        let prompt = render(&plan, attempts.last());
+        request.system = prompt.system;
+        request.user = prompt.user;
 
         // Only a first attempt may be served from the cache: a retry's request carries the
         // previous failure, and asking again is the point of it.
@@ -243,7 +249,7 @@ where
                 if candidate.is_some() && settings.use_judge {
                     // Boxed: only judged calls carry the judge's state.
                     let judged =
-                        Box::pin(judge_attempt(&mut state, plan, &reply.text, &mut record));
+                        Box::pin(judge_attempt(&mut state, &plan, &reply.text, &mut record));
                     match judged.await {
                         JudgeStep::Accepted => {}
                         JudgeStep::Rejected => candidate = None,

@@ -118,6 +118,12 @@ impl Provider for OpenAi {
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
     }
+
+    /// `true` for a strict-schema request: OpenAI shows the schema to the model and holds
+    /// the reply to it.
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        self.endpoint.enforces_schema(request)
+    }
 }
 
 #[cfg(test)]
