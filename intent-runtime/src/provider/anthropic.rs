@@ -689,6 +689,24 @@ mod tests {
     }
 
     #[test]
+    fn only_a_schema_that_is_sent_is_enforced() {
+        let provider = Anthropic::new("key");
+        let mut request = ProviderRequest::text("", "");
+        request.response_format = ResponseFormat::JsonSchema;
+        request.schema = Some(Arc::new(strict_object()));
+        assert!(provider.enforces_schema(&request), "accepted schema");
+        request.schema = Some(Arc::new(json!({"type": "integer", "minimum": 1})));
+        assert!(!provider.enforces_schema(&request), "refused schema");
+        request.response_format = ResponseFormat::JsonObject;
+        request.schema = Some(Arc::new(strict_object()));
+        assert!(!provider.enforces_schema(&request), "json_object");
+        assert!(
+            !provider.enforces_schema(&ProviderRequest::text("", "")),
+            "text"
+        );
+    }
+
+    #[test]
     fn undocumented_statuses_fall_back_to_the_error_type() {
         let overloaded = ErrorBody {
             error_type: Some("overloaded_error".into()),

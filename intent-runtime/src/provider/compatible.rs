@@ -229,3 +229,48 @@ impl Provider for OpenAiCompatible {
         self.endpoint.enforces_schema(request)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::provider::ResponseFormat;
+
+    fn schema_request() -> ProviderRequest {
+        ProviderRequest {
+            response_format: ResponseFormat::JsonSchema,
+            schema: Some(Arc::new(json!({"type": "object"}))),
+            ..ProviderRequest::text("", "")
+        }
+    }
+
+    #[test]
+    fn the_schema_is_enforced_only_when_sent_to_a_model_that_reads_it() {
+        let request = schema_request();
+        let local = OpenAiCompatible::new("http://localhost:8000/v1", "m");
+        assert!(!local.schema_read_by_model());
+        assert!(!local.enforces_schema(&request), "default");
+        for preset in [
+            OpenAiCompatible::ollama("m"),
+            OpenAiCompatible::vllm("m"),
+            OpenAiCompatible::llama_cpp("m"),
+            OpenAiCompatible::lm_studio("m"),
+            OpenAiCompatible::openrouter("key", "m"),
+        ] {
+            assert!(!preset.enforces_schema(&request), "{preset:?}");
+        }
+
+        let reading = local.with_schema_read_by_model(true);
+        assert!(reading.enforces_schema(&request), "json_schema, read");
+        let json_object = reading
+            .clone()
+            .with_structured_output(StructuredOutput::JsonObject);
+        assert!(
+            !json_object.enforces_schema(&request),
+            "json_object sends no schema"
+        );
+        let text = ProviderRequest::text("", "");
+        assert!(!reading.enforces_schema(&text), "text");
+    }
+}

@@ -165,6 +165,27 @@ mod tests {
     }
 
     #[test]
+    fn only_a_strict_schema_request_is_enforced() {
+        use std::sync::Arc;
+
+        use crate::provider::ResponseFormat;
+
+        let provider = OpenAi::new("sk-test");
+        let mut request = ProviderRequest::text("", "");
+        assert!(!provider.enforces_schema(&request), "text");
+        request.response_format = ResponseFormat::JsonObject;
+        assert!(!provider.enforces_schema(&request), "json_object");
+        // Without a schema the request goes out as `json_object`.
+        request.response_format = ResponseFormat::JsonSchema;
+        assert!(
+            !provider.enforces_schema(&request),
+            "json_schema without a schema"
+        );
+        request.schema = Some(Arc::new(serde_json::json!({"type": "object"})));
+        assert!(provider.enforces_schema(&request), "json_schema");
+    }
+
+    #[test]
     fn debug_never_shows_the_key() {
         let provider = OpenAi::new("sk-very-secret-1234");
         let printed = format!("{provider:?} {provider:#?}");

@@ -356,6 +356,20 @@ mod tests {
     }
 
     #[test]
+    fn the_schema_is_enforced_only_when_turned_on_and_sent() {
+        let mut request = ProviderRequest::text("", "");
+        request.response_format = crate::provider::ResponseFormat::JsonSchema;
+        request.schema = Some(Arc::new(serde_json::json!({"type": "object"})));
+        assert!(!ScriptedProvider::new(["x"]).enforces_schema(&request));
+        let enforcing = Arc::new(ScriptedProvider::new(["x"]).with_schema_enforced(true));
+        // Through `Arc`, as the client holds it.
+        assert!(enforcing.enforces_schema(&request));
+        assert!(!enforcing.enforces_schema(&ProviderRequest::text("", "")));
+        request.schema = None;
+        assert!(!enforcing.enforces_schema(&request));
+    }
+
+    #[test]
     fn with_model_names_the_model() {
         let provider = ScriptedProvider::new(["x"]).with_model("m-1");
         let reply = block_on(provider.complete(&ProviderRequest::text("s", "u"))).unwrap();
