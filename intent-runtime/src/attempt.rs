@@ -480,7 +480,7 @@ mod tests {
         let provider = ScriptedProvider::new(REPLIES).with_schema_enforced(true);
         let users = contact_call_user_messages(provider).await;
         assert_eq!(users.len(), 2);
-        let contract = "## Output requirements\nReply with one JSON object {\"value\": <result>} that conforms to the provided JSON schema.";
+        let contract = "## Output requirements\nReply with one JSON object {\"value\": <result>} matching the provided JSON schema.";
         assert_eq!(
             users[0],
             format!("## Intent\nExtract the contact.\n\n## Input (String)\nAnn, 41\n\n{contract}")

@@ -128,6 +128,10 @@ impl PromptPlan {
 
     /// What the reply must look like, as the `## Output requirements` section states it
     /// (without the additional requirements).
+    ///
+    /// When [`schema_enforced`](Self::schema_enforced) is set, a target that sends a
+    /// schema gets one line that names the envelope and points at the schema; the type's
+    /// description is then never built.
     pub fn output_contract(&self) -> String {
         // `concat` sizes the text once; `format!` grew it (a `realloc` per growth, which
         // takes the allocator's lock on a multi-threaded runtime) on every attempt.
@@ -139,7 +143,7 @@ impl PromptPlan {
             OutputTarget::Typed(_) | OutputTarget::RuntimeSchema(_) if self.schema_enforced => [
                 OPEN,
                 ENVELOPE_PROPERTY,
-                "\": <result>} that conforms to the provided JSON schema.",
+                "\": <result>} matching the provided JSON schema.",
             ]
             .concat(),
             OutputTarget::Text => "Reply with plain text only.".to_owned(),

@@ -281,7 +281,7 @@ fn snapshot_struct_target_when_the_provider_enforces_the_schema() {
 }
 
 const ENFORCED_CONTRACT: &str =
-    "Reply with one JSON object {\"value\": <result>} that conforms to the provided JSON schema.";
+    "Reply with one JSON object {\"value\": <result>} matching the provided JSON schema.";
 
 #[test]
 fn an_enforced_schema_shortens_the_contract_of_schema_targets_only() {
