@@ -6,6 +6,10 @@
 //! user message is split into its parts: section headings, the caller's intent and input,
 //! the output contract and, inside it, the type's description.
 //!
+//! The scripted provider enforces the schema as OpenAI does (`with_schema_enforced`), so
+//! the prompts are the ones OpenAI is sent; a last table compares them with the prompts a
+//! provider that does not read the schema gets (the type described in full).
+//!
 //! `cargo bench -p intent-runtime --bench tokens`; `-- --quick` (or `--test`) prints the
 //! same table (it is fast) without the rendered prompts.
 
@@ -81,13 +85,15 @@ struct Breakdown {
     total: usize,
 }
 
-/// Captures the first request a call of `target` sends.
-fn captured<F, Fut>(call: F) -> ProviderRequest
+/// Captures the first request a call sends to a provider that enforces the schema (as
+/// OpenAI does) or not.
+fn captured<F, Fut>(enforced: bool, call: F) -> ProviderRequest
 where
     F: FnOnce(IntentClient) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let provider = Arc::new(ScriptedProvider::new(["{\"value\": null}"]));
+    let provider =
+        Arc::new(ScriptedProvider::new(["{\"value\": null}"]).with_schema_enforced(enforced));
     let client = IntentClient::builder()
         .shared_provider(provider.clone())
         .max_attempts(1)
@@ -105,12 +111,12 @@ where
         .expect("the call sent a request")
 }
 
-fn typed_request<T, I>(input: &I, intent: &str) -> (ProviderRequest, Option<String>)
+fn typed_request<T, I>(enforced: bool, input: &I, intent: &str) -> (ProviderRequest, Option<String>)
 where
     T: DeserializeOwned + JsonSchema + Send + 'static,
     I: Serialize + JsonSchema + ?Sized + Sync,
 {
-    let request = captured(|client| async move {
+    let request = captured(enforced, |client| async move {
         let _ = client
             .transform(input, intent, IntentOptions::<T>::new())
             .await;
@@ -119,8 +125,13 @@ where
     (request, Some(description))
 }
 
-fn runtime_request(input: &str, intent: &str, schema: &Value) -> (ProviderRequest, Option<String>) {
-    let request = captured(|client| async move {
+fn runtime_request(
+    enforced: bool,
+    input: &str,
+    intent: &str,
+    schema: &Value,
+) -> (ProviderRequest, Option<String>) {
+    let request = captured(enforced, |client| async move {
         let _ = client
             .transform_value(input, intent, Some(schema), IntentOptions::new())
             .await;
@@ -235,32 +246,44 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
     let bpe = tiktoken_rs::o200k_base().expect("the o200k encoding is embedded");
     let product = product_schema();
-    let targets = [
-        (
-            "enum (Sentiment)",
-            typed_request::<Sentiment, str>(REVIEW, "Classify the sentiment of the review."),
-        ),
-        (
-            "flat struct (Contact)",
-            typed_request::<Contact, str>(SIGNATURE, "Extract the contact details."),
-        ),
-        (
-            "invoice (Invoice)",
-            typed_request::<Invoice, str>(INVOICE_DOCUMENT, "Extract the invoice."),
-        ),
-        (
-            "list (Vec<Line>)",
-            typed_request::<Vec<Line>, str>(INVOICE_DOCUMENT, "List the invoice lines."),
-        ),
-        (
-            "runtime schema (Product)",
-            runtime_request(
-                "Blue mug, 350 ml, 12.50 EUR; kitchen, gift",
-                "Extract the product.",
-                &product,
+    let requests = |enforced: bool| {
+        [
+            (
+                "enum (Sentiment)",
+                typed_request::<Sentiment, str>(
+                    enforced,
+                    REVIEW,
+                    "Classify the sentiment of the review.",
+                ),
             ),
-        ),
-    ];
+            (
+                "flat struct (Contact)",
+                typed_request::<Contact, str>(enforced, SIGNATURE, "Extract the contact details."),
+            ),
+            (
+                "invoice (Invoice)",
+                typed_request::<Invoice, str>(enforced, INVOICE_DOCUMENT, "Extract the invoice."),
+            ),
+            (
+                "list (Vec<Line>)",
+                typed_request::<Vec<Line>, str>(
+                    enforced,
+                    INVOICE_DOCUMENT,
+                    "List the invoice lines.",
+                ),
+            ),
+            (
+                "runtime schema (Product)",
+                runtime_request(
+                    enforced,
+                    "Blue mug, 350 ml, 12.50 EUR; kitchen, gift",
+                    "Extract the product.",
+                    &product,
+                ),
+            ),
+        ]
+    };
+    let targets = requests(true);
     println!("## input tokens per request (o200k_base), by part");
     println!(
         "{:<26} {:>6} {:>8} {:>6} {:>6} {:>8} {:>11} {:>6} {:>6}",
@@ -291,6 +314,22 @@ fn main() {
             trims.titles,
             trims.format_rules,
             100.0 * repeated as f64 / parts.total.max(1) as f64
+        );
+    }
+    println!();
+    println!("## the schema enforced (OpenAI) against the type described in full");
+    println!(
+        "{:<26} {:>9} {:>9} {:>6}",
+        "target", "enforced", "described", "saved"
+    );
+    for ((name, (request, _)), (_, (described, description))) in
+        targets.iter().zip(&requests(false))
+    {
+        let enforced = breakdown(&bpe, request, None).total;
+        let described = breakdown(&bpe, described, description.as_deref()).total;
+        println!(
+            "{name:<26} {enforced:>9} {described:>9} {:>5.0}%",
+            100.0 * described.saturating_sub(enforced) as f64 / described.max(1) as f64
         );
     }
     if !quick {

@@ -150,7 +150,7 @@ impl Loop<'_> {
 /// Runs the attempt loop for one call. `verify` checks a reply for attempt `n`.
 pub(crate) async fn run_attempts<T, V>(
     client: &ClientInner,
-    plan: &PromptPlan,
+    mut plan: PromptPlan,
     settings: &CallSettings,
     verify: V,
 ) -> AIResult<T>
@@ -167,6 +167,20 @@ where
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
     let mut value = None;
+    // Every attempt sends the same request but for its prompts, which are replaced each
+    // time. The provider is asked before the first render whether it shows and enforces
+    // the schema: once per call, and the contract never describes the type when it does.
+    let mut request = ProviderRequest {
+        system: String::new(),
+        user: String::new(),
+        response_format: plan.response_format(),
+        schema: plan.schema(),
+        schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
+        model: settings.model.clone(),
+        max_output_tokens: settings.max_output_tokens,
+        temperature: settings.temperature,
+    };
+    plan.schema_enforced = request.schema.is_some() && client.provider.enforces_schema(&request);
 
     for number in 1..=settings.max_attempts.max(1) {
         if state.ceiling_reached() {
@@ -179,17 +193,9 @@ where
         }
         let attempt_started = Instant::now();
         let mut record = AttemptRecord::new(number);
-        let prompt = render(plan, attempts.last());
-        let request = ProviderRequest {
-            system: prompt.system,
-            user: prompt.user,
-            response_format: plan.response_format(),
-            schema: plan.schema(),
-            schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
-            model: settings.model.clone(),
-            max_output_tokens: settings.max_output_tokens,
-            temperature: settings.temperature,
-        };
+        let prompt = render(&plan, attempts.last());
+        request.system = prompt.system;
+        request.user = prompt.user;
 
         // Only a first attempt may be served from the cache: a retry's request carries the
         // previous failure, and asking again is the point of it.
@@ -243,7 +249,7 @@ where
                 if candidate.is_some() && settings.use_judge {
                     // Boxed: only judged calls carry the judge's state.
                     let judged =
-                        Box::pin(judge_attempt(&mut state, plan, &reply.text, &mut record));
+                        Box::pin(judge_attempt(&mut state, &plan, &reply.text, &mut record));
                     match judged.await {
                         JudgeStep::Accepted => {}
                         JudgeStep::Rejected => candidate = None,
@@ -420,8 +426,87 @@ async fn judge_attempt(
 
 #[cfg(test)]
 mod tests {
-    use crate::provider::ScriptedProvider;
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    use crate::input::describe_target;
+    use crate::provider::{ResponseFormat, ScriptedProvider};
+    use crate::schema::target_schema;
     use crate::{IntentClient, IntentOptions};
+
+    /// A contact card.
+    #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+    struct Contact {
+        /// Full name.
+        name: String,
+        /// Age in years.
+        age: u32,
+    }
+
+    /// The user messages a `Contact` call sends when the first reply misses a field.
+    async fn contact_call_user_messages(provider: ScriptedProvider) -> Vec<String> {
+        let client = IntentClient::builder()
+            .provider(provider.clone())
+            .build()
+            .unwrap();
+        let result = client
+            .transform(
+                "Ann, 41",
+                "Extract the contact.",
+                IntentOptions::<Contact>::new(),
+            )
+            .await;
+        assert_eq!(
+            result.value,
+            Some(Contact {
+                name: "Ann".to_owned(),
+                age: 41
+            })
+        );
+        let requests = provider.requests();
+        assert!(requests.iter().all(|request| {
+            request.response_format == ResponseFormat::JsonSchema && request.schema.is_some()
+        }));
+        requests.into_iter().map(|request| request.user).collect()
+    }
+
+    const REPLIES: [&str; 2] = [
+        r#"{"value": {"name": "Ann"}}"#,
+        r#"{"value": {"name": "Ann", "age": 41}}"#,
+    ];
+
+    #[tokio::test]
+    async fn a_provider_that_enforces_the_schema_gets_the_short_contract_on_every_attempt() {
+        let provider = ScriptedProvider::new(REPLIES).with_schema_enforced(true);
+        let users = contact_call_user_messages(provider).await;
+        assert_eq!(users.len(), 2);
+        let contract = "## Output requirements\nReply with one JSON object {\"value\": <result>} matching the provided JSON schema.";
+        assert_eq!(
+            users[0],
+            format!("## Intent\nExtract the contact.\n\n## Input (String)\nAnn, 41\n\n{contract}")
+        );
+        assert!(
+            users[1].starts_with(&format!("{}\n\n## Previous attempt\n", users[0])),
+            "{}",
+            users[1]
+        );
+        let description = describe_target(&target_schema::<Contact>().unwrap());
+        assert!(users.iter().all(|user| !user.contains(&description)));
+    }
+
+    #[tokio::test]
+    async fn a_provider_that_does_not_enforce_the_schema_gets_the_type_described() {
+        let users = contact_call_user_messages(ScriptedProvider::new(REPLIES)).await;
+        let description = describe_target(&target_schema::<Contact>().unwrap());
+        let contract = format!(
+            "## Output requirements\nReply with one JSON object {{\"value\": <result>}}.\n<result>: {description}"
+        );
+        assert_eq!(
+            users[0],
+            format!("## Intent\nExtract the contact.\n\n## Input (String)\nAnn, 41\n\n{contract}")
+        );
+        assert!(users[1].contains(&contract), "{}", users[1]);
+    }
 
     const REPLY: &str = r#"{"value": 3}"#;
 

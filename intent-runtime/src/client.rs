@@ -178,7 +178,7 @@ impl IntentClient {
         let plan = self.plan(intent, input, target, &options);
         let settings = self.settings(&options);
         let validators = options.validators;
-        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
             verify_typed::<T>(reply, &schema, &validators, attempt)
         })
         .await
@@ -197,7 +197,7 @@ impl IntentClient {
         let validators = retype_validators::<T, String>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::Text, &options);
         let settings = self.settings(&options);
-        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
             retype_verification(verify_text(reply, &validators, attempt))
         })
         .await
@@ -216,7 +216,7 @@ impl IntentClient {
         let validators = retype_validators::<T, Value>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
         let settings = self.settings(&options);
-        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
             retype_verification(verify_value(reply, None, &validators, attempt))
         })
         .await
@@ -262,7 +262,7 @@ impl IntentClient {
         let plan = self.plan(intent, input, target, &options);
         let settings = self.settings(&options);
         let validators = options.validators;
-        run_attempts(&self.inner, &plan, &settings, move |reply, attempt| {
+        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
             verify_value(reply, schema.as_deref(), &validators, attempt)
         })
         .await
@@ -307,6 +307,8 @@ impl IntentClient {
             examples: options.examples.clone(),
             system: options.system.clone(),
             output_requirements: options.output_requirements.clone(),
+            // Decided by the attempt loop, which asks the provider once per call.
+            schema_enforced: false,
         }
     }
 

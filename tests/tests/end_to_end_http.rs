@@ -120,6 +120,15 @@ async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
     let schema = &first["response_format"]["json_schema"]["schema"];
     assert_eq!(schema["required"], json!(["value"]));
     assert_eq!(schema["additionalProperties"], false);
+    // OpenAI shows the model the schema it enforces: the contract points at it rather
+    // than describing `Ticket` again.
+    let first_user = first["messages"][1]["content"]
+        .as_str()
+        .expect("user message");
+    assert!(
+        first_user.ends_with("## Output requirements\nReply with one JSON object {\"value\": <result>} matching the provided JSON schema."),
+        "{first_user}"
+    );
     let retry_user = second["messages"][1]["content"]
         .as_str()
         .expect("user message");

@@ -85,6 +85,11 @@ pub struct PromptPlan {
     pub system: Option<String>,
     /// Requirements added to the output contract.
     pub output_requirements: Option<String>,
+    /// Whether the provider shows the model the strict schema and holds it to it
+    /// ([`Provider::enforces_schema`](crate::provider::Provider::enforces_schema)): the
+    /// contract of a schema target then points at the schema instead of describing the
+    /// type. It has no effect on a target that sends no schema.
+    pub schema_enforced: bool,
 }
 
 impl PromptPlan {
@@ -97,6 +102,7 @@ impl PromptPlan {
             examples: Vec::new(),
             system: None,
             output_requirements: None,
+            schema_enforced: false,
         }
     }
 
@@ -122,12 +128,24 @@ impl PromptPlan {
 
     /// What the reply must look like, as the `## Output requirements` section states it
     /// (without the additional requirements).
+    ///
+    /// When [`schema_enforced`](Self::schema_enforced) is set, a target that sends a
+    /// schema gets one line that names the envelope and points at the schema; the type's
+    /// description is then never built.
     pub fn output_contract(&self) -> String {
         // `concat` sizes the text once; `format!` grew it (a `realloc` per growth, which
         // takes the allocator's lock on a multi-threaded runtime) on every attempt.
         const OPEN: &str = "Reply with one JSON object {\"";
         const CLOSE: &str = "\": <result>}.\n<result>: ";
         match &self.target {
+            // The schema already carries the envelope, every field and its doc comment;
+            // the envelope is still named so that retries about it make sense.
+            OutputTarget::Typed(_) | OutputTarget::RuntimeSchema(_) if self.schema_enforced => [
+                OPEN,
+                ENVELOPE_PROPERTY,
+                "\": <result>} matching the provided JSON schema.",
+            ]
+            .concat(),
             OutputTarget::Text => "Reply with plain text only.".to_owned(),
             OutputTarget::Typed(schema) => {
                 [OPEN, ENVELOPE_PROPERTY, CLOSE, &describe_target(schema)].concat()

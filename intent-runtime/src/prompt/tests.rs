@@ -266,3 +266,58 @@ fn typed_targets_send_the_strict_schema_unless_json_mode() {
     assert_eq!(plan.response_format(), ResponseFormat::Text);
     assert_eq!(plan.schema(), None);
 }
+
+#[test]
+fn snapshot_struct_target_when_the_provider_enforces_the_schema() {
+    let mut plan = PromptPlan::new(
+        "Extract the invoice fields.",
+        text_input("Invoice 7, due 2026-12-01: 2 x A-1, 1 x B-2"),
+        typed::<Invoice>(),
+    );
+    plan.system = Some("You work for the accounts team.".to_owned());
+    plan.output_requirements = Some("Use the SKU exactly as written.".to_owned());
+    plan.schema_enforced = true;
+    insta::assert_snapshot!(shown(&render(&plan, None)));
+}
+
+const ENFORCED_CONTRACT: &str =
+    "Reply with one JSON object {\"value\": <result>} matching the provided JSON schema.";
+
+#[test]
+fn an_enforced_schema_shortens_the_contract_of_schema_targets_only() {
+    let runtime = OutputTarget::runtime(Some(&json!({"type": "integer"}))).unwrap();
+    for target in [typed::<Invoice>(), typed::<Sentiment>(), runtime] {
+        let mut plan = PromptPlan::new("Do it.", text_input("x"), target);
+        plan.schema_enforced = true;
+        assert_eq!(
+            plan.output_contract(),
+            ENFORCED_CONTRACT,
+            "{:?}",
+            plan.target
+        );
+        assert_eq!(plan.response_format(), ResponseFormat::JsonSchema);
+    }
+    // Targets that send no schema keep their contract whatever the flag says: the
+    // prompt is all the model has.
+    let json_object = OutputTarget::typed(target_schema::<Invoice>().unwrap(), true);
+    for target in [json_object, OutputTarget::AnyJson, OutputTarget::Text] {
+        let mut plan = PromptPlan::new("Do it.", text_input("x"), target);
+        let full = plan.output_contract();
+        plan.schema_enforced = true;
+        assert_eq!(plan.output_contract(), full, "{:?}", plan.target);
+        assert_ne!(full, ENFORCED_CONTRACT);
+    }
+}
+
+#[test]
+fn a_retry_under_an_enforced_schema_keeps_the_short_contract_and_adds_the_problems() {
+    let mut plan = PromptPlan::new("Do it.", text_input("x"), typed::<Invoice>());
+    plan.schema_enforced = true;
+    let user = render(&plan, Some(&failed_attempt("{}", &["`value` is missing."]))).user;
+    assert_eq!(
+        user,
+        format!(
+            "## Intent\nDo it.\n\n## Input (String)\nx\n\n## Output requirements\n{ENFORCED_CONTRACT}\n\n## Previous attempt\n{{}}\n\n## Problems with the previous attempt\n- `value` is missing.\nWrite a corrected response that fixes every problem above and still satisfies the intent."
+        )
+    );
+}

@@ -218,6 +218,13 @@ impl Provider for Anthropic {
         }
         parse_reply(&raw, model, secret)
     }
+
+    /// `true` when the request's schema goes out as `output_config.format`: a strict
+    /// schema that [`anthropic_accepts_schema`] accepts. A refused schema is not sent, so
+    /// the prompt's full contract is all the model has.
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        matches!(schema_verdict(request), Some(Ok(_)))
+    }
 }
 
 /// The JSON body of one Messages request.
@@ -290,22 +297,8 @@ fn request_body<'a>(
 
 /// The schema to send as `output_config.format` (its JSON text), when the request wants
 /// one and Anthropic accepts it; otherwise the prompt's contract alone shapes the reply.
-///
-/// The verdict and the text are kept per schema: both walk the whole schema, and every
-/// request for a typed target sends the same one.
 fn output_schema(request: &ProviderRequest) -> Option<Arc<RawValue>> {
-    static ACCEPTED: LazyLock<DerivedCache<Result<Arc<RawValue>, Arc<str>>>> =
-        LazyLock::new(DerivedCache::new);
-    if request.response_format != ResponseFormat::JsonSchema {
-        return None;
-    }
-    let schema = request.schema.as_ref()?;
-    let accepted = ACCEPTED.get_or_derive(schema, || {
-        anthropic_accepts_schema(schema)
-            .map(|()| http::schema_json(schema))
-            .map_err(Arc::from)
-    });
-    match accepted {
+    match schema_verdict(request)? {
         Ok(text) => Some(text),
         Err(reason) => {
             tracing::debug!(
@@ -317,6 +310,26 @@ fn output_schema(request: &ProviderRequest) -> Option<Arc<RawValue>> {
             None
         }
     }
+}
+
+/// For a strict-schema request, whether Anthropic accepts its schema: the schema's JSON
+/// text, or the reason it would be refused. `None` when the request sends no schema.
+///
+/// The verdict and the text are kept per schema: both walk the whole schema, and every
+/// request for a typed target sends the same one (and asks twice: once whether the schema
+/// is enforced, once to send it).
+fn schema_verdict(request: &ProviderRequest) -> Option<Result<Arc<RawValue>, Arc<str>>> {
+    static ACCEPTED: LazyLock<DerivedCache<Result<Arc<RawValue>, Arc<str>>>> =
+        LazyLock::new(DerivedCache::new);
+    if request.response_format != ResponseFormat::JsonSchema {
+        return None;
+    }
+    let schema = request.schema.as_ref()?;
+    Some(ACCEPTED.get_or_derive(schema, || {
+        anthropic_accepts_schema(schema)
+            .map(|()| http::schema_json(schema))
+            .map_err(Arc::from)
+    }))
 }
 
 /// Whether Anthropic's structured outputs accept `schema`; the reason when they do not.
@@ -672,6 +685,24 @@ mod tests {
             .unwrap()
             .get("output_config")
             .is_none()
+        );
+    }
+
+    #[test]
+    fn only_a_schema_that_is_sent_is_enforced() {
+        let provider = Anthropic::new("key");
+        let mut request = ProviderRequest::text("", "");
+        request.response_format = ResponseFormat::JsonSchema;
+        request.schema = Some(Arc::new(strict_object()));
+        assert!(provider.enforces_schema(&request), "accepted schema");
+        request.schema = Some(Arc::new(json!({"type": "integer", "minimum": 1})));
+        assert!(!provider.enforces_schema(&request), "refused schema");
+        request.response_format = ResponseFormat::JsonObject;
+        request.schema = Some(Arc::new(strict_object()));
+        assert!(!provider.enforces_schema(&request), "json_object");
+        assert!(
+            !provider.enforces_schema(&ProviderRequest::text("", "")),
+            "text"
         );
     }
 

@@ -26,15 +26,22 @@ pub struct OpenAiCompatible {
 impl OpenAiCompatible {
     /// A server at `base_url` (up to and including `/v1`) serving `model`, with OpenAI's own
     /// settings: `max_completion_tokens`, strict `json_schema` with `name` and `strict`.
+    ///
+    /// One setting differs: the model is not assumed to read the schema (see
+    /// [`with_schema_read_by_model`](Self::with_schema_read_by_model)), so prompts keep
+    /// the full description of the type.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self {
-            endpoint: ChatEndpoint::new(
-                "openai-compatible",
-                trim_base_url(base_url),
-                model.into(),
-                None,
-            ),
-        }
+        let mut endpoint = ChatEndpoint::new(
+            "openai-compatible",
+            trim_base_url(base_url),
+            model.into(),
+            None,
+        );
+        // Local servers (Ollama, vLLM, llama.cpp) turn the schema into a decoding grammar
+        // and never show it to the model; Ollama's own guide advises repeating it in the
+        // prompt.
+        endpoint.settings.model_reads_schema = false;
+        Self { endpoint }
     }
 
     /// Ollama's `/v1` endpoint on its default port.
@@ -131,6 +138,17 @@ impl OpenAiCompatible {
         self
     }
 
+    /// Whether the model reads the `json_schema` it is sent, field descriptions included
+    /// (default `false`). Turn it on for a server that shows the schema to the model, as
+    /// OpenAI does: prompts for schema targets then say "conform to the schema" instead of
+    /// describing the type again. Leave it off for servers that only constrain decoding
+    /// with the schema. It has no effect with [`StructuredOutput::JsonObject`], which
+    /// sends no schema.
+    pub fn with_schema_read_by_model(mut self, reads: bool) -> Self {
+        self.endpoint.settings.model_reads_schema = reads;
+        self
+    }
+
     /// Adds a top-level field to every request body (server-specific options); fields the
     /// provider sets itself (`model`, `messages`, ...) are never overridden.
     pub fn with_body_field(mut self, key: impl Into<String>, value: Value) -> Self {
@@ -175,6 +193,11 @@ impl OpenAiCompatible {
     pub fn sends_schema_name_and_strict(&self) -> bool {
         self.endpoint.settings.send_schema_name_and_strict
     }
+
+    /// Whether the model is taken to read the `json_schema` it is sent.
+    pub fn schema_read_by_model(&self) -> bool {
+        self.endpoint.settings.model_reads_schema
+    }
 }
 
 impl fmt::Debug for OpenAiCompatible {
@@ -197,5 +220,57 @@ impl Provider for OpenAiCompatible {
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
+    }
+
+    /// `true` only for a strict-schema request sent as `json_schema`
+    /// ([`StructuredOutput::JsonSchema`]) to a server whose model reads it
+    /// ([`with_schema_read_by_model`](Self::with_schema_read_by_model)).
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        self.endpoint.enforces_schema(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::provider::ResponseFormat;
+
+    fn schema_request() -> ProviderRequest {
+        ProviderRequest {
+            response_format: ResponseFormat::JsonSchema,
+            schema: Some(Arc::new(json!({"type": "object"}))),
+            ..ProviderRequest::text("", "")
+        }
+    }
+
+    #[test]
+    fn the_schema_is_enforced_only_when_sent_to_a_model_that_reads_it() {
+        let request = schema_request();
+        let local = OpenAiCompatible::new("http://localhost:8000/v1", "m");
+        assert!(!local.schema_read_by_model());
+        assert!(!local.enforces_schema(&request), "default");
+        for preset in [
+            OpenAiCompatible::ollama("m"),
+            OpenAiCompatible::vllm("m"),
+            OpenAiCompatible::llama_cpp("m"),
+            OpenAiCompatible::lm_studio("m"),
+            OpenAiCompatible::openrouter("key", "m"),
+        ] {
+            assert!(!preset.enforces_schema(&request), "{preset:?}");
+        }
+
+        let reading = local.with_schema_read_by_model(true);
+        assert!(reading.enforces_schema(&request), "json_schema, read");
+        let json_object = reading
+            .clone()
+            .with_structured_output(StructuredOutput::JsonObject);
+        assert!(
+            !json_object.enforces_schema(&request),
+            "json_object sends no schema"
+        );
+        let text = ProviderRequest::text("", "");
+        assert!(!reading.enforces_schema(&text), "text");
     }
 }

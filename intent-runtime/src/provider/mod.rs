@@ -134,6 +134,26 @@ pub trait Provider: Send + Sync + fmt::Debug {
 
     /// Sends one request and returns the reply, or a classified error.
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError>;
+
+    /// Whether the model is shown the request's strict schema and held to it, so that
+    /// the prompt need not describe the type again.
+    ///
+    /// The runtime asks once per call, before any prompt is rendered: `request` then
+    /// carries everything but the prompts (`system` and `user` are empty). When this is
+    /// `true`, the output contract of a schema target shrinks to one line that points at
+    /// the schema; when `false` it describes the type in full.
+    ///
+    /// Return `true` only when both hold for this request: the schema is sent as a
+    /// strict response format, and the model reads it (its `description`s included)
+    /// rather than only being constrained by it. A server that turns the schema into a
+    /// decoding grammar without showing it to the model should answer `false`: the
+    /// prompt is then the model's only account of the fields' meaning.
+    ///
+    /// The default is `false`, which keeps the full contract: always right, only longer.
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        let _ = request;
+        false
+    }
 }
 
 #[async_trait::async_trait]
@@ -146,5 +166,8 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         (**self).complete(request).await
+    }
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        (**self).enforces_schema(request)
     }
 }

@@ -118,6 +118,12 @@ impl Provider for OpenAi {
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
     }
+
+    /// `true` for a strict-schema request: OpenAI shows the schema to the model and holds
+    /// the reply to it.
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        self.endpoint.enforces_schema(request)
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +162,27 @@ mod tests {
         let defaults = OpenAi::from_lookup(lookup(&[("OPENAI_API_KEY", "sk-test")])).unwrap();
         assert_eq!(defaults.base_url(), OPENAI_DEFAULT_BASE_URL);
         assert_eq!(defaults.default_model(), OPENAI_DEFAULT_MODEL);
+    }
+
+    #[test]
+    fn only_a_strict_schema_request_is_enforced() {
+        use std::sync::Arc;
+
+        use crate::provider::ResponseFormat;
+
+        let provider = OpenAi::new("sk-test");
+        let mut request = ProviderRequest::text("", "");
+        assert!(!provider.enforces_schema(&request), "text");
+        request.response_format = ResponseFormat::JsonObject;
+        assert!(!provider.enforces_schema(&request), "json_object");
+        // Without a schema the request goes out as `json_object`.
+        request.response_format = ResponseFormat::JsonSchema;
+        assert!(
+            !provider.enforces_schema(&request),
+            "json_schema without a schema"
+        );
+        request.schema = Some(Arc::new(serde_json::json!({"type": "object"})));
+        assert!(provider.enforces_schema(&request), "json_schema");
     }
 
     #[test]

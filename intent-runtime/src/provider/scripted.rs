@@ -6,7 +6,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
+use super::{
+    Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
+};
 use crate::result::Usage;
 
 /// One scripted answer.
@@ -104,12 +106,14 @@ struct Inner {
 pub struct ScriptedProvider {
     inner: Arc<Inner>,
     model: String,
+    enforces_schema: bool,
 }
 
 impl fmt::Debug for ScriptedProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptedProvider")
             .field("model", &self.model)
+            .field("enforces_schema", &self.enforces_schema)
             .field("requests", &lock(&self.inner.requests).len())
             .finish()
     }
@@ -148,12 +152,21 @@ impl ScriptedProvider {
                 requests: Mutex::new(Vec::new()),
             }),
             model: "scripted-model".to_owned(),
+            enforces_schema: false,
         }
     }
 
     /// Names the model the replies claim to come from (default `scripted-model`).
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = model.into();
+        self
+    }
+
+    /// Answers [`Provider::enforces_schema`] with `true` for strict-schema requests, as
+    /// OpenAI does (default `false`, as a provider that ignores schemas): prompts then
+    /// carry the short output contract, which is how a test sees what OpenAI is sent.
+    pub fn with_schema_enforced(mut self, enforced: bool) -> Self {
+        self.enforces_schema = enforced;
         self
     }
 
@@ -226,6 +239,15 @@ impl Provider for ScriptedProvider {
 
     fn default_model(&self) -> &str {
         &self.model
+    }
+
+    /// `false` unless turned on with
+    /// [`with_schema_enforced`](ScriptedProvider::with_schema_enforced), and then only for
+    /// a strict-schema request that carries a schema.
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        self.enforces_schema
+            && request.response_format == ResponseFormat::JsonSchema
+            && request.schema.is_some()
     }
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
@@ -331,6 +353,20 @@ mod tests {
         let without = ScriptedProvider::usage(&request, "").input_tokens;
         request.schema = Some(Arc::new(schema));
         assert!(ScriptedProvider::usage(&request, "").input_tokens > without);
+    }
+
+    #[test]
+    fn the_schema_is_enforced_only_when_turned_on_and_sent() {
+        let mut request = ProviderRequest::text("", "");
+        request.response_format = crate::provider::ResponseFormat::JsonSchema;
+        request.schema = Some(Arc::new(serde_json::json!({"type": "object"})));
+        assert!(!ScriptedProvider::new(["x"]).enforces_schema(&request));
+        let enforcing = Arc::new(ScriptedProvider::new(["x"]).with_schema_enforced(true));
+        // Through `Arc`, as the client holds it.
+        assert!(enforcing.enforces_schema(&request));
+        assert!(!enforcing.enforces_schema(&ProviderRequest::text("", "")));
+        request.schema = None;
+        assert!(!enforcing.enforces_schema(&request));
     }
 
     #[test]

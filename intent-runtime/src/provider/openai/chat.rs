@@ -62,6 +62,9 @@ pub(crate) struct WireSettings {
     pub(crate) max_tokens_field: MaxTokensField,
     pub(crate) structured_output: StructuredOutput,
     pub(crate) send_schema_name_and_strict: bool,
+    /// Whether the model reads the schema sent with `json_schema` (OpenAI shows it to the
+    /// model); servers that only turn it into a decoding grammar do not.
+    pub(crate) model_reads_schema: bool,
 }
 
 impl WireSettings {
@@ -70,6 +73,7 @@ impl WireSettings {
         max_tokens_field: MaxTokensField::MaxCompletionTokens,
         structured_output: StructuredOutput::JsonSchema,
         send_schema_name_and_strict: true,
+        model_reads_schema: true,
     };
 }
 
@@ -405,6 +409,16 @@ impl ChatEndpoint {
             let url = format!("{}/chat/completions", self.base_url);
             Route::new(&self.provider_name, &url, headers)
         })
+    }
+
+    /// Whether `request` goes out as a strict `json_schema` the model reads
+    /// ([`Provider::enforces_schema`](super::super::Provider::enforces_schema)); the same
+    /// conditions as [`response_format`] sending the schema.
+    pub(crate) fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        request.response_format == ResponseFormat::JsonSchema
+            && request.schema.is_some()
+            && self.settings.structured_output == StructuredOutput::JsonSchema
+            && self.settings.model_reads_schema
     }
 
     pub(crate) async fn complete(
