@@ -30,8 +30,17 @@ pub(crate) fn optional_text<'de, D: Deserializer<'de>>(
 fn unescape_literal(literal: &str) -> Option<String> {
     let mut rest = literal.strip_prefix('"')?.strip_suffix('"')?;
     let mut text = String::with_capacity(rest.len());
-    while let Some(at) = rest.find('\\') {
-        text.push_str(plain(&rest[..at])?);
+    // One pass over the bytes finds the next escape, or a quote or control character,
+    // which no JSON string holds unescaped. Each is ASCII, so its index is a character
+    // boundary.
+    while let Some(at) = rest
+        .bytes()
+        .position(|b| b == b'\\' || b == b'"' || b < b' ')
+    {
+        if rest.as_bytes().get(at) != Some(&b'\\') {
+            return None;
+        }
+        text.push_str(rest.get(..at)?);
         let escaped = *rest.as_bytes().get(at + 1)?;
         // The escape letter is ASCII (checked by the match below before any other use),
         // so `at + 2` is a character boundary whenever a branch keeps going.
@@ -52,14 +61,8 @@ fn unescape_literal(literal: &str) -> Option<String> {
             _ => return None,
         };
     }
-    text.push_str(plain(rest)?);
+    text.push_str(rest);
     Some(text)
-}
-
-/// `run`, when it holds no unescaped quote or control character (which no JSON string
-/// does: `serde_json` says what is wrong then).
-fn plain(run: &str) -> Option<&str> {
-    (!run.bytes().any(|b| b == b'"' || b < b' ')).then_some(run)
 }
 
 fn push<'r>(text: &mut String, character: char, rest: &'r str) -> &'r str {
