@@ -15,17 +15,15 @@
 
 mod support;
 
-use std::sync::Arc;
-
+use intent_runtime::IntentOptions;
 use intent_runtime::input::describe_target;
-use intent_runtime::provider::{ProviderRequest, ScriptedProvider};
+use intent_runtime::provider::ProviderRequest;
 use intent_runtime::schema::target_schema;
-use intent_runtime::{IntentClient, IntentOptions};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::{INVOICE_DOCUMENT, Invoice, Line};
+use support::{INVOICE_DOCUMENT, Invoice, Line, captured};
 use tiktoken_rs::CoreBPE;
 
 /// The sentiment of a review.
@@ -83,32 +81,6 @@ struct Breakdown {
     schema: usize,
     /// The system prompt, the user message and the schema each counted whole.
     total: usize,
-}
-
-/// Captures the first request a call sends to a provider that enforces the schema (as
-/// OpenAI does) or not.
-fn captured<F, Fut>(enforced: bool, call: F) -> ProviderRequest
-where
-    F: FnOnce(IntentClient) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let provider =
-        Arc::new(ScriptedProvider::new(["{\"value\": null}"]).with_schema_enforced(enforced));
-    let client = IntentClient::builder()
-        .shared_provider(provider.clone())
-        .max_attempts(1)
-        .build()
-        .expect("client");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(call(client));
-    provider
-        .requests()
-        .into_iter()
-        .next()
-        .expect("the call sent a request")
 }
 
 fn typed_request<T, I>(enforced: bool, input: &I, intent: &str) -> (ProviderRequest, Option<String>)

@@ -170,26 +170,41 @@ pub fn broken_invoice_reply() -> String {
     format!("{{\"value\": {inner}, \"note\": \"here you go\"}}")
 }
 
-/// The request the runtime makes for the invoice (system prompt, user message, schema),
-/// captured by a scripted provider.
-pub fn invoice_request() -> intent_runtime::provider::ProviderRequest {
-    let reply = invoice_reply();
-    let scripted = Arc::new(ScriptedProvider::from_fn(move |_, _| reply.as_str().into()));
+/// Captures the first request a call sends to a provider that enforces the schema (as
+/// OpenAI does) or not.
+pub fn captured<F, Fut>(enforced: bool, call: F) -> intent_runtime::provider::ProviderRequest
+where
+    F: FnOnce(IntentClient) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let provider =
+        Arc::new(ScriptedProvider::new(["{\"value\": null}"]).with_schema_enforced(enforced));
     let client = IntentClient::builder()
-        .shared_provider(scripted.clone())
+        .shared_provider(provider.clone())
+        .max_attempts(1)
         .build()
         .expect("client");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let result = rt.block_on(client.transform(
-        INVOICE_DOCUMENT,
-        "Extract the invoice",
-        IntentOptions::<Invoice>::new().validate(totals_add_up),
-    ));
-    assert!(result.is_success(), "{:?}", result.issues);
-    scripted.requests().into_iter().next().expect("one request")
+    rt.block_on(call(client));
+    provider
+        .requests()
+        .into_iter()
+        .next()
+        .expect("the call sent a request")
+}
+
+/// The request the runtime makes of the `OpenAi` provider for the invoice (system prompt,
+/// user message, schema): the schema is enforced, so the contract is the short one.
+pub fn invoice_request() -> intent_runtime::provider::ProviderRequest {
+    captured(true, |client| async move {
+        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+        client
+            .transform(INVOICE_DOCUMENT, "Extract the invoice", options)
+            .await;
+    })
 }
 
 /// The JSON body the `OpenAi` provider sends for the invoice, rebuilt from
