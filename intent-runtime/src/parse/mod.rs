@@ -5,6 +5,7 @@
 //! as a [`Repair`] by the caller, so no repair is silent.
 
 mod repair;
+mod schema_memo;
 pub(crate) mod schema_nav;
 mod tape;
 

@@ -3,13 +3,11 @@
 //! The same walk notes what no repair can fix (a missing required field, a value that
 //! is no enum member), so that a failed deserialization can name the path and the type.
 
-use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use super::schema_nav::{
-    MAX_SCHEMA_HOPS, declared_types, enum_members, is_null_schema, resolve, union_branches,
-};
+use super::schema_memo::{Branch, EnumShape, NodeFacts, SchemaMemo};
 use crate::result::Repair;
 use crate::schema::ENVELOPE_PROPERTY;
 
@@ -122,66 +120,56 @@ pub fn repair_against_schema(
     name: Option<&str>,
 ) -> SchemaRepair {
     let mut walk = Walk {
-        root,
+        memo: SchemaMemo::new(root),
+        path: path.to_owned(),
         out: SchemaRepair::default(),
         visits_left: MAX_VISITS,
     };
-    walk.visit(value, schema, path, name, 0);
+    walk.visit(value, schema, name, 0);
     walk.out
 }
 
+/// One walk over a reply: what it learned about the schema, where it is, what it did.
 struct Walk<'s> {
-    root: &'s Value,
+    memo: SchemaMemo<'s>,
+    /// The JSON pointer of the value being visited: each step down pushes a segment and
+    /// takes it off again on the way back, so a path is only copied when a repair or a
+    /// finding records it.
+    path: String,
     out: SchemaRepair,
     visits_left: usize,
 }
 
 impl<'s> Walk<'s> {
-    fn visit(
-        &mut self,
-        value: &mut Value,
-        schema: &'s Value,
-        path: &str,
-        name: Option<&str>,
-        depth: usize,
-    ) {
+    fn visit(&mut self, value: &mut Value, schema: &'s Value, name: Option<&str>, depth: usize) {
         // Null is checked by the verifier's null step and by serde, not repaired.
         if depth > MAX_VALUE_DEPTH || value.is_null() || self.visits_left == 0 {
             return;
         }
         self.visits_left -= 1;
-        let (schema, defined_name) = resolve(self.root, schema);
-        let name = defined_name.or(name);
-        if let Some(parts) = schema.get("allOf").and_then(Value::as_array) {
-            for part in parts {
-                self.visit(value, part, path, name, depth + 1);
-            }
+        let node = self.memo.facts(schema);
+        let name = node.defined_name.or(name);
+        for part in node.all_of {
+            self.visit(value, part, name, depth + 1);
         }
-        if self.visit_enum(value, schema, path, name) {
+        if let Some(shape) = &node.enum_shape
+            && self.visit_enum(value, shape, name)
+        {
             return;
         }
-        if let Some(branch) = pick_branch(self.root, value, union_branches(schema)) {
-            self.visit(value, branch, path, name, depth + 1);
+        if let Some(branch) = pick_branch(&node.branches, value) {
+            self.visit(value, branch, name, depth + 1);
         }
-        self.read_number_from_string(value, schema, path);
+        self.read_number_from_string(value, &node.types);
         match value {
-            Value::Object(object) => self.visit_object(object, schema, path, name, depth),
-            Value::Array(items) => self.visit_array(items, schema, path, depth),
+            Value::Object(object) => self.visit_object(object, &node, name, depth),
+            Value::Array(items) => self.visit_array(items, &node, depth),
             _ => {}
         }
     }
 
-    /// Checks a value against an enum schema; returns whether the schema was one.
-    fn visit_enum(
-        &mut self,
-        value: &mut Value,
-        schema: &Value,
-        path: &str,
-        name: Option<&str>,
-    ) -> bool {
-        let Some(shape) = EnumShape::of(self.root, schema) else {
-            return false;
-        };
+    /// Checks a value against an enum's shape; returns whether the value was dealt with.
+    fn visit_enum(&mut self, value: &mut Value, shape: &EnumShape, name: Option<&str>) -> bool {
         match value {
             Value::String(written) => {
                 if shape.members.iter().any(|m| m == written) {
@@ -194,40 +182,39 @@ impl<'s> Walk<'s> {
                 match (same_ignoring_case.next(), same_ignoring_case.next()) {
                     (Some(member), None) => {
                         self.out.repairs.push(Repair::EnumCaseChanged {
-                            path: path.to_owned(),
+                            path: self.path.clone(),
                             from: written.clone(),
-                            to: member.clone(),
+                            to: (*member).to_owned(),
                         });
-                        *written = member.clone();
+                        *written = (*member).to_owned();
                     }
-                    _ => self.not_a_member(value, &shape, path, name),
+                    _ => self.not_a_member(value, shape, name),
                 }
                 true
             }
             // A number is no member even when it is a variant's index: enums are read by
             // name only.
             _ if shape.only_members => {
-                self.not_a_member(value, &shape, path, name);
+                self.not_a_member(value, shape, name);
                 true
             }
             _ => false,
         }
     }
 
-    fn not_a_member(&mut self, value: &Value, shape: &EnumShape, path: &str, name: Option<&str>) {
+    fn not_a_member(&mut self, value: &Value, shape: &EnumShape, name: Option<&str>) {
         self.out.findings.push(Finding::NotAMember {
-            path: path.to_owned(),
+            path: self.path.clone(),
             found: quote_value(value),
-            enum_name: shape.name.clone().or_else(|| name.map(str::to_owned)),
-            members: shape.members.clone(),
+            enum_name: shape.name.or(name).map(str::to_owned),
+            members: shape.members.iter().map(|m| (*m).to_owned()).collect(),
         });
     }
 
-    fn read_number_from_string(&mut self, value: &mut Value, schema: &Value, path: &str) {
+    fn read_number_from_string(&mut self, value: &mut Value, types: &[&str]) {
         let Value::String(text) = value else {
             return;
         };
-        let types = declared_types(schema);
         if types.contains(&"string") {
             return;
         }
@@ -239,7 +226,7 @@ impl<'s> Walk<'s> {
         if let Some(number) = number_from_text(text, !wants_number) {
             *value = Value::Number(number);
             self.out.repairs.push(Repair::NumberFromString {
-                path: path.to_owned(),
+                path: self.path.clone(),
             });
         }
     }
@@ -247,41 +234,35 @@ impl<'s> Walk<'s> {
     fn visit_object(
         &mut self,
         object: &mut Map<String, Value>,
-        schema: &'s Value,
-        path: &str,
+        node: &NodeFacts<'s>,
         name: Option<&str>,
         depth: usize,
     ) {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        if let Some(properties) = properties {
-            self.match_key_case(object, properties, path);
-            for field in required_fields(schema) {
-                if !object.contains_key(field) {
+        if let Some(properties) = node.properties {
+            self.match_key_case(object, properties);
+            for field in &node.required {
+                if !object.contains_key(*field) {
                     self.out.findings.push(Finding::MissingField {
-                        path: path.to_owned(),
+                        path: self.path.clone(),
                         owner: name.map(str::to_owned),
-                        field: field.to_owned(),
+                        field: (*field).to_owned(),
                     });
                 }
             }
         }
-        let others = schema.get("additionalProperties").filter(|s| s.is_object());
         for (key, child) in object.iter_mut() {
-            let child_schema = properties.and_then(|p| p.get(key)).or(others);
+            let child_schema = node.properties.and_then(|p| p.get(key)).or(node.additional);
             if let Some(child_schema) = child_schema {
-                let child_path = pointer_child(path, key);
-                self.visit(child, child_schema, &child_path, None, depth + 1);
+                let parent = self.path.len();
+                push_pointer_segment(&mut self.path, key);
+                self.visit(child, child_schema, None, depth + 1);
+                self.path.truncate(parent);
             }
         }
     }
 
     /// Renames keys that match exactly one declared property when case is ignored.
-    fn match_key_case(
-        &mut self,
-        object: &mut Map<String, Value>,
-        properties: &Map<String, Value>,
-        path: &str,
-    ) {
+    fn match_key_case(&mut self, object: &mut Map<String, Value>, properties: &Map<String, Value>) {
         let unknown: Vec<String> = object
             .keys()
             .filter(|key| !properties.contains_key(*key))
@@ -301,7 +282,7 @@ impl<'s> Walk<'s> {
             if let Some(child) = object.remove(&written) {
                 object.insert(declared.clone(), child);
                 self.out.repairs.push(Repair::KeyCaseChanged {
-                    path: path.to_owned(),
+                    path: self.path.clone(),
                     from: written,
                     to: declared.clone(),
                 });
@@ -309,117 +290,50 @@ impl<'s> Walk<'s> {
         }
     }
 
-    fn visit_array(&mut self, items: &mut [Value], schema: &'s Value, path: &str, depth: usize) {
-        let positional = schema.get("prefixItems").and_then(Value::as_array);
-        let rest = schema.get("items").filter(|s| s.is_object());
+    fn visit_array(&mut self, items: &mut [Value], node: &NodeFacts<'s>, depth: usize) {
         for (index, item) in items.iter_mut().enumerate() {
-            let item_schema = positional.and_then(|p| p.get(index)).or(rest);
+            let item_schema = node.prefix_items.and_then(|p| p.get(index)).or(node.items);
             if let Some(item_schema) = item_schema {
-                let item_path = pointer_child(path, &index.to_string());
-                self.visit(item, item_schema, &item_path, None, depth + 1);
+                let parent = self.path.len();
+                // An index needs no escaping, and writing to a `String` cannot fail.
+                let _ = write!(self.path, "/{index}");
+                self.visit(item, item_schema, None, depth + 1);
+                self.path.truncate(parent);
             }
         }
-    }
-}
-
-/// The members of an enum schema, when the schema is one and does not also accept free
-/// text.
-struct EnumShape {
-    members: Vec<String>,
-    /// Whether only members are allowed (no data-carrying variants beside them).
-    only_members: bool,
-    /// The enum's name, when a `$ref` to its definition names it.
-    name: Option<String>,
-}
-
-impl EnumShape {
-    fn of(root: &Value, schema: &Value) -> Option<Self> {
-        let members = enum_members(root, schema);
-        if members.is_empty() {
-            return None;
-        }
-        let mut leaves = Vec::new();
-        collect_leaves(root, schema, None, &mut leaves, &mut HashSet::new(), 0);
-        let is_member_leaf =
-            |leaf: &Value| leaf.get("enum").is_some() || leaf.get("const").is_some();
-        let free_text = leaves
-            .iter()
-            .any(|(leaf, _)| !is_member_leaf(leaf) && declared_types(leaf).contains(&"string"));
-        if free_text {
-            return None;
-        }
-        let only_members = leaves
-            .iter()
-            .all(|(leaf, _)| is_member_leaf(leaf) || is_null_schema(leaf));
-        let name = leaves
-            .iter()
-            .find(|(leaf, _)| is_member_leaf(leaf))
-            .and_then(|(_, name)| name.map(str::to_owned));
-        Some(Self {
-            members,
-            only_members,
-            name,
-        })
-    }
-}
-
-/// The schemas a union stands for, unions flattened and references followed, each with
-/// the name of the definition it was reached through.
-fn collect_leaves<'a>(
-    root: &'a Value,
-    schema: &'a Value,
-    name: Option<&'a str>,
-    leaves: &mut Vec<(&'a Value, Option<&'a str>)>,
-    seen: &mut HashSet<*const Value>,
-    depth: usize,
-) {
-    let (schema, defined_name) = resolve(root, schema);
-    if depth > MAX_SCHEMA_HOPS || !seen.insert(schema) {
-        return;
-    }
-    let name = defined_name.or(name);
-    let branches = union_branches(schema);
-    if branches.is_empty() {
-        leaves.push((schema, name));
-    }
-    for branch in branches {
-        collect_leaves(root, branch, name, leaves, seen, depth + 1);
     }
 }
 
 /// The union branch a value most likely meant: the only non-null one, or for an object
 /// the branch declaring most of its keys, or else the first that accepts its JSON type.
-fn pick_branch<'a>(root: &'a Value, value: &Value, branches: &'a [Value]) -> Option<&'a Value> {
-    let candidates: Vec<&Value> = branches
-        .iter()
-        .filter(|branch| !is_null_schema(resolve(root, branch).0))
-        .collect();
-    if let [only] = candidates.as_slice() {
-        return Some(only);
+fn pick_branch<'s>(candidates: &[Branch<'s>], value: &Value) -> Option<&'s Value> {
+    if let [only] = candidates {
+        return Some(only.schema);
     }
     if let Value::Object(object) = value {
         let mut best: Option<(&Value, usize)> = None;
-        for branch in &candidates {
-            let score = shared_keys(object, resolve(root, branch).0);
+        for branch in candidates {
+            let score = branch
+                .properties
+                .map_or(0, |properties| shared_keys(object, properties));
             if score > 0 && best.is_none_or(|(_, top)| score > top) {
-                best = Some((branch, score));
+                best = Some((branch.schema, score));
             }
         }
         return best.map(|(branch, _)| branch);
     }
     let kind = json_kind(value);
-    candidates.into_iter().find(|branch| {
-        let types = declared_types(resolve(root, branch).0);
-        types.contains(&kind) || (kind == "number" && types.contains(&"integer"))
-    })
+    candidates
+        .iter()
+        .find(|branch| {
+            branch.types.contains(&kind) || (kind == "number" && branch.types.contains(&"integer"))
+        })
+        .map(|branch| branch.schema)
 }
 
 /// How many of an object's keys a schema declares (ignoring case), counting twice a
 /// key whose value equals the schema's `const` for it (a tag).
-fn shared_keys(object: &Map<String, Value>, schema: &Value) -> usize {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return 0;
-    };
+fn shared_keys(object: &Map<String, Value>, properties: &Map<String, Value>) -> usize {
     object
         .iter()
         .map(|(key, value)| {
@@ -455,15 +369,6 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-fn required_fields(schema: &Value) -> impl Iterator<Item = &str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-}
-
 /// Reads a number written as a string (`"42"`, `" 3.5 "`); only an integer when
 /// `integer_only`.
 fn number_from_text(text: &str, integer_only: bool) -> Option<Number> {
@@ -480,9 +385,20 @@ fn number_from_text(text: &str, integer_only: bool) -> Option<Number> {
     text.parse::<f64>().ok().and_then(Number::from_f64)
 }
 
-/// `path` extended by one JSON-pointer segment, escaped per RFC 6901.
-fn pointer_child(path: &str, segment: &str) -> String {
-    format!("{path}/{}", segment.replace('~', "~0").replace('/', "~1"))
+/// Appends one JSON-pointer segment to `path`, escaped per RFC 6901.
+fn push_pointer_segment(path: &mut String, segment: &str) {
+    path.push('/');
+    if !segment.contains(['~', '/']) {
+        path.push_str(segment);
+        return;
+    }
+    for c in segment.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            _ => path.push(c),
+        }
+    }
 }
 
 /// A value as JSON, shortened for a message.

@@ -71,6 +71,14 @@ pub fn declared_types(schema: &Value) -> Vec<&str> {
 /// The string members of an enum schema: an `enum` of strings, or a union of `const`s
 /// (schemars writes documented variants that way), behind `$ref`s and nullable unions.
 pub fn enum_members(root: &Value, schema: &Value) -> Vec<String> {
+    enum_members_of(root, schema)
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// [`enum_members`], borrowed from the schema.
+pub(crate) fn enum_members_of<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
     let mut members = Vec::new();
     collect_enum_members(root, schema, &mut members, &mut HashSet::new(), 0);
     members
@@ -79,7 +87,7 @@ pub fn enum_members(root: &Value, schema: &Value) -> Vec<String> {
 fn collect_enum_members<'a>(
     root: &'a Value,
     schema: &'a Value,
-    members: &mut Vec<String>,
+    members: &mut Vec<&'a str>,
     seen: &mut HashSet<*const Value>,
     depth: usize,
 ) {
@@ -88,10 +96,10 @@ fn collect_enum_members<'a>(
         return;
     }
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        members.extend(values.iter().filter_map(Value::as_str).map(str::to_owned));
+        members.extend(values.iter().filter_map(Value::as_str));
     }
     if let Some(constant) = schema.get("const").and_then(Value::as_str) {
-        members.push(constant.to_owned());
+        members.push(constant);
     }
     for branch in union_branches(schema) {
         collect_enum_members(root, branch, members, seen, depth + 1);
