@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use super::schema_memo::{Branch, EnumShape, NodeFacts, SchemaMemo};
+use super::schema_memo::{Branch, EnumShape, NodeFacts, PropertyTable, SchemaMemo};
 use crate::result::Repair;
 use crate::schema::ENVELOPE_PROPERTY;
 
@@ -238,20 +238,19 @@ impl<'s> Walk<'s> {
         name: Option<&str>,
         depth: usize,
     ) {
-        if let Some(properties) = node.properties {
+        if let Some(properties) = &node.properties {
             self.match_key_case(object, properties);
-            for field in &node.required {
-                if !object.contains_key(*field) {
-                    self.out.findings.push(Finding::MissingField {
-                        path: self.path.clone(),
-                        owner: name.map(str::to_owned),
-                        field: (*field).to_owned(),
-                    });
-                }
+            // The common case, nothing missing, is settled without a lookup per field.
+            if !properties.holds_every_required(object) {
+                self.report_missing_fields(object, &node.required, name);
             }
         }
         for (key, child) in object.iter_mut() {
-            let child_schema = node.properties.and_then(|p| p.get(key)).or(node.additional);
+            let child_schema = node
+                .properties
+                .as_ref()
+                .and_then(|p| p.get(key))
+                .or(node.additional);
             if let Some(child_schema) = child_schema {
                 let parent = self.path.len();
                 push_pointer_segment(&mut self.path, key);
@@ -261,15 +260,34 @@ impl<'s> Walk<'s> {
         }
     }
 
+    /// Records each `required` field the object lacks, in `required` order.
+    fn report_missing_fields(
+        &mut self,
+        object: &Map<String, Value>,
+        required: &[&str],
+        name: Option<&str>,
+    ) {
+        for field in required {
+            if !object.contains_key(*field) {
+                self.out.findings.push(Finding::MissingField {
+                    path: self.path.clone(),
+                    owner: name.map(str::to_owned),
+                    field: (*field).to_owned(),
+                });
+            }
+        }
+    }
+
     /// Renames keys that match exactly one declared property when case is ignored.
-    fn match_key_case(&mut self, object: &mut Map<String, Value>, properties: &Map<String, Value>) {
+    fn match_key_case(&mut self, object: &mut Map<String, Value>, properties: &PropertyTable) {
         let unknown: Vec<String> = object
             .keys()
-            .filter(|key| !properties.contains_key(*key))
+            .filter(|key| !properties.contains(key))
             .cloned()
             .collect();
         for written in unknown {
             let mut candidates = properties
+                .declared
                 .keys()
                 .filter(|declared| declared.eq_ignore_ascii_case(&written));
             let (Some(declared), None) = (candidates.next(), candidates.next()) else {

@@ -59,7 +59,7 @@ pub(super) struct NodeFacts<'s> {
     /// The JSON types named in `type`.
     pub(super) types: Vec<&'s str>,
     /// The declared properties, when the node declares any.
-    pub(super) properties: Option<&'s Map<String, Value>>,
+    pub(super) properties: Option<PropertyTable<'s>>,
     /// The names in `required`, in schema order.
     pub(super) required: Vec<&'s str>,
     /// The schema of properties not declared (`additionalProperties`, when a schema).
@@ -73,6 +73,13 @@ pub(super) struct NodeFacts<'s> {
 impl<'s> NodeFacts<'s> {
     fn of(root: &'s Value, schema: &'s Value) -> Self {
         let (schema, defined_name) = resolve(root, schema);
+        let required: Vec<&'s str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         Self {
             defined_name,
             all_of: schema
@@ -85,14 +92,11 @@ impl<'s> NodeFacts<'s> {
                 .filter_map(|branch| Branch::of(root, branch))
                 .collect(),
             types: declared_types(schema),
-            properties: schema.get("properties").and_then(Value::as_object),
-            required: schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect(),
+            properties: schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|declared| PropertyTable::new(declared, &required)),
+            required,
             additional: schema.get("additionalProperties").filter(|s| s.is_object()),
             prefix_items: schema
                 .get("prefixItems")
@@ -100,6 +104,74 @@ impl<'s> NodeFacts<'s> {
                 .map(Vec::as_slice),
             items: schema.get("items").filter(|s| s.is_object()),
         }
+    }
+}
+
+/// An object schema's properties, looked up by exact name without hashing: a reply's
+/// keys are checked against the same few properties again and again, and a binary search
+/// over a handful of names costs less than SipHashing each key.
+pub(super) struct PropertyTable<'s> {
+    /// The properties as declared, in schema order.
+    pub(super) declared: &'s Map<String, Value>,
+    /// The properties sorted by name, each with whether it is required.
+    by_name: Vec<Property<'s>>,
+    /// How many distinct names `required` lists (declared or not).
+    required_names: usize,
+}
+
+struct Property<'s> {
+    name: &'s str,
+    schema: &'s Value,
+    required: bool,
+}
+
+impl<'s> PropertyTable<'s> {
+    fn new(declared: &'s Map<String, Value>, required: &[&str]) -> Self {
+        let mut by_name: Vec<Property<'s>> = declared
+            .iter()
+            .map(|(name, schema)| Property {
+                name,
+                schema,
+                required: required.contains(&name.as_str()),
+            })
+            .collect();
+        by_name.sort_unstable_by(|a, b| a.name.cmp(b.name));
+        let mut required_names = required.to_vec();
+        required_names.sort_unstable();
+        required_names.dedup();
+        Self {
+            declared,
+            by_name,
+            required_names: required_names.len(),
+        }
+    }
+
+    fn find(&self, key: &str) -> Option<&Property<'s>> {
+        self.by_name
+            .binary_search_by(|property| property.name.cmp(key))
+            .ok()
+            .and_then(|index| self.by_name.get(index))
+    }
+
+    /// The schema of the property named exactly `key`.
+    pub(super) fn get(&self, key: &str) -> Option<&'s Value> {
+        self.find(key).map(|property| property.schema)
+    }
+
+    /// Whether a property is named exactly `key`.
+    pub(super) fn contains(&self, key: &str) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// Whether `object` holds every property `required` names. `false` also when
+    /// `required` names a property the schema does not declare, so that the caller's
+    /// key-by-key check, which reports each missing one, runs then.
+    pub(super) fn holds_every_required(&self, object: &Map<String, Value>) -> bool {
+        let present = object
+            .keys()
+            .filter(|key| self.find(key).is_some_and(|property| property.required))
+            .count();
+        present == self.required_names
     }
 }
 
