@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use super::schema_memo::{Branch, EnumShape, NodeFacts, PropertyTable, SchemaMemo};
+use super::schema_memo::{
+    Branch, EnumShape, NodeFacts, NumberFromString, PropertyTable, SchemaMemo,
+};
 use crate::result::Repair;
 use crate::schema::ENVELOPE_PROPERTY;
 
@@ -160,7 +162,7 @@ impl<'s> Walk<'s> {
         if let Some(branch) = pick_branch(&node.branches, value) {
             self.visit(value, branch, name, depth + 1);
         }
-        self.read_number_from_string(value, &node.types);
+        self.read_number_from_string(value, node.number_from_string);
         match value {
             Value::Object(object) => self.visit_object(object, &node, name, depth),
             Value::Array(items) => self.visit_array(items, &node, depth),
@@ -211,19 +213,16 @@ impl<'s> Walk<'s> {
         });
     }
 
-    fn read_number_from_string(&mut self, value: &mut Value, types: &[&str]) {
+    fn read_number_from_string(&mut self, value: &mut Value, wanted: NumberFromString) {
         let Value::String(text) = value else {
             return;
         };
-        if types.contains(&"string") {
-            return;
-        }
-        let wants_integer = types.contains(&"integer");
-        let wants_number = types.contains(&"number");
-        if !(wants_integer || wants_number) {
-            return;
-        }
-        if let Some(number) = number_from_text(text, !wants_number) {
+        let integer_only = match wanted {
+            NumberFromString::Never => return,
+            NumberFromString::Integer => true,
+            NumberFromString::Number => false,
+        };
+        if let Some(number) = number_from_text(text, integer_only) {
             *value = Value::Number(number);
             self.out.repairs.push(Repair::NumberFromString {
                 path: self.path.clone(),

@@ -6,6 +6,7 @@
 //! borrows the schema for its whole life, so a node's address identifies it for as long as
 //! the memo lives.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
@@ -13,7 +14,8 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::schema_nav::{
-    MAX_SCHEMA_HOPS, declared_types, enum_members_of, is_null_schema, resolve, union_branches,
+    MAX_SCHEMA_HOPS, declared_types, enum_members_of, is_null_schema, resolve, types_named,
+    union_branches,
 };
 
 /// The derived facts of each schema node met during one walk, keyed by the node's address.
@@ -56,8 +58,8 @@ pub(super) struct NodeFacts<'s> {
     pub(super) enum_shape: Option<EnumShape<'s>>,
     /// The union branches that accept more than `null`, in schema order.
     pub(super) branches: Vec<Branch<'s>>,
-    /// The JSON types named in `type`.
-    pub(super) types: Vec<&'s str>,
+    /// Whether a string value is read as a number here.
+    pub(super) number_from_string: NumberFromString,
     /// The declared properties, when the node declares any.
     pub(super) properties: Option<PropertyTable<'s>>,
     /// The names in `required`, in schema order.
@@ -73,8 +75,21 @@ pub(super) struct NodeFacts<'s> {
 impl<'s> NodeFacts<'s> {
     fn of(root: &'s Value, schema: &'s Value) -> Self {
         let (schema, defined_name) = resolve(root, schema);
-        let required: Vec<&'s str> = schema
-            .get("required")
+        let keywords = Keywords::of(schema);
+        let union = keywords
+            .any_of
+            .and_then(Value::as_array)
+            .or_else(|| keywords.one_of.and_then(Value::as_array))
+            .map_or(&[][..], Vec::as_slice);
+        // Enum members come only from `enum`, `const` and union branches (behind `$ref`s,
+        // which a schema still holding a `$ref` here failed to follow): without any of
+        // them there is no enum to search for.
+        let may_be_enum = keywords.reference
+            || keywords.enumeration.is_some()
+            || keywords.constant.is_some()
+            || !union.is_empty();
+        let required: Vec<&'s str> = keywords
+            .required
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -82,27 +97,98 @@ impl<'s> NodeFacts<'s> {
             .collect();
         Self {
             defined_name,
-            all_of: schema
-                .get("allOf")
+            all_of: keywords
+                .all_of
                 .and_then(Value::as_array)
                 .map_or(&[], Vec::as_slice),
-            enum_shape: EnumShape::of(root, schema),
-            branches: union_branches(schema)
+            enum_shape: may_be_enum.then(|| EnumShape::of(root, schema)).flatten(),
+            branches: union
                 .iter()
                 .filter_map(|branch| Branch::of(root, branch))
                 .collect(),
-            types: declared_types(schema),
-            properties: schema
-                .get("properties")
+            number_from_string: NumberFromString::for_types(&types_named(keywords.types)),
+            properties: keywords
+                .properties
                 .and_then(Value::as_object)
                 .map(|declared| PropertyTable::new(declared, &required)),
             required,
-            additional: schema.get("additionalProperties").filter(|s| s.is_object()),
-            prefix_items: schema
-                .get("prefixItems")
+            additional: keywords.additional.filter(|s| s.is_object()),
+            prefix_items: keywords
+                .prefix_items
                 .and_then(Value::as_array)
                 .map(Vec::as_slice),
-            items: schema.get("items").filter(|s| s.is_object()),
+            items: keywords.items.filter(|s| s.is_object()),
+        }
+    }
+}
+
+/// The keywords of one schema object the walk reads, found in one pass over its entries:
+/// a schema node holds a handful of keys, and a pass comparing them costs less than a
+/// SipHashed lookup per keyword.
+#[derive(Default)]
+struct Keywords<'s> {
+    reference: bool,
+    all_of: Option<&'s Value>,
+    any_of: Option<&'s Value>,
+    one_of: Option<&'s Value>,
+    enumeration: Option<&'s Value>,
+    constant: Option<&'s Value>,
+    types: Option<&'s Value>,
+    properties: Option<&'s Value>,
+    required: Option<&'s Value>,
+    additional: Option<&'s Value>,
+    prefix_items: Option<&'s Value>,
+    items: Option<&'s Value>,
+}
+
+impl<'s> Keywords<'s> {
+    fn of(schema: &'s Value) -> Self {
+        let mut found = Self::default();
+        let Some(entries) = schema.as_object() else {
+            return found;
+        };
+        for (key, value) in entries {
+            match key.as_str() {
+                "$ref" => found.reference = true,
+                "allOf" => found.all_of = Some(value),
+                "anyOf" => found.any_of = Some(value),
+                "oneOf" => found.one_of = Some(value),
+                "enum" => found.enumeration = Some(value),
+                "const" => found.constant = Some(value),
+                "type" => found.types = Some(value),
+                "properties" => found.properties = Some(value),
+                "required" => found.required = Some(value),
+                "additionalProperties" => found.additional = Some(value),
+                "prefixItems" => found.prefix_items = Some(value),
+                "items" => found.items = Some(value),
+                _ => {}
+            }
+        }
+        found
+    }
+}
+
+/// Whether a string where the schema wants a number is read as one, and as which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NumberFromString {
+    /// The schema takes a string, or no number: the string stays.
+    Never,
+    /// Only an integer is wanted.
+    Integer,
+    /// Any number is wanted.
+    Number,
+}
+
+impl NumberFromString {
+    fn for_types(types: &[&str]) -> Self {
+        if types.contains(&"string") {
+            Self::Never
+        } else if types.contains(&"number") {
+            Self::Number
+        } else if types.contains(&"integer") {
+            Self::Integer
+        } else {
+            Self::Never
         }
     }
 }
@@ -113,7 +199,7 @@ impl<'s> NodeFacts<'s> {
 pub(super) struct PropertyTable<'s> {
     /// The properties as declared, in schema order.
     pub(super) declared: &'s Map<String, Value>,
-    /// The properties sorted by name, each with whether it is required.
+    /// The properties sorted by name length, then name, each with whether it is required.
     by_name: Vec<Property<'s>>,
     /// How many distinct names `required` lists (declared or not).
     required_names: usize,
@@ -135,7 +221,7 @@ impl<'s> PropertyTable<'s> {
                 required: required.contains(&name.as_str()),
             })
             .collect();
-        by_name.sort_unstable_by(|a, b| a.name.cmp(b.name));
+        by_name.sort_unstable_by(|a, b| by_length_then_bytes(a.name, b.name));
         let mut required_names = required.to_vec();
         required_names.sort_unstable();
         required_names.dedup();
@@ -148,7 +234,7 @@ impl<'s> PropertyTable<'s> {
 
     fn find(&self, key: &str) -> Option<&Property<'s>> {
         self.by_name
-            .binary_search_by(|property| property.name.cmp(key))
+            .binary_search_by(|property| by_length_then_bytes(property.name, key))
             .ok()
             .and_then(|index| self.by_name.get(index))
     }
@@ -173,6 +259,11 @@ impl<'s> PropertyTable<'s> {
             .count();
         present == self.required_names
     }
+}
+
+/// The table's order: names of different lengths are told apart without reading them.
+fn by_length_then_bytes(a: &str, b: &str) -> Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 /// A union branch that accepts more than `null`, with what choosing it needs.
@@ -322,8 +413,8 @@ mod tests {
         let c = memo.facts(&root["c"]);
         assert!(!Rc::ptr_eq(&a, &b));
         assert_eq!(
-            (a.types.clone(), c.types.clone()),
-            (vec!["integer"], vec!["string"])
+            (a.number_from_string, c.number_from_string),
+            (NumberFromString::Integer, NumberFromString::Never)
         );
     }
 

@@ -61,7 +61,12 @@ pub fn is_null_schema(schema: &Value) -> bool {
 
 /// The JSON types a schema names in `type` (`"integer"`, `["string", "null"]`).
 pub fn declared_types(schema: &Value) -> Vec<&str> {
-    match schema.get("type") {
+    types_named(schema.get("type"))
+}
+
+/// The JSON types a `type` keyword's value names (nothing when it is absent).
+pub(crate) fn types_named(type_keyword: Option<&Value>) -> Vec<&str> {
+    match type_keyword {
         Some(Value::String(one)) => vec![one.as_str()],
         Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
