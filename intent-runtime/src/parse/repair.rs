@@ -238,9 +238,14 @@ impl<'s> Walk<'s> {
         depth: usize,
     ) {
         if let Some(properties) = &node.properties {
-            self.match_key_case(object, properties);
+            let mut scan = properties.scan(object);
+            // Keys are only renamed when some key is undeclared, which is rare.
+            if scan.undeclared > 0 {
+                self.match_key_case(object, properties);
+                scan = properties.scan(object);
+            }
             // The common case, nothing missing, is settled without a lookup per field.
-            if !properties.holds_every_required(object) {
+            if !properties.holds_every_required(&scan) {
                 self.report_missing_fields(object, &node.required, name);
             }
         }
@@ -281,7 +286,7 @@ impl<'s> Walk<'s> {
     fn match_key_case(&mut self, object: &mut Map<String, Value>, properties: &PropertyTable) {
         let unknown: Vec<String> = object
             .keys()
-            .filter(|key| !properties.contains(key))
+            .filter(|key| properties.get(key).is_none())
             .cloned()
             .collect();
         for written in unknown {
