@@ -676,6 +676,129 @@ mod tests {
         assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
     }
 
+    fn order_schema() -> Value {
+        envelope(
+            json!({"$ref": "#/$defs/Order"}),
+            json!({
+                "Order": {"type": "object", "properties": {
+                    "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+                    "required": ["items"]},
+                "Item": {"type": "object", "properties": {
+                    "sku": {"type": "string"},
+                    "qty": {"type": "integer"},
+                    "size": {"$ref": "#/$defs/Size"}},
+                    "required": ["sku", "qty"]},
+                "Size": {"type": "string", "enum": ["Small", "Large"]}
+            }),
+        )
+    }
+
+    #[test]
+    fn repairs_in_many_items_sharing_one_schema_name_each_item() {
+        let mut value = json!({"items": [
+            {"sku": "a", "qty": 1, "size": "Small"},
+            {"SKU": "b", "qty": "2"},
+            {"sku": "c", "qty": 3, "size": "large"},
+            {"qty": 4, "size": "Medium"},
+            {"sku": "e", "Qty": "5", "size": "SMALL"},
+            {"sku": "f", "qty": 6},
+        ]});
+        let out = repair(&mut value, &order_schema());
+        assert_eq!(
+            value,
+            json!({"items": [
+                {"sku": "a", "qty": 1, "size": "Small"},
+                {"sku": "b", "qty": 2},
+                {"sku": "c", "qty": 3, "size": "Large"},
+                {"qty": 4, "size": "Medium"},
+                {"sku": "e", "qty": 5, "size": "Small"},
+                {"sku": "f", "qty": 6},
+            ]})
+        );
+        let key = |path: &str, from: &str, to: &str| Repair::KeyCaseChanged {
+            path: path.into(),
+            from: from.into(),
+            to: to.into(),
+        };
+        let number = |path: &str| Repair::NumberFromString { path: path.into() };
+        let member = |path: &str, from: &str, to: &str| Repair::EnumCaseChanged {
+            path: path.into(),
+            from: from.into(),
+            to: to.into(),
+        };
+        assert_eq!(
+            out.repairs,
+            vec![
+                key("/value/items/1", "SKU", "sku"),
+                number("/value/items/1/qty"),
+                member("/value/items/2/size", "large", "Large"),
+                key("/value/items/4", "Qty", "qty"),
+                // A renamed key moves to the end of its object, so it is visited last.
+                member("/value/items/4/size", "SMALL", "Small"),
+                number("/value/items/4/qty"),
+            ]
+        );
+        assert_eq!(
+            out.findings,
+            vec![
+                Finding::MissingField {
+                    path: "/value/items/3".into(),
+                    owner: Some("Item".into()),
+                    field: "sku".into(),
+                },
+                Finding::NotAMember {
+                    path: "/value/items/3/size".into(),
+                    found: "\"Medium\"".into(),
+                    enum_name: Some("Size".into()),
+                    members: vec!["Small".into(), "Large".into()],
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_required_field_the_schema_does_not_declare_is_still_reported() {
+        let full = envelope(
+            json!({"type": "object", "properties": {"a": {"type": "integer"}},
+                   "required": ["a", "b", "a"]}),
+            json!({}),
+        );
+        let mut value = json!({"a": 1});
+        let fields: Vec<String> = repair(&mut value, &full)
+            .findings
+            .iter()
+            .map(Finding::message)
+            .collect();
+        assert_eq!(
+            fields,
+            vec!["The required field \"b\" is missing from Target; include it."]
+        );
+        let mut empty = json!({});
+        assert_eq!(repair(&mut empty, &full).findings.len(), 3);
+    }
+
+    #[test]
+    fn path_segments_are_escaped_and_taken_off_again() {
+        let full = envelope(
+            json!({"type": "object", "additionalProperties": {
+                "type": "array", "items": {"type": "integer"}}}),
+            json!({}),
+        );
+        let mut value = json!({"~a/b": ["1"], "c": ["x", "2"]});
+        let out = repair(&mut value, &full);
+        assert_eq!(
+            out.repairs,
+            vec![
+                Repair::NumberFromString {
+                    path: "/value/~0a~1b/0".into()
+                },
+                Repair::NumberFromString {
+                    path: "/value/c/1".into()
+                },
+            ]
+        );
+    }
+
     #[test]
     fn long_values_are_shortened_in_messages() {
         let quoted = quote_value(&json!("x".repeat(500)));
