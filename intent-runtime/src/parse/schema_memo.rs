@@ -471,6 +471,23 @@ mod tests {
     }
 
     #[test]
+    fn a_node_left_on_a_reference_cycle_is_still_searched_for_an_enum() {
+        // Following refs stops after MAX_SCHEMA_HOPS on C3, which names no enum; the
+        // enum search follows C3's own `$ref` on to C2's `const`, so it must still run.
+        let root = json!({"$defs": {
+            "C1": {"$ref": "#/$defs/C2", "enum": ["Small"]},
+            "C2": {"$ref": "#/$defs/C3", "const": "Large", "type": "integer"},
+            "C3": {"$ref": "#/$defs/C1", "type": "number"}},
+            "items": {"$ref": "#/$defs/C2"}});
+        let facts = SchemaMemo::new(&root).facts(&root["items"]);
+        let shape = facts
+            .enum_shape
+            .as_ref()
+            .map(|s| (s.members.clone(), s.only_members, s.name));
+        assert_eq!(shape, Some((vec!["Large"], true, Some("C2"))));
+    }
+
+    #[test]
     fn enums_that_also_take_free_text_have_no_shape() {
         let root = json!({"anyOf": [{"enum": ["A"]}, {"type": "string"}]});
         assert!(SchemaMemo::new(&root).facts(&root).enum_shape.is_none());
