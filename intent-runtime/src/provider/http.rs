@@ -130,14 +130,6 @@ pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
     }
 }
 
-/// An HTTP header value holding a secret: marked sensitive so `reqwest` and `http` never
-/// print it.
-pub(crate) fn secret_header(value: &str) -> Option<HeaderValue> {
-    let mut header = HeaderValue::from_str(value).ok()?;
-    header.set_sensitive(true);
-    Some(header)
-}
-
 /// The status, headers and body of one reply, read in full.
 #[derive(Debug)]
 pub(crate) struct RawResponse {
@@ -189,20 +181,21 @@ impl Route {
         Ok(Route { url, headers })
     }
 
-    /// The header carrying `key`, marked sensitive; fails when the key holds characters a
-    /// header cannot carry.
+    /// The header carrying `key`, marked sensitive so `reqwest` and `http` never print it;
+    /// fails when the key holds characters a header cannot carry.
     pub(crate) fn secret_header(
         provider: &str,
         name: &'static str,
         key: &str,
     ) -> Result<(HeaderName, HeaderValue), ProviderError> {
-        let value = secret_header(key).ok_or_else(|| {
+        let mut value = HeaderValue::from_str(key).map_err(|_| {
             ProviderError::new(
                 ProviderErrorKind::Authentication,
                 provider,
                 "the API key contains characters an HTTP header cannot carry",
             )
         })?;
+        value.set_sensitive(true);
         Ok((HeaderName::from_static(name), value))
     }
 

@@ -82,16 +82,18 @@ pub(crate) fn check_against_full_schema(
             return (value, vec![issue]);
         }
     };
-    let envelope = Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), value)]));
-    let mut messages = Vec::new();
-    // Listing the errors of a valid instance costs more than asking whether it is valid.
-    let errors = (!validator.is_valid(&envelope)).then(|| validator.iter_errors(&envelope));
-    for error in errors.into_iter().flatten() {
-        let explained = constraint_messages(&error, &mut messages);
-        if !explained && scope == Scope::Everything {
-            messages.push(format!("{}: {error}.", display_path(&error)));
+    let (value, messages) = in_envelope(value, |envelope| {
+        let mut messages = Vec::new();
+        // Listing the errors of a valid instance costs more than asking whether it is valid.
+        let errors = (!validator.is_valid(envelope)).then(|| validator.iter_errors(envelope));
+        for error in errors.into_iter().flatten() {
+            let explained = constraint_messages(&error, &mut messages);
+            if !explained && scope == Scope::Everything {
+                messages.push(format!("{}: {error}.", display_path(&error)));
+            }
         }
-    }
+        messages
+    });
     let total = messages.len();
     let mut issues: Vec<ResultIssue> = messages
         .into_iter()
@@ -108,23 +110,25 @@ pub(crate) fn check_against_full_schema(
             attempt,
         ));
     }
-    let value = match envelope {
-        Value::Object(mut envelope) => envelope.remove(ENVELOPE_PROPERTY),
-        _ => None,
-    };
-    (value.unwrap_or(Value::Null), issues)
+    (value, issues)
 }
 
 /// Whether `value`, placed in the envelope `{"value": value}`, is valid against the
 /// envelope schema `schema`; the value is handed back.
 pub(crate) fn conforms_in_envelope(schema: &Arc<Value>, value: Value) -> (Value, bool) {
+    in_envelope(value, |envelope| conforms(schema, envelope))
+}
+
+/// Runs `check` on `{"value": value}` (what the envelope schemas describe) and hands the
+/// value back, moved in and out rather than copied.
+fn in_envelope<R>(value: Value, check: impl FnOnce(&Value) -> R) -> (Value, R) {
     let envelope = Value::Object(Map::from_iter([(ENVELOPE_PROPERTY.to_owned(), value)]));
-    let conforms = conforms(schema, &envelope);
+    let result = check(&envelope);
     let value = match envelope {
         Value::Object(mut envelope) => envelope.remove(ENVELOPE_PROPERTY),
         _ => None,
     };
-    (value.unwrap_or(Value::Null), conforms)
+    (value.unwrap_or(Value::Null), result)
 }
 
 /// Whether `instance` is valid against `schema` (compiled once and cached like the full
