@@ -22,7 +22,10 @@ use crate::options::{IntentOptions, Validator};
 use crate::prompt::{OutputTarget, PromptPlan};
 use crate::provider::Provider;
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
-use crate::schema::{SchemaError, TargetSchema, runtime_target_schema, target_schema};
+use crate::schema::{
+    SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
+};
+use crate::verify::schema_rules::compile_error;
 use crate::verify::{Verification, verify_text, verify_typed, verify_value};
 
 /// The default number of attempts per call.
@@ -243,6 +246,11 @@ impl IntentClient {
     }
 
     /// [`IntentClient::transform_value`] with a prepared input and a prepared schema.
+    ///
+    /// The whole schema is compiled before any request: one that is not a valid JSON
+    /// Schema (an unknown `type`, a `$ref` to a missing definition, a `pattern` that is no
+    /// regular expression, an external `$ref`) fails the call with an input issue and no
+    /// model call, since no reply could ever be checked against it.
     pub async fn transform_value_input(
         &self,
         input: Result<PreparedInput, InputError>,
@@ -255,6 +263,15 @@ impl IntentClient {
             Ok(input) => input,
             Err(error) => return preflight_failure(error.to_string(), started),
         };
+        if let Some(reason) = schema.as_ref().and_then(|schema| compile_error(&schema.full)) {
+            return preflight_failure(
+                format!(
+                    "the runtime schema is not a valid JSON Schema ({reason}); fix the schema \
+                     (external references are never fetched)"
+                ),
+                started,
+            );
+        }
         let target = match &schema {
             Some(schema) => OutputTarget::RuntimeSchema(schema.clone()),
             None => OutputTarget::AnyJson,
@@ -270,6 +287,8 @@ impl IntentClient {
 
     /// The envelope around a runtime schema, wrapped once per distinct schema.
     fn runtime_schema(&self, schema: &Value) -> Result<Arc<TargetSchema>, SchemaError> {
+        // Before the key: serializing an over-deep schema would overflow the stack.
+        check_runtime_schema_depth(schema)?;
         let key = schema.to_string();
         let cached = lock(&self.inner.runtime_schemas).get(&key).cloned();
         if let Some(cached) = cached {

@@ -37,6 +37,12 @@ pub use strict::StrictCompatible;
 
 pub use intent_macros::{StrictCompatible, intents};
 
+/// The attribute a [`Provider`](provider::Provider) or [`Judge`](judge::Judge)
+/// implementation needs (`#[intent_runtime::async_trait]` on the `impl`), re-exported so
+/// that implementing one takes no dependency of its own; see the `Provider` docs for a
+/// whole custom provider.
+pub use async_trait::async_trait;
+
 /// The `schemars` this crate builds schemas with; derive `JsonSchema` from here or from a
 /// `schemars` of the same major version.
 pub use schemars;

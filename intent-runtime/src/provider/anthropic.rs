@@ -20,6 +20,8 @@ use super::http::{
 use super::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
 };
+use super::env::set_variable;
+use super::error::bounded_message;
 use crate::result::Usage;
 use crate::schema::derived::DerivedCache;
 
@@ -83,11 +85,14 @@ impl Anthropic {
     /// Reads `ANTHROPIC_API_KEY` (required), `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`
     /// (optional).
     pub fn from_env() -> Result<Self, ProviderConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
-    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderConfigError> {
-        let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+    /// [`Self::from_env`] over any source of variables.
+    pub(crate) fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProviderConfigError> {
+        let set = |name: &str| set_variable(lookup, name);
         let api_key = set("ANTHROPIC_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
             variable: "ANTHROPIC_API_KEY",
             provider: "Anthropic",
@@ -124,6 +129,15 @@ impl Anthropic {
     /// How long to wait for a connection (default 10 s).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.transport.set_connect_timeout(timeout);
+        self
+    }
+
+    /// The most bytes read from one response (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES), 32 MiB);
+    /// a longer reply fails the call at once with a non-transient
+    /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.transport.set_max_response_bytes(bytes);
         self
     }
 
@@ -200,7 +214,7 @@ impl Provider for Anthropic {
         tracing::debug!(
             provider = "anthropic",
             status = raw.status.as_u16(),
-            request_id = raw.header(REQUEST_ID_HEADER),
+            request_id = raw.request_id(REQUEST_ID_HEADER),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "message request answered"
         );
@@ -482,7 +496,9 @@ fn parse_reply(
         let message = if text.trim().is_empty() {
             "the model declined to answer (stop_reason: refusal)".to_owned()
         } else {
-            text
+            // Carried into an issue and the next prompt: an excerpt, like any provider
+            // message.
+            bounded_message(text)
         };
         (String::new(), Some(message))
     } else {
@@ -498,7 +514,7 @@ fn parse_reply(
             .model
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
-        request_id: raw.header(REQUEST_ID_HEADER).map(str::to_owned),
+        request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
     })
 }
 
@@ -730,10 +746,10 @@ mod tests {
             ("ANTHROPIC_MODEL", "claude-test"),
         ]
         .into();
-        let provider = Anthropic::from_lookup(|n| vars.get(n).map(|v| (*v).to_owned())).unwrap();
+        let provider = Anthropic::from_lookup(&|n| vars.get(n).map(|v| (*v).to_owned())).unwrap();
         assert_eq!(provider.base_url(), "http://localhost:9");
         assert_eq!(provider.default_model(), "claude-test");
-        let err = Anthropic::from_lookup(|_| None).unwrap_err();
+        let err = Anthropic::from_lookup(&|_| None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "the environment variable ANTHROPIC_API_KEY is not set; set it to your Anthropic API key"

@@ -6,11 +6,16 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::http::trim_base_url;
+use super::env::set_variable;
+use super::http::{ProviderConfigError, trim_base_url};
 use super::openai::chat::ChatEndpoint;
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
 pub use super::openai::chat::{MaxTokensField, StructuredOutput};
+
+/// The model [`OpenAiCompatible::from_env`] asks for when `OPENAI_COMPATIBLE_MODEL` is
+/// unset: a small model Ollama serves under this name.
+pub const OPENAI_COMPATIBLE_DEFAULT_MODEL: &str = "llama3.2";
 
 /// A Chat Completions server at a base URL (`{base}/chat/completions`).
 ///
@@ -42,6 +47,35 @@ impl OpenAiCompatible {
         // prompt.
         endpoint.settings.model_reads_schema = false;
         Self { endpoint }
+    }
+
+    /// Reads `OPENAI_COMPATIBLE_BASE_URL` (required: the server's base URL, up to and
+    /// including `/v1`), `OPENAI_COMPATIBLE_MODEL` (optional, default
+    /// [`OPENAI_COMPATIBLE_DEFAULT_MODEL`]) and `OPENAI_COMPATIBLE_API_KEY` (optional: local
+    /// servers need none).
+    ///
+    /// The provider has [`new`](Self::new)'s settings; adjust them with the `with_*`
+    /// methods for a server that differs (Ollama reads only `max_tokens`, for example).
+    pub fn from_env() -> Result<Self, ProviderConfigError> {
+        Self::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// [`Self::from_env`] over any source of variables.
+    pub(crate) fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProviderConfigError> {
+        let base_url = set_variable(lookup, "OPENAI_COMPATIBLE_BASE_URL").ok_or(
+            ProviderConfigError::MissingBaseUrl {
+                variable: "OPENAI_COMPATIBLE_BASE_URL",
+            },
+        )?;
+        let model = set_variable(lookup, "OPENAI_COMPATIBLE_MODEL")
+            .unwrap_or_else(|| OPENAI_COMPATIBLE_DEFAULT_MODEL.to_owned());
+        let provider = Self::new(base_url, model);
+        Ok(match set_variable(lookup, "OPENAI_COMPATIBLE_API_KEY") {
+            Some(key) => provider.with_api_key(key),
+            None => provider,
+        })
     }
 
     /// Ollama's `/v1` endpoint on its default port.
@@ -162,6 +196,15 @@ impl OpenAiCompatible {
         self
     }
 
+    /// The most bytes read from one response (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES), 32 MiB);
+    /// a longer reply fails the call at once with a non-transient
+    /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.endpoint.transport.set_max_response_bytes(bytes);
+        self
+    }
+
     /// How long one whole request may take (default 120 s).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.endpoint.transport.set_request_timeout(timeout);
@@ -243,6 +286,36 @@ mod tests {
             schema: Some(Arc::new(json!({"type": "object"}))),
             ..ProviderRequest::text("", "")
         }
+    }
+
+    #[test]
+    fn from_env_needs_a_base_url_and_reads_model_and_key() {
+        use crate::provider::env::tests::lookup;
+
+        let err = OpenAiCompatible::from_lookup(&lookup(&[("OPENAI_COMPATIBLE_MODEL", "m")]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the environment variable OPENAI_COMPATIBLE_BASE_URL is not set; set it to the \
+             server's base URL, such as http://localhost:11434/v1 for Ollama"
+        );
+        let provider = OpenAiCompatible::from_lookup(&lookup(&[
+            ("OPENAI_COMPATIBLE_BASE_URL", "http://localhost:8000/v1/"),
+            ("OPENAI_COMPATIBLE_MODEL", "qwen3"),
+            ("OPENAI_COMPATIBLE_API_KEY", "sk-local-secret"),
+        ]))
+        .unwrap();
+        assert_eq!(provider.base_url(), "http://localhost:8000/v1");
+        assert_eq!(provider.default_model(), "qwen3");
+        let printed = format!("{provider:?}");
+        assert!(printed.contains("[redacted]") && !printed.contains("sk-local-secret"));
+        let defaults = OpenAiCompatible::from_lookup(&lookup(&[(
+            "OPENAI_COMPATIBLE_BASE_URL",
+            "http://localhost:11434/v1",
+        )]))
+        .unwrap();
+        assert_eq!(defaults.default_model(), OPENAI_COMPATIBLE_DEFAULT_MODEL);
+        assert!(!format!("{defaults:?}").contains("[redacted]"), "no key");
     }
 
     #[test]

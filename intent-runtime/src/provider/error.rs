@@ -1,8 +1,17 @@
-//! Classified provider failures: what went wrong, whether trying again can help, and the
-//! provider's own words (never the API key).
+//! Classified provider failures: what went wrong, whether trying again can help, whether
+//! the request went out, and the provider's own words (never the API key, and never more
+//! than [`MESSAGE_MAX_CHARS`] of them).
 
 use std::fmt;
 use std::time::Duration;
+
+/// The most characters of a message a [`ProviderError`] keeps; the rest is cut, with a note
+/// of how much was left out.
+///
+/// A server can put anything in an error body (one answered with a 10 MB `message`), and
+/// the message is carried into `Display`, issues, logs and the next prompt: it has to stay
+/// an excerpt whatever the server sends.
+pub const MESSAGE_MAX_CHARS: usize = 1_000;
 
 /// What kind of failure a provider call met.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,8 +37,12 @@ pub enum ProviderErrorKind {
     Timeout,
     /// The connection failed or dropped.
     Transport,
-    /// The reply was not in the provider's documented shape.
+    /// The reply was not in the provider's documented shape, or larger than the provider
+    /// reads.
     InvalidResponse,
+    /// The provider is configured wrongly (a base URL that is not an `http(s)` URL, a client
+    /// that cannot be built): nothing was sent, and no retry can help.
+    Configuration,
 }
 
 impl ProviderErrorKind {
@@ -60,6 +73,7 @@ impl fmt::Display for ProviderErrorKind {
             ProviderErrorKind::Timeout => "timeout",
             ProviderErrorKind::Transport => "transport error",
             ProviderErrorKind::InvalidResponse => "invalid response",
+            ProviderErrorKind::Configuration => "configuration error",
         })
     }
 }
@@ -75,10 +89,15 @@ pub struct ProviderError {
     request_id: Option<String>,
     retry_after: Option<Duration>,
     transient: bool,
+    sent: bool,
 }
 
 impl ProviderError {
-    /// A new error of `kind` from `provider`, transient as the kind says.
+    /// A new error of `kind` from `provider`, transient as the kind says. The message is
+    /// cut to [`MESSAGE_MAX_CHARS`].
+    ///
+    /// The request counts as sent (a model call, possibly billed) unless the kind is
+    /// [`ProviderErrorKind::Configuration`] or [`not_sent`](Self::not_sent) says otherwise.
     pub fn new(
         kind: ProviderErrorKind,
         provider: impl Into<String>,
@@ -87,12 +106,21 @@ impl ProviderError {
         Self {
             kind,
             provider: provider.into(),
-            message: message.into(),
+            message: bounded_message(message.into()),
             status: None,
             request_id: None,
             retry_after: None,
             transient: kind.is_transient(),
+            sent: kind != ProviderErrorKind::Configuration,
         }
+    }
+
+    /// Marks the request as never sent (it failed before any byte reached the provider:
+    /// the connection was refused, the body could not be written), so it is not counted
+    /// as a model call.
+    pub fn not_sent(mut self) -> Self {
+        self.sent = false;
+        self
     }
 
     /// Sets the HTTP status.
@@ -158,6 +186,26 @@ impl ProviderError {
     pub fn is_timeout(&self) -> bool {
         self.kind == ProviderErrorKind::Timeout
     }
+
+    /// Whether the request may have reached the provider, so that it counts as a model
+    /// call (what the provider bills); `false` only when it certainly did not.
+    pub fn request_sent(&self) -> bool {
+        self.sent
+    }
+}
+
+/// `message`, or its first [`MESSAGE_MAX_CHARS`] characters and a note of how many more
+/// there were.
+pub(crate) fn bounded_message(message: String) -> String {
+    // Bytes bound characters from above: most messages are decided without counting.
+    if message.len() <= MESSAGE_MAX_CHARS {
+        return message;
+    }
+    let Some((cut, _)) = message.char_indices().nth(MESSAGE_MAX_CHARS) else {
+        return message;
+    };
+    let left_out = message[cut..].chars().count();
+    format!("{}… ({left_out} more characters)", &message[..cut])
 }
 
 #[cfg(test)]
@@ -170,6 +218,32 @@ mod tests {
             .with_status(429);
         assert_eq!(err.to_string(), "openai rate limited (HTTP 429): slow down");
         assert!(err.is_transient());
+    }
+
+    #[test]
+    fn a_long_message_is_cut_to_an_excerpt() {
+        let long = "é".repeat(10 * 1024 * 1024);
+        let err = ProviderError::new(ProviderErrorKind::InvalidRequest, "openai", long);
+        let kept: String = "é".repeat(MESSAGE_MAX_CHARS);
+        let more = 10 * 1024 * 1024 - MESSAGE_MAX_CHARS;
+        assert_eq!(
+            err.message(),
+            format!("{kept}… ({more} more characters)")
+        );
+        assert!(err.to_string().len() < 3 * MESSAGE_MAX_CHARS);
+        let exact = "x".repeat(MESSAGE_MAX_CHARS);
+        let err = ProviderError::new(ProviderErrorKind::Server, "openai", exact.clone());
+        assert_eq!(err.message(), exact);
+    }
+
+    #[test]
+    fn configuration_errors_are_neither_transient_nor_sent() {
+        let err = ProviderError::new(ProviderErrorKind::Configuration, "openai", "ftp://");
+        assert!(!err.is_transient());
+        assert!(!err.request_sent());
+        let sent = ProviderError::new(ProviderErrorKind::Transport, "openai", "reset");
+        assert!(sent.request_sent());
+        assert!(!sent.not_sent().request_sent());
     }
 
     #[test]

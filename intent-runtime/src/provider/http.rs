@@ -17,13 +17,20 @@
 //! | `Server` | 408, 409, 500 and other 5xx | 500 `api_error`, other 5xx | yes |
 //! | `Timeout` | the request timeout elapsed | 504 `timeout_error`, or the timeout elapsed | yes |
 //! | `Transport` | connection refused, reset, or dropped mid-reply | same | yes |
-//! | `InvalidResponse` | a 2xx body that is not JSON or lacks `choices` (with an excerpt) | a 2xx body without `content` | no |
+//! | `InvalidResponse` | a 2xx body that is not JSON or lacks `choices` (with an excerpt); any body past the size limit | a 2xx body without `content`; any body past the size limit | no |
+//! | `Configuration` | a base URL that is not an absolute `http(s)` URL (nothing is sent) | same | no |
+//!
+//! A reply body is read chunk by chunk and never past the provider's limit
+//! ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set otherwise): a server that sends an endless or
+//! huge body costs at most that much memory and fails the call at once, without a retry.
+//! The request id is read from the provider's own header, else from the first of
+//! [`REQUEST_ID_HEADERS`] present, so a call through a gateway keeps an id to quote.
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -44,6 +51,29 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most characters of a reply body an error message quotes.
 pub const EXCERPT_MAX_CHARS: usize = 200;
 
+/// The most bytes read from one provider response by default (32 MiB): far above any
+/// model reply (a 128k-token completion is well under 1 MiB of JSON), far below what would
+/// hurt a service running many calls at once. Each HTTP provider can set its own
+/// (`with_max_response_bytes`).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The headers a request id is read from, after the provider's own, in this order:
+/// `x-request-id` (OpenAI, vLLM, and most proxies: nginx, Envoy, Kong), `request-id`
+/// (Anthropic), `x-litellm-call-id` (the LiteLLM proxy), `apim-request-id` and
+/// `x-ms-request-id` (Azure OpenAI and Azure API Management), `x-amzn-requestid` (AWS API
+/// Gateway, Bedrock), `x-correlation-id` (gateways that name it so) and `cf-ray`
+/// (Cloudflare, in front of many hosted servers).
+pub const REQUEST_ID_HEADERS: &[&str] = &[
+    "x-request-id",
+    "request-id",
+    "x-litellm-call-id",
+    "apim-request-id",
+    "x-ms-request-id",
+    "x-amzn-requestid",
+    "x-correlation-id",
+    "cf-ray",
+];
+
 /// What an HTTP provider could not be configured with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -56,6 +86,22 @@ pub enum ProviderConfigError {
         /// The provider it is for.
         provider: &'static str,
     },
+    /// The environment variable that should hold a server's base URL is unset or empty.
+    #[error(
+        "the environment variable {variable} is not set; set it to the server's base URL, \
+         such as http://localhost:11434/v1 for Ollama"
+    )]
+    MissingBaseUrl {
+        /// The variable that was read.
+        variable: &'static str,
+    },
+    /// No provider is configured in the environment ([`from_env`](super::from_env)).
+    #[error(
+        "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \
+         (Anthropic) or OPENAI_COMPATIBLE_BASE_URL (any Chat Completions server, such as \
+         Ollama at http://localhost:11434/v1)"
+    )]
+    NoProvider,
 }
 
 /// How long the provider asked us to wait, from the headers of an error reply.
@@ -146,6 +192,14 @@ impl RawResponse {
         header_str(&self.headers, name).filter(|value| !value.is_empty())
     }
 
+    /// The request id: the provider's own header `own`, else the first of
+    /// [`REQUEST_ID_HEADERS`] present.
+    pub(crate) fn request_id(&self, own: &str) -> Option<&str> {
+        std::iter::once(own)
+            .chain(REQUEST_ID_HEADERS.iter().copied())
+            .find_map(|name| self.header(name))
+    }
+
     /// The body as text, invalid UTF-8 replaced: for error bodies and excerpts.
     pub(crate) fn body_text(&self) -> Cow<'_, str> {
         String::from_utf8_lossy(&self.body)
@@ -162,15 +216,17 @@ pub(crate) struct Route {
 }
 
 impl Route {
-    /// A route to `url` with `headers`; fails when `url` is not an absolute URL.
+    /// A route to `url` with `headers`; fails, as a configuration error, when `url` is not
+    /// an absolute `http` or `https` URL (the only schemes the HTTP client speaks: any
+    /// other would fail on every call, so it is refused before anything is sent).
     pub(crate) fn new(
         provider: &str,
         url: &str,
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<Route, ProviderError> {
-        let url = reqwest::Url::parse(url).map_err(|err| {
+        let parsed = reqwest::Url::parse(url).map_err(|err| {
             ProviderError::new(
-                ProviderErrorKind::InvalidRequest,
+                ProviderErrorKind::Configuration,
                 provider,
                 format!(
                     "the endpoint `{url}` is not a valid URL ({err}); set the base URL to an \
@@ -178,7 +234,21 @@ impl Route {
                 ),
             )
         })?;
-        Ok(Route { url, headers })
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Configuration,
+                provider,
+                format!(
+                    "the endpoint `{url}` uses the scheme `{}`, which the HTTP client does not \
+                     speak; set the base URL to an absolute http(s) URL",
+                    parsed.scheme()
+                ),
+            ));
+        }
+        Ok(Route {
+            url: parsed,
+            headers,
+        })
     }
 
     /// The header carrying `key`, marked sensitive so `reqwest` and `http` never print it;
@@ -194,6 +264,7 @@ impl Route {
                 provider,
                 "the API key contains characters an HTTP header cannot carry",
             )
+            .not_sent()
         })?;
         value.set_sensitive(true);
         Ok((HeaderName::from_static(name), value))
@@ -248,6 +319,7 @@ pub(crate) fn schema_json(schema: &Arc<Value>) -> Arc<RawValue> {
 pub(crate) struct HttpTransport {
     connect_timeout: Duration,
     request_timeout: Duration,
+    max_response_bytes: usize,
     client: Arc<OnceLock<reqwest::Client>>,
 }
 
@@ -256,6 +328,7 @@ impl Default for HttpTransport {
         Self {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             client: Arc::new(OnceLock::new()),
         }
     }
@@ -266,6 +339,7 @@ impl std::fmt::Debug for HttpTransport {
         f.debug_struct("HttpTransport")
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -282,6 +356,11 @@ impl HttpTransport {
         self.request_timeout = timeout;
     }
 
+    /// Sets the most bytes read from one response.
+    pub(crate) fn set_max_response_bytes(&mut self, bytes: usize) {
+        self.max_response_bytes = bytes;
+    }
+
     /// Uses a caller's client (its own proxy, TLS roots, pool) instead of building one.
     pub(crate) fn set_client(&mut self, client: reqwest::Client) {
         self.client = Arc::new(OnceLock::from(client));
@@ -295,6 +374,10 @@ impl HttpTransport {
         self.request_timeout
     }
 
+    pub(crate) fn max_response_bytes(&self) -> usize {
+        self.max_response_bytes
+    }
+
     fn client(&self, provider: &str) -> Result<reqwest::Client, ProviderError> {
         if let Some(client) = self.client.get() {
             return Ok(client.clone());
@@ -304,21 +387,22 @@ impl HttpTransport {
             .build()
             .map_err(|err| {
                 ProviderError::new(
-                    ProviderErrorKind::Transport,
+                    ProviderErrorKind::Configuration,
                     provider,
                     format!("could not build the HTTP client: {}", error_chain(&err)),
                 )
-                .with_transient(false)
             })?;
         // Two first calls may race; both clients work and the loser is dropped.
         Ok(self.client.get_or_init(|| built).clone())
     }
 
-    /// Posts `body` as JSON along `route` and reads the whole reply. `size_hint` is the
-    /// expected length of the JSON, so the buffer is allocated once rather than grown.
+    /// Posts `body` as JSON along `route` and reads the whole reply, up to the response
+    /// limit. `size_hint` is the expected length of the JSON, so the buffer is allocated
+    /// once rather than grown.
     ///
-    /// Fails only on transport problems (connect, timeout, dropped connection) and on a
-    /// body that cannot be JSON; any HTTP status is returned for the provider to classify.
+    /// Fails only on transport problems (connect, timeout, dropped connection), on a body
+    /// that cannot be JSON, and on a reply past the limit; any HTTP status is returned for
+    /// the provider to classify.
     pub(crate) async fn post_json(
         &self,
         provider: &str,
@@ -336,6 +420,7 @@ impl HttpTransport {
                 format!("the request could not be written as JSON: {err}"),
             )
             .with_transient(false)
+            .not_sent()
         })?;
         let mut request = client
             .post(route.url.clone())
@@ -351,19 +436,87 @@ impl HttpTransport {
             .map_err(|err| transport_error(provider, &err, secret))?;
         let status = response.status();
         let headers = std::mem::take(response.headers_mut());
-        let body = response
-            .bytes()
-            .await
-            .map_err(|err| transport_error(provider, &err, secret))?;
-        Ok(RawResponse {
+        let mut raw = RawResponse {
             status,
             headers,
-            body,
-        })
+            body: Bytes::new(),
+        };
+        raw.body = read_body(&mut response, self.max_response_bytes)
+            .await
+            .map_err(|failure| match failure {
+                BodyFailure::Transport(err) => transport_error(provider, &err, secret),
+                BodyFailure::TooLarge => too_large(provider, &raw, self.max_response_bytes),
+            })?;
+        Ok(raw)
     }
 }
 
-/// A `reqwest` failure as a provider error: a timeout, or a transport failure.
+/// Why a reply body could not be read.
+enum BodyFailure {
+    Transport(reqwest::Error),
+    TooLarge,
+}
+
+/// Reads `response`'s body chunk by chunk, failing as soon as it passes `limit` bytes (or
+/// announces more in `content-length`), so memory stays bounded whatever the server sends.
+/// A body that arrives in one chunk is kept as it came, without a copy.
+async fn read_body(response: &mut reqwest::Response, limit: usize) -> Result<Bytes, BodyFailure> {
+    let announced = response.content_length();
+    if announced.is_some_and(|length| length > limit as u64) {
+        return Err(BodyFailure::TooLarge);
+    }
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    let mut read = 0usize;
+    while let Some(chunk) = response.chunk().await.map_err(BodyFailure::Transport)? {
+        read = read.saturating_add(chunk.len());
+        if read > limit {
+            return Err(BodyFailure::TooLarge);
+        }
+        match (&mut joined, first.take()) {
+            (Some(buffer), _) => buffer.extend_from_slice(&chunk),
+            (None, None) => first = Some(chunk),
+            (None, Some(earlier)) => {
+                // `content-length` (checked against the limit above) sizes the buffer once.
+                let capacity = announced.map_or(0, |length| length as usize).max(read);
+                let mut buffer = BytesMut::with_capacity(capacity);
+                buffer.extend_from_slice(&earlier);
+                buffer.extend_from_slice(&chunk);
+                joined = Some(buffer);
+            }
+        }
+    }
+    Ok(match joined {
+        Some(buffer) => buffer.freeze(),
+        None => first.unwrap_or_default(),
+    })
+}
+
+/// The error for a reply past the size limit: not transient, since the same request
+/// would bring the same reply.
+fn too_large(provider: &str, raw: &RawResponse, limit: usize) -> ProviderError {
+    let mut err = ProviderError::new(
+        ProviderErrorKind::InvalidResponse,
+        provider,
+        format!(
+            "the reply (HTTP {}) is larger than the {limit} bytes this provider reads; \
+             reading stopped there. Raise the limit with `with_max_response_bytes` if replies \
+             this large are expected",
+            raw.status.as_u16()
+        ),
+    )
+    .with_status(raw.status.as_u16())
+    .with_transient(false);
+    // The providers' own headers lead the list, so no provider's own is needed here.
+    if let Some(id) = raw.request_id(REQUEST_ID_HEADERS[0]) {
+        err = err.with_request_id(id);
+    }
+    tracing::debug!(provider, limit, "provider reply past the size limit");
+    err
+}
+
+/// A `reqwest` failure as a provider error: a timeout, or a transport failure. A failure
+/// to connect sent nothing, so it is no model call.
 fn transport_error(provider: &str, err: &reqwest::Error, secret: Option<&str>) -> ProviderError {
     let kind = if err.is_timeout() {
         ProviderErrorKind::Timeout
@@ -372,7 +525,12 @@ fn transport_error(provider: &str, err: &reqwest::Error, secret: Option<&str>) -
     };
     let message = redact(&error_chain(err), secret);
     tracing::debug!(provider, %kind, %message, "provider request failed before a reply");
-    ProviderError::new(kind, provider, message)
+    let error = ProviderError::new(kind, provider, message);
+    if err.is_connect() {
+        error.not_sent()
+    } else {
+        error
+    }
 }
 
 /// An error and its sources, `: `-joined, because `reqwest`'s own message hides the cause
@@ -471,7 +629,7 @@ pub(crate) fn error_from_response(
     };
     let mut err = ProviderError::new(kind, provider, redact(&message, secret))
         .with_status(raw.status.as_u16());
-    if let Some(id) = raw.header(request_id_header) {
+    if let Some(id) = raw.request_id(request_id_header) {
         err = err.with_request_id(id);
     }
     if let Some(wait) = parse_retry_after(&raw.headers) {
@@ -484,7 +642,7 @@ pub(crate) fn error_from_response(
         provider,
         status = raw.status.as_u16(),
         %kind,
-        request_id = raw.header(request_id_header),
+        request_id = raw.request_id(request_id_header),
         transient = err.is_transient(),
         "provider answered with an error"
     );
@@ -506,7 +664,7 @@ pub(crate) fn invalid_response(
         redact(&message, secret),
     )
     .with_status(raw.status.as_u16());
-    if let Some(id) = raw.header(request_id_header) {
+    if let Some(id) = raw.request_id(request_id_header) {
         err = err.with_request_id(id);
     }
     err

@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod compatible;
+mod env;
 mod error;
 pub mod http;
 pub mod openai;
@@ -18,9 +19,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use anthropic::{Anthropic, anthropic_accepts_schema};
-pub use compatible::{MaxTokensField, OpenAiCompatible, StructuredOutput};
-pub use error::{ProviderError, ProviderErrorKind};
-pub use http::{ProviderConfigError, parse_retry_after};
+pub use compatible::{
+    MaxTokensField, OPENAI_COMPATIBLE_DEFAULT_MODEL, OpenAiCompatible, StructuredOutput,
+};
+pub use env::{PROVIDER_VARIABLES, from_env};
+pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
+pub use http::{
+    DEFAULT_MAX_RESPONSE_BYTES, ProviderConfigError, REQUEST_ID_HEADERS, parse_retry_after,
+};
 pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
@@ -123,7 +129,60 @@ impl ProviderReply {
 /// A model provider: makes one model call.
 ///
 /// Implement it to connect another model service; the runtime's own implementations are
-/// [`ScriptedProvider`] and the HTTP providers.
+/// [`ScriptedProvider`] and the HTTP providers. The trait's methods are `async` through
+/// [`async_trait`](crate::async_trait), re-exported by this crate, so an implementation
+/// needs no dependency beyond `intent-runtime`:
+///
+/// ```
+/// use intent_runtime::provider::{
+///     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
+/// };
+/// use intent_runtime::{IntentClient, Usage, async_trait};
+///
+/// /// A model service reached some other way (another SDK, a queue, a local library); this
+/// /// one always answers 3, or fails on an empty prompt.
+/// #[derive(Debug)]
+/// struct MyModel;
+///
+/// #[async_trait]
+/// impl Provider for MyModel {
+///     fn name(&self) -> &str {
+///         "my-model"
+///     }
+///
+///     fn default_model(&self) -> &str {
+///         "my-model-1"
+///     }
+///
+///     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+///         if request.user.is_empty() {
+///             // Classify failures: the runtime retries only the transient ones.
+///             return Err(ProviderError::new(
+///                 ProviderErrorKind::InvalidRequest,
+///                 self.name(),
+///                 "the prompt is empty",
+///             ));
+///         }
+///         Ok(ProviderReply {
+///             // Schema targets are asked for in the `{"value": ...}` envelope.
+///             text: r#"{"value": 3}"#.to_owned(),
+///             model: request.model.clone().unwrap_or_else(|| self.default_model().to_owned()),
+///             usage: Usage { input_tokens: 120, output_tokens: 4, cached_input_tokens: 0 },
+///             ..ProviderReply::default()
+///         })
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let client = IntentClient::builder().provider(MyModel).build().unwrap();
+/// let count: u32 = client
+///     .transform("one two three", "Count the words", Default::default())
+///     .await
+///     .into_result()
+///     .unwrap();
+/// assert_eq!(count, 3);
+/// # });
+/// ```
 #[async_trait::async_trait]
 pub trait Provider: Send + Sync + fmt::Debug {
     /// A short name for logs and records (`"openai"`, `"anthropic"`, `"scripted"`).

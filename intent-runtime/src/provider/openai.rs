@@ -7,6 +7,7 @@ use std::fmt;
 use std::time::Duration;
 
 use self::chat::ChatEndpoint;
+use super::env::set_variable;
 use super::http::{ProviderConfigError, trim_base_url};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
@@ -41,11 +42,14 @@ impl OpenAi {
 
     /// Reads `OPENAI_API_KEY` (required), `OPENAI_BASE_URL` and `OPENAI_MODEL` (optional).
     pub fn from_env() -> Result<Self, ProviderConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
-    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderConfigError> {
-        let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+    /// [`Self::from_env`] over any source of variables.
+    pub(crate) fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProviderConfigError> {
+        let set = |name: &str| set_variable(lookup, name);
         let api_key = set("OPENAI_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
             variable: "OPENAI_API_KEY",
             provider: "OpenAI",
@@ -75,6 +79,15 @@ impl OpenAi {
     /// How long to wait for a connection (default 10 s).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.endpoint.transport.set_connect_timeout(timeout);
+        self
+    }
+
+    /// The most bytes read from one response (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES), 32 MiB);
+    /// a longer reply fails the call at once with a non-transient
+    /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.endpoint.transport.set_max_response_bytes(bytes);
         self
     }
 
@@ -142,7 +155,7 @@ mod tests {
 
     #[test]
     fn from_env_needs_a_key() {
-        let err = OpenAi::from_lookup(lookup(&[("OPENAI_API_KEY", "  ")])).unwrap_err();
+        let err = OpenAi::from_lookup(&lookup(&[("OPENAI_API_KEY", "  ")])).unwrap_err();
         assert_eq!(
             err.to_string(),
             "the environment variable OPENAI_API_KEY is not set; set it to your OpenAI API key"
@@ -151,7 +164,7 @@ mod tests {
 
     #[test]
     fn from_env_reads_base_url_and_model() {
-        let provider = OpenAi::from_lookup(lookup(&[
+        let provider = OpenAi::from_lookup(&lookup(&[
             ("OPENAI_API_KEY", "sk-test"),
             ("OPENAI_BASE_URL", "http://localhost:9/v1/"),
             ("OPENAI_MODEL", "gpt-test"),
@@ -159,7 +172,7 @@ mod tests {
         .unwrap();
         assert_eq!(provider.base_url(), "http://localhost:9/v1");
         assert_eq!(provider.default_model(), "gpt-test");
-        let defaults = OpenAi::from_lookup(lookup(&[("OPENAI_API_KEY", "sk-test")])).unwrap();
+        let defaults = OpenAi::from_lookup(&lookup(&[("OPENAI_API_KEY", "sk-test")])).unwrap();
         assert_eq!(defaults.base_url(), OPENAI_DEFAULT_BASE_URL);
         assert_eq!(defaults.default_model(), OPENAI_DEFAULT_MODEL);
     }

@@ -32,6 +32,12 @@ pub const ENVELOPE_PROPERTY: &str = "value";
 /// The `type_name` of a runtime schema that has no `title`.
 pub const RUNTIME_SCHEMA_NAME: &str = "JSON value";
 
+/// The deepest nesting of arrays and objects a runtime schema may have: serde_json's own
+/// limit when it reads JSON text, so every schema read from a file or a string fits, while
+/// one built in code cannot make the recursive walks (wrapping, the strict walk,
+/// serializing, compiling) overflow the stack.
+pub const MAX_RUNTIME_SCHEMA_DEPTH: usize = 128;
+
 /// Why a schema could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -41,6 +47,15 @@ pub enum SchemaError {
     NotAnObject {
         /// The kind of JSON that was given.
         found: &'static str,
+    },
+    /// A runtime schema nests arrays and objects deeper than [`MAX_RUNTIME_SCHEMA_DEPTH`].
+    #[error(
+        "the runtime schema nests arrays and objects more than {limit} levels deep; no \
+         model describes such a shape: flatten it, or name repeated parts in `$defs`"
+    )]
+    TooDeep {
+        /// The deepest nesting allowed.
+        limit: usize,
     },
 }
 
@@ -136,7 +151,11 @@ pub fn target_schema<T: JsonSchema + ?Sized + 'static>() -> Result<Arc<TargetSch
 /// strict-compatible); `false` and non-object JSON are a [`SchemaError`].
 ///
 /// The `type_name` is the schema's `title`, or [`RUNTIME_SCHEMA_NAME`].
+///
+/// A schema nested deeper than [`MAX_RUNTIME_SCHEMA_DEPTH`] is refused before any walk
+/// over it ([`SchemaError::TooDeep`]).
 pub fn runtime_target_schema(schema: &Value) -> Result<TargetSchema, SchemaError> {
+    check_runtime_schema_depth(schema)?;
     let type_name = schema
         .get("title")
         .and_then(Value::as_str)
@@ -144,6 +163,26 @@ pub fn runtime_target_schema(schema: &Value) -> Result<TargetSchema, SchemaError
         .filter(|title| !title.is_empty())
         .unwrap_or(RUNTIME_SCHEMA_NAME);
     TargetSchema::from_root(type_name.to_owned(), schema)
+}
+
+/// Refuses a schema nested deeper than [`MAX_RUNTIME_SCHEMA_DEPTH`], without recursion:
+/// it runs before anything that walks the schema recursively, serializing included.
+pub(crate) fn check_runtime_schema_depth(schema: &Value) -> Result<(), SchemaError> {
+    let mut pending: Vec<(&Value, usize)> = vec![(schema, 1)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Object(map) => Box::new(map.values()),
+            Value::Array(items) => Box::new(items.iter()),
+            _ => continue,
+        };
+        if depth > MAX_RUNTIME_SCHEMA_DEPTH {
+            return Err(SchemaError::TooDeep {
+                limit: MAX_RUNTIME_SCHEMA_DEPTH,
+            });
+        }
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    Ok(())
 }
 
 /// `std::any::type_name` without module paths:

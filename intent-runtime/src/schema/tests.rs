@@ -376,3 +376,65 @@ proptest! {
         }
     }
 }
+
+/// `levels` nested `{"type": "array", "items": ...}` schemas, built without recursion.
+fn nested_arrays(levels: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for _ in 0..levels {
+        // Not `json!`: it serializes an interpolated value, recursively.
+        let mut level = serde_json::Map::new();
+        level.insert("type".to_owned(), json!("array"));
+        level.insert("items".to_owned(), schema);
+        schema = Value::Object(level);
+    }
+    schema
+}
+
+/// Drops a deeply nested value one level at a time: the default drop recurses.
+fn dismantle(mut value: Value) {
+    loop {
+        let next = match &mut value {
+            Value::Object(map) => map
+                .values_mut()
+                .find(|child| child.is_object() || child.is_array())
+                .map(Value::take),
+            Value::Array(items) => items.pop(),
+            _ => None,
+        };
+        match next {
+            Some(inner) => value = inner,
+            None => break,
+        }
+    }
+}
+
+#[test]
+fn an_over_deep_runtime_schema_is_refused_without_overflowing_the_stack() {
+    // A 1 MiB stack: the refusal must not walk the schema recursively.
+    let outcome = std::thread::Builder::new()
+        .stack_size(1024 * 1024)
+        .spawn(|| {
+            let deep = nested_arrays(10_000);
+            let refused = runtime_target_schema(&deep).map(|_| ());
+            dismantle(deep);
+            refused
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Err(SchemaError::TooDeep {
+            limit: MAX_RUNTIME_SCHEMA_DEPTH
+        })
+    );
+    let message = outcome.unwrap_err().to_string();
+    assert!(message.contains("more than 128 levels deep"), "{message}");
+    // Every schema serde_json reads from text fits (it reads at most 127 levels; each
+    // level here is one object).
+    let deepest_readable = nested_arrays(MAX_RUNTIME_SCHEMA_DEPTH - 2);
+    let read: Value = serde_json::from_str(&deepest_readable.to_string()).unwrap();
+    assert!(runtime_target_schema(&read).is_ok());
+    assert!(runtime_target_schema(&nested_arrays(MAX_RUNTIME_SCHEMA_DEPTH - 1)).is_ok());
+    assert!(runtime_target_schema(&nested_arrays(MAX_RUNTIME_SCHEMA_DEPTH)).is_err());
+}

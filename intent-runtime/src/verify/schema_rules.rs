@@ -113,6 +113,14 @@ pub(crate) fn check_against_full_schema(
     (value, issues)
 }
 
+/// Why the envelope schema `full` cannot be compiled for the local checks (an unknown
+/// `type`, a `$ref` to nothing, a `pattern` that is no regular expression, an external
+/// `$ref`), or `None` when it compiles. The compiled schema is kept for the checks of the
+/// replies, so asking before the first request costs nothing later.
+pub(crate) fn compile_error(full: &Arc<Value>) -> Option<String> {
+    compiled(full).validator.as_ref().err().cloned()
+}
+
 /// Whether `value`, placed in the envelope `{"value": value}`, is valid against the
 /// envelope schema `schema`; the value is handed back.
 pub(crate) fn conforms_in_envelope(schema: &Arc<Value>, value: Value) -> (Value, bool) {

@@ -15,6 +15,7 @@ use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
     invalid_response, names_schema,
 };
+use crate::provider::error::bounded_message;
 use crate::provider::reply_text;
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
@@ -285,7 +286,13 @@ pub(crate) fn parse_reply(
     let Some(choice) = parsed.choices.into_iter().next() else {
         return Err(invalid("the reply has no choices".to_owned()));
     };
-    let refusal = choice.message.refusal.filter(|text| !text.is_empty());
+    // The refusal is carried into an issue and the next prompt: an excerpt, like any
+    // provider message.
+    let refusal = choice
+        .message
+        .refusal
+        .filter(|text| !text.is_empty())
+        .map(bounded_message);
     let truncated = matches!(
         choice.finish_reason.as_deref(),
         Some("length" | "content_filter")
@@ -313,7 +320,7 @@ pub(crate) fn parse_reply(
             .model
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
-        request_id: raw.header(REQUEST_ID_HEADER).map(str::to_owned),
+        request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
     })
 }
 
@@ -353,6 +360,7 @@ impl fmt::Debug for ChatEndpoint {
             .field("extra_body", &self.extra_body)
             .field("connect_timeout", &self.transport.connect_timeout())
             .field("request_timeout", &self.transport.request_timeout())
+            .field("max_response_bytes", &self.transport.max_response_bytes())
             .finish()
     }
 }
@@ -445,7 +453,7 @@ impl ChatEndpoint {
         tracing::debug!(
             provider = %self.provider_name,
             status = raw.status.as_u16(),
-            request_id = raw.header(REQUEST_ID_HEADER),
+            request_id = raw.request_id(REQUEST_ID_HEADER),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "chat completion answered"
         );

@@ -1,0 +1,127 @@
+//! Choosing a provider from the environment: the variables each HTTP provider reads, and
+//! [`from_env`], which picks the first one configured.
+
+use std::sync::Arc;
+
+use super::http::ProviderConfigError;
+use super::{Anthropic, OpenAi, OpenAiCompatible, Provider};
+
+/// The variables [`from_env`] looks at to decide which provider is configured, in the
+/// order it tries them, with the provider each one selects.
+pub const PROVIDER_VARIABLES: &[(&str, &str)] = &[
+    ("OPENAI_API_KEY", "OpenAI"),
+    ("ANTHROPIC_API_KEY", "Anthropic"),
+    (
+        "OPENAI_COMPATIBLE_BASE_URL",
+        "any Chat Completions server, such as Ollama at http://localhost:11434/v1",
+    ),
+];
+
+/// The provider the environment configures, tried in this order:
+///
+/// | variable | provider | also read |
+/// | --- | --- | --- |
+/// | `OPENAI_API_KEY` | [`OpenAi::from_env`] | `OPENAI_BASE_URL`, `OPENAI_MODEL` |
+/// | `ANTHROPIC_API_KEY` | [`Anthropic::from_env`] | `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` |
+/// | `OPENAI_COMPATIBLE_BASE_URL` | [`OpenAiCompatible::from_env`] | `OPENAI_COMPATIBLE_MODEL`, `OPENAI_COMPATIBLE_API_KEY` |
+///
+/// A variable set to blanks counts as unset. When none is set, the error names every
+/// variable ([`ProviderConfigError::NoProvider`]), so a test or an example can fall back
+/// to a [`ScriptedProvider`](super::ScriptedProvider) on exactly that error.
+///
+/// ```
+/// use intent_runtime::IntentClient;
+/// use intent_runtime::provider::{self, ProviderConfigError, ScriptedProvider};
+///
+/// let provider = match provider::from_env() {
+///     Ok(provider) => provider,
+///     Err(ProviderConfigError::NoProvider) => {
+///         std::sync::Arc::new(ScriptedProvider::new([r#"{"value": 3}"#]))
+///     }
+///     Err(other) => panic!("{other}"),
+/// };
+/// let client = IntentClient::builder().shared_provider(provider).build()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn from_env() -> Result<Arc<dyn Provider>, ProviderConfigError> {
+    from_lookup(&|name| std::env::var(name).ok())
+}
+
+/// [`from_env`] over any source of variables (tests give a map).
+pub(crate) fn from_lookup(
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderConfigError> {
+    let set = |name: &str| set_variable(lookup, name).is_some();
+    if set("OPENAI_API_KEY") {
+        return Ok(Arc::new(OpenAi::from_lookup(lookup)?));
+    }
+    if set("ANTHROPIC_API_KEY") {
+        return Ok(Arc::new(Anthropic::from_lookup(lookup)?));
+    }
+    if set("OPENAI_COMPATIBLE_BASE_URL") {
+        return Ok(Arc::new(OpenAiCompatible::from_lookup(lookup)?));
+    }
+    Err(ProviderConfigError::NoProvider)
+}
+
+/// The value of `name`, unless it is unset or blank.
+pub(crate) fn set_variable(lookup: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    lookup(name).filter(|value| !value.trim().is_empty())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::provider::compatible::OPENAI_COMPATIBLE_DEFAULT_MODEL;
+
+    /// A lookup over `pairs`, as the environment would answer.
+    pub(crate) fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn chosen(pairs: &[(&str, &str)]) -> Result<(String, String), ProviderConfigError> {
+        from_lookup(&lookup(pairs))
+            .map(|provider| (provider.name().to_owned(), provider.default_model().to_owned()))
+    }
+
+    #[test]
+    fn nothing_set_names_every_variable() {
+        let err = chosen(&[("OPENAI_API_KEY", " "), ("OTHER", "x")]).unwrap_err();
+        assert_eq!(err, ProviderConfigError::NoProvider);
+        let message = err.to_string();
+        for (variable, _) in PROVIDER_VARIABLES {
+            assert!(message.contains(variable), "{message}");
+        }
+    }
+
+    #[test]
+    fn providers_are_tried_in_order() {
+        let all = [
+            ("OPENAI_API_KEY", "sk-1"),
+            ("OPENAI_MODEL", "gpt-x"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("ANTHROPIC_MODEL", "claude-x"),
+            ("OPENAI_COMPATIBLE_BASE_URL", "http://localhost:11434/v1"),
+            ("OPENAI_COMPATIBLE_MODEL", "qwen3"),
+        ];
+        assert_eq!(chosen(&all).unwrap(), ("openai".into(), "gpt-x".into()));
+        assert_eq!(
+            chosen(&all[2..]).unwrap(),
+            ("anthropic".into(), "claude-x".into())
+        );
+        assert_eq!(
+            chosen(&all[4..]).unwrap(),
+            ("openai-compatible".into(), "qwen3".into())
+        );
+        assert_eq!(
+            chosen(&all[4..5]).unwrap().1,
+            OPENAI_COMPATIBLE_DEFAULT_MODEL
+        );
+    }
+}
