@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use intent_runtime::provider::{Anthropic, OpenAi, OpenAiCompatible, Provider, ScriptedProvider};
+use intent_runtime::provider::{self, Provider, ProviderConfigError, ScriptedProvider};
 
 /// The provider an example uses, and whether it is the offline scripted model.
 pub struct ChosenProvider {
@@ -13,53 +13,32 @@ pub struct ChosenProvider {
     pub offline: bool,
 }
 
-/// Picks a provider from the environment, in this order:
-///
-/// - `OPENAI_API_KEY` (with optional `OPENAI_BASE_URL`, `OPENAI_MODEL`): OpenAI;
-/// - `ANTHROPIC_API_KEY` (with optional `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`): Anthropic;
-/// - `OPENAI_COMPATIBLE_BASE_URL` (with `OPENAI_COMPATIBLE_MODEL`, default `llama3.2`, and
-///   optional `OPENAI_COMPATIBLE_API_KEY`): any Chat Completions server, such as Ollama
-///   at `http://localhost:11434/v1`;
-/// - otherwise `scripted`, and says so.
+/// The provider the environment configures ([`provider::from_env`]: `OPENAI_API_KEY`,
+/// then `ANTHROPIC_API_KEY`, then `OPENAI_COMPATIBLE_BASE_URL`, each with its optional
+/// base URL and model variables), or else `scripted`, and says which.
 pub fn choose_provider(scripted: ScriptedProvider) -> ChosenProvider {
-    let set = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    if set("OPENAI_API_KEY").is_some() {
-        match OpenAi::from_env() {
-            Ok(provider) => return real(Arc::new(provider), "OpenAI"),
-            Err(error) => eprintln!("OpenAI is not usable ({error}); trying the next provider"),
+    match provider::from_env() {
+        Ok(provider) => {
+            println!(
+                "(using {}, model {})\n",
+                provider.name(),
+                provider.default_model()
+            );
+            ChosenProvider {
+                provider,
+                offline: false,
+            }
         }
-    }
-    if set("ANTHROPIC_API_KEY").is_some() {
-        match Anthropic::from_env() {
-            Ok(provider) => return real(Arc::new(provider), "Anthropic"),
-            Err(error) => eprintln!("Anthropic is not usable ({error}); trying the next provider"),
+        Err(reason) => {
+            if reason != ProviderConfigError::NoProvider {
+                eprintln!("the configured provider is not usable: {reason}");
+            }
+            println!("(offline: {reason}; a scripted model answers)\n");
+            ChosenProvider {
+                provider: Arc::new(scripted),
+                offline: true,
+            }
         }
-    }
-    if let Some(base_url) = set("OPENAI_COMPATIBLE_BASE_URL") {
-        let model = set("OPENAI_COMPATIBLE_MODEL").unwrap_or_else(|| "llama3.2".to_owned());
-        let mut provider = OpenAiCompatible::new(base_url.clone(), model);
-        if let Some(key) = set("OPENAI_COMPATIBLE_API_KEY") {
-            provider = provider.with_api_key(key);
-        }
-        return real(
-            Arc::new(provider),
-            &format!("the OpenAI-compatible server at {base_url}"),
-        );
-    }
-    println!(
-        "(offline: no OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_COMPATIBLE_BASE_URL is set, so a scripted model answers)\n"
-    );
-    ChosenProvider {
-        provider: Arc::new(scripted),
-        offline: true,
-    }
-}
-
-fn real(provider: Arc<dyn Provider>, name: &str) -> ChosenProvider {
-    println!("(using {name})\n");
-    ChosenProvider {
-        provider,
-        offline: false,
     }
 }
 

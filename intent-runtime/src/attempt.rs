@@ -69,6 +69,8 @@ impl Loop<'_> {
         )
     }
 
+    /// Counts a model call as its request goes out, before the reply is awaited: a call
+    /// cut by the time budget, or dropped by its caller, was still sent and billed.
     fn count_call(&mut self, record: &mut AttemptRecord) {
         self.model_calls += 1;
         record.model_calls += 1;
@@ -76,6 +78,19 @@ impl Loop<'_> {
             .totals
             .model_calls
             .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes back the count of a request the provider says never went out.
+    fn uncount_unsent(&mut self, record: &mut AttemptRecord, error: &ProviderError) {
+        if error.request_sent() {
+            return;
+        }
+        self.model_calls -= 1;
+        record.model_calls -= 1;
+        self.client
+            .totals
+            .model_calls
+            .fetch_sub(1, Ordering::Relaxed);
     }
 
     fn add_usage(&self, record: &mut AttemptRecord, usage: Usage) {
@@ -120,15 +135,16 @@ impl Loop<'_> {
                     .await
                     .ok_or(CallFailure::Budget)?;
             }
+            self.count_call(record);
             let result = self
                 .within_budget(self.client.provider.complete(request))
                 .await
                 .ok_or(CallFailure::Budget)?;
-            self.count_call(record);
             let error = match result {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
+            self.uncount_unsent(record, &error);
             let policy = &self.client.retry_policy;
             if !error.is_transient() || retries >= policy.max_retries || self.ceiling_reached() {
                 return Err(CallFailure::Provider(error));
@@ -147,6 +163,37 @@ impl Loop<'_> {
     }
 }
 
+/// The model a call asks for: its own setting, else the provider's default.
+fn requested_model<'a>(client: &'a ClientInner, settings: &'a CallSettings) -> &'a str {
+    settings
+        .model
+        .as_deref()
+        .unwrap_or_else(|| client.provider.default_model())
+}
+
+/// Why a call cannot be sent at all (an empty intent, an empty model name), so that it
+/// fails before any model call rather than sending something no model can act on.
+fn refusal_before_sending(
+    client: &ClientInner,
+    plan: &PromptPlan,
+    settings: &CallSettings,
+) -> Option<String> {
+    if plan.intent.trim().is_empty() {
+        return Some(
+            "The intent is empty: say in plain words what the model should do; nothing was sent."
+                .to_owned(),
+        );
+    }
+    if requested_model(client, settings).trim().is_empty() {
+        return Some(format!(
+            "The model name is empty: name a model in the call's options, on the client, or as \
+             the `{}` provider's default; nothing was sent.",
+            client.provider.name()
+        ));
+    }
+    None
+}
+
 /// Runs the attempt loop for one call. `verify` checks a reply for attempt `n`.
 pub(crate) async fn run_attempts<T, V>(
     client: &ClientInner,
@@ -159,6 +206,15 @@ where
     V: Fn(&ProviderReply, u32) -> Verification<T> + Send + Sync,
 {
     let started = Instant::now();
+    if let Some(reason) = refusal_before_sending(client, &plan, settings) {
+        return AIResult {
+            value: None,
+            issues: vec![ResultIssue::new(IssueSource::Input, reason, 1)],
+            attempts: Vec::new(),
+            usage: Usage::default(),
+            elapsed: started.elapsed(),
+        };
+    }
     let mut state = Loop {
         client,
         settings,
@@ -200,13 +256,7 @@ where
         // Only a first attempt may be served from the cache: a retry's request carries the
         // previous failure, and asking again is the point of it.
         let cache_key = match (&client.cache, number) {
-            (Some(_), 1) => {
-                let model = settings
-                    .model
-                    .as_deref()
-                    .unwrap_or_else(|| client.provider.default_model());
-                Some(CacheKey::of(&request, model))
-            }
+            (Some(_), 1) => Some(CacheKey::of(&request, requested_model(client, settings))),
             _ => None,
         };
         let cached =
@@ -271,6 +321,10 @@ where
                         record.raw_output = reply.text;
                         record.model = reply.model;
                     }
+                }
+                // A reply that names no model came from the one asked for.
+                if record.model.is_empty() {
+                    record.model = requested_model(client, settings).to_owned();
                 }
                 if candidate.is_some() {
                     value = candidate;
@@ -351,20 +405,22 @@ async fn judge_attempt(
         output_requirements: plan.output_requirements.as_deref(),
         model: state.client.judge_model.as_deref(),
     };
+    state.count_call(record);
     let Some(result) = state.within_budget(judge.judge(&request)).await else {
-        state.count_call(record);
         record
             .issues
             .push(state.budget_issue(number, "while waiting for the judge"));
         return JudgeStep::Stopped;
     };
-    state.count_call(record);
     let reading = match result {
         Ok(response) => {
             state.add_usage(record, response.reply.usage);
             response.reading
         }
-        Err(error) => JudgeReading::Unreadable(format!("the judge call failed: {error}")),
+        Err(error) => {
+            state.uncount_unsent(record, &error);
+            JudgeReading::Unreadable(format!("the judge call failed: {error}"))
+        }
     };
     match reading {
         JudgeReading::Verdict(verdict) => {

@@ -263,7 +263,10 @@ impl IntentClient {
             Ok(input) => input,
             Err(error) => return preflight_failure(error.to_string(), started),
         };
-        if let Some(reason) = schema.as_ref().and_then(|schema| compile_error(&schema.full)) {
+        if let Some(reason) = schema
+            .as_ref()
+            .and_then(|schema| compile_error(&schema.full))
+        {
             return preflight_failure(
                 format!(
                     "the runtime schema is not a valid JSON Schema ({reason}); fix the schema \

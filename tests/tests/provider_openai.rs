@@ -662,7 +662,7 @@ async fn a_base_url_that_is_not_a_url_is_a_clear_error_that_is_not_retried() {
         .complete(&ProviderRequest::text("", "hi"))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ProviderErrorKind::InvalidRequest, "{err}");
+    assert_eq!(err.kind(), ProviderErrorKind::Configuration, "{err}");
     assert!(!err.is_transient());
     assert!(
         err.message()

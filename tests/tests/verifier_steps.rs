@@ -474,18 +474,19 @@ async fn non_transient_provider_errors_stop_at_once() {
 }
 
 #[tokio::test]
-async fn a_schema_that_cannot_be_compiled_stops_without_retrying() {
+async fn a_schema_that_cannot_be_compiled_stops_before_any_request() {
     // An external reference is never fetched; the local check cannot be built, and that is
-    // not something the model can fix by answering again.
+    // not something the model can fix, so the model is not asked at all.
     let schema = serde_json::json!({"type": "object", "properties": {"a": {"$ref": "https://example.invalid/a.json"}}, "required": ["a"]});
     let (client, provider) = scripted([r#"{"value": {"a": 1}}"#, r#"{"value": {"a": 2}}"#]);
     let result = client
         .transform_value("x", "Extract", Some(&schema), IntentOptions::new())
         .await;
     assert!(!result.is_success());
-    assert_eq!(provider.request_count(), 1);
+    assert_eq!(provider.request_count(), 0);
     assert!(
-        result.issues.iter().any(|i| i.source == IssueSource::Input),
+        result.issues.iter().any(|i| i.source == IssueSource::Input
+            && i.message.contains("external references are never fetched")),
         "{:?}",
         result.issues
     );

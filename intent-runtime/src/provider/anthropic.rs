@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::env::set_variable;
+use super::error::bounded_message;
 use super::http::{
     self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, base_kind,
     error_from_response, invalid_response, names_schema, trim_base_url,
@@ -20,8 +22,6 @@ use super::http::{
 use super::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
 };
-use super::env::set_variable;
-use super::error::bounded_message;
 use crate::result::Usage;
 use crate::schema::derived::DerivedCache;
 

@@ -6,17 +6,6 @@ use std::sync::Arc;
 use super::http::ProviderConfigError;
 use super::{Anthropic, OpenAi, OpenAiCompatible, Provider};
 
-/// The variables [`from_env`] looks at to decide which provider is configured, in the
-/// order it tries them, with the provider each one selects.
-pub const PROVIDER_VARIABLES: &[(&str, &str)] = &[
-    ("OPENAI_API_KEY", "OpenAI"),
-    ("ANTHROPIC_API_KEY", "Anthropic"),
-    (
-        "OPENAI_COMPATIBLE_BASE_URL",
-        "any Chat Completions server, such as Ollama at http://localhost:11434/v1",
-    ),
-];
-
 /// The provider the environment configures, tried in this order:
 ///
 /// | variable | provider | also read |
@@ -86,8 +75,12 @@ pub(crate) mod tests {
     }
 
     fn chosen(pairs: &[(&str, &str)]) -> Result<(String, String), ProviderConfigError> {
-        from_lookup(&lookup(pairs))
-            .map(|provider| (provider.name().to_owned(), provider.default_model().to_owned()))
+        from_lookup(&lookup(pairs)).map(|provider| {
+            (
+                provider.name().to_owned(),
+                provider.default_model().to_owned(),
+            )
+        })
     }
 
     #[test]
@@ -95,7 +88,11 @@ pub(crate) mod tests {
         let err = chosen(&[("OPENAI_API_KEY", " "), ("OTHER", "x")]).unwrap_err();
         assert_eq!(err, ProviderConfigError::NoProvider);
         let message = err.to_string();
-        for (variable, _) in PROVIDER_VARIABLES {
+        for variable in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_COMPATIBLE_BASE_URL",
+        ] {
             assert!(message.contains(variable), "{message}");
         }
     }

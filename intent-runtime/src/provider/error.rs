@@ -226,10 +226,7 @@ mod tests {
         let err = ProviderError::new(ProviderErrorKind::InvalidRequest, "openai", long);
         let kept: String = "é".repeat(MESSAGE_MAX_CHARS);
         let more = 10 * 1024 * 1024 - MESSAGE_MAX_CHARS;
-        assert_eq!(
-            err.message(),
-            format!("{kept}… ({more} more characters)")
-        );
+        assert_eq!(err.message(), format!("{kept}… ({more} more characters)"));
         assert!(err.to_string().len() < 3 * MESSAGE_MAX_CHARS);
         let exact = "x".repeat(MESSAGE_MAX_CHARS);
         let err = ProviderError::new(ProviderErrorKind::Server, "openai", exact.clone());

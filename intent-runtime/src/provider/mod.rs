@@ -22,7 +22,7 @@ pub use anthropic::{Anthropic, anthropic_accepts_schema};
 pub use compatible::{
     MaxTokensField, OPENAI_COMPATIBLE_DEFAULT_MODEL, OpenAiCompatible, StructuredOutput,
 };
-pub use env::{PROVIDER_VARIABLES, from_env};
+pub use env::from_env;
 pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
 pub use http::{
     DEFAULT_MAX_RESPONSE_BYTES, ProviderConfigError, REQUEST_ID_HEADERS, parse_retry_after,

@@ -258,3 +258,53 @@ pub async fn received_bodies(server: &wiremock::MockServer) -> Vec<Value> {
         .map(|request| serde_json::from_slice(&request.body).unwrap())
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------
+// Oversized replies
+
+/// A server answering every request with a 200 whose body never ends (JSON whitespace,
+/// chunk after chunk), or announces `content_length` bytes and then sends the same; counts
+/// the body bytes it managed to write, so a test can see when the client stopped reading.
+pub async fn endless_body(content_length: Option<u64>) -> (String, Arc<AtomicUsize>) {
+    let (listener, addr) = listener().await;
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&written);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let counter = Arc::clone(&counter);
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                if read_request(&mut stream, &mut buffer).await.is_none() {
+                    return;
+                }
+                let framing = match content_length {
+                    Some(length) => format!("content-length: {length}"),
+                    None => "transfer-encoding: chunked".to_owned(),
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: req-endless\r\n{framing}\r\n\r\n"
+                );
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let piece = vec![b' '; 64 * 1024];
+                loop {
+                    let sent = match content_length {
+                        Some(_) => stream.write_all(&piece).await,
+                        None => {
+                            let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
+                            chunk.extend_from_slice(&piece);
+                            chunk.extend_from_slice(b"\r\n");
+                            stream.write_all(&chunk).await
+                        }
+                    };
+                    if sent.is_err() {
+                        break;
+                    }
+                    counter.fetch_add(piece.len(), Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), written)
+}

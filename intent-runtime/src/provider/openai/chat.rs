@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::provider::error::bounded_message;
 use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
     invalid_response, names_schema,
 };
-use crate::provider::error::bounded_message;
 use crate::provider::reply_text;
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
