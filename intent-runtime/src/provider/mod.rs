@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod compatible;
 mod error;
 pub mod http;
+mod logprobs;
 pub mod openai;
 mod reply_text;
 pub mod scripted;
@@ -21,6 +22,7 @@ pub use anthropic::{Anthropic, anthropic_accepts_schema};
 pub use compatible::{MaxTokensField, OpenAiCompatible, StructuredOutput};
 pub use error::{ProviderError, ProviderErrorKind};
 pub use http::{ProviderConfigError, parse_retry_after};
+pub use logprobs::{LogprobAlternative, TokenLogprob};
 pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
@@ -59,6 +61,10 @@ pub struct ProviderRequest {
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Asks for the log-probabilities of each output token and of this many most likely
+    /// alternatives (`logprobs` / `top_logprobs` on Chat Completions); `None` asks for
+    /// none. Only a provider whose [`Provider::max_top_logprobs`] is set honours it.
+    pub top_logprobs: Option<u8>,
 }
 
 impl ProviderRequest {
@@ -73,6 +79,7 @@ impl ProviderRequest {
             model: None,
             max_output_tokens: None,
             temperature: None,
+            top_logprobs: None,
         }
     }
 }
@@ -87,6 +94,7 @@ impl fmt::Debug for ProviderRequest {
             .field("user_chars", &self.user.len())
             .field("max_output_tokens", &self.max_output_tokens)
             .field("temperature", &self.temperature)
+            .field("top_logprobs", &self.top_logprobs)
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +116,9 @@ pub struct ProviderReply {
     pub model: String,
     /// The provider's request id, when it sent one.
     pub request_id: Option<String>,
+    /// The log-probabilities of the output tokens, in order, when the request asked for
+    /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 impl ProviderReply {
@@ -154,6 +165,17 @@ pub trait Provider: Send + Sync + fmt::Debug {
         let _ = request;
         false
     }
+
+    /// How many most likely alternatives per output token this provider can report with
+    /// their log-probabilities ([`ProviderRequest::top_logprobs`]), or `None` when it
+    /// reports none (the default).
+    ///
+    /// Decision questions answered from log-probabilities need it: a question with more
+    /// answers than this limit is refused before anything is sent, and a provider without
+    /// log-probabilities gets its questions answered with stated probabilities instead.
+    fn max_top_logprobs(&self) -> Option<u8> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -169,5 +191,8 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         (**self).enforces_schema(request)
+    }
+    fn max_top_logprobs(&self) -> Option<u8> {
+        (**self).max_top_logprobs()
     }
 }
