@@ -235,6 +235,7 @@ where
         model: settings.model.clone(),
         max_output_tokens: settings.max_output_tokens,
         temperature: settings.temperature,
+        top_logprobs: None,
     };
     plan.schema_enforced = request.schema.is_some() && client.provider.enforces_schema(&request);
 

@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::provider::{ProviderReply, ProviderRequest, ResponseFormat};
 
 /// The key of a cached reply: a hash of every field of the request that can change the
-/// reply (prompts, format, schema and its name, model, output limit, temperature).
+/// reply (prompts, format, schema and its name, model, output limit, temperature, log-probabilities asked for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CacheKey(u64);
 
@@ -35,6 +35,7 @@ impl CacheKey {
         model.hash(&mut hasher);
         request.max_output_tokens.hash(&mut hasher);
         request.temperature.map(f32::to_bits).hash(&mut hasher);
+        request.top_logprobs.hash(&mut hasher);
         Self(hasher.finish())
     }
 }
@@ -143,6 +144,10 @@ mod tests {
             },
             ProviderRequest {
                 max_output_tokens: Some(5),
+                ..base.clone()
+            },
+            ProviderRequest {
+                top_logprobs: Some(5),
                 ..base.clone()
             },
             ProviderRequest {

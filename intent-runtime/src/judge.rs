@@ -142,6 +142,7 @@ pub fn render_judge_request(request: &JudgeRequest<'_>) -> ProviderRequest {
         model: request.model.map(str::to_owned),
         max_output_tokens: Some(JUDGE_MAX_OUTPUT_TOKENS),
         temperature: Some(0.0),
+        top_logprobs: None,
     }
 }
 

@@ -138,6 +138,22 @@ proptest! {
     }
 
     #[test]
+    fn lenient_parsing_records_only_the_leniencies_the_text_holds(text in json_ish()) {
+        let strict = serde_json::from_str::<Value>(&text).is_ok();
+        if let Ok((_, repairs)) = parse_json_lenient(&text) {
+            prop_assert_eq!(repairs.is_empty(), strict);
+            if repairs.contains(&Repair::CommentsSkipped) {
+                prop_assert!(text.contains("//") || text.contains("/*"), "{}", text);
+            }
+            if repairs.contains(&Repair::TrailingCommasSkipped) {
+                prop_assert!(text.contains(','), "{}", text);
+            }
+        } else {
+            prop_assert!(!strict);
+        }
+    }
+
+    #[test]
     fn verifier_never_panics_on_any_text(text in any::<String>(), truncated in any::<bool>()) {
         verify_everything(&text, truncated);
     }

@@ -4,14 +4,18 @@
 //! Lenient about form, strict about content (issue #3): every leniency here is recorded
 //! as a [`Repair`] by the caller, so no repair is silent.
 
+mod lenient;
+mod lexical;
 mod repair;
 mod schema_memo;
 pub(crate) mod schema_nav;
 mod tape;
+mod wide;
 
 pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
 pub(crate) use tape::{Tape, TapeJson};
+pub(crate) use wide::read_with_wide_integers;
 
 use serde_json::{Number, Value};
 
@@ -84,53 +88,32 @@ pub struct JsonSyntaxError {
 
 /// Parses JSON, accepting comments and trailing commas, and says which of them were
 /// present (strict `serde_json` is tried first, so clean JSON records no repair).
+///
+/// Both leniencies are blanked out by one scan (see `lenient.rs`) and `serde_json` reads
+/// the rest: its strict rules and its recursion limit hold for every reply, and a repair
+/// is recorded only for what the scan actually removed.
 pub fn parse_json_lenient(text: &str) -> Result<(Value, Vec<Repair>), JsonSyntaxError> {
     let strict_error = match serde_json::from_str::<Value>(text) {
         Ok(value) => return Ok((value, Vec::new())),
         Err(error) => error,
     };
-    // jsonc-parser reads an empty text as `null`, which is no JSON reply. (Nesting needs
-    // no guard here: jsonc-parser stops at a depth of 512, as serde_json does at 128.)
-    if text.trim().is_empty() {
+    let Some(blanked) = lenient::blank_comments_and_trailing_commas(text) else {
         return Err(JsonSyntaxError {
             message: strict_error.to_string(),
         });
-    }
-    let value = parse_jsonc(text, true, true).map_err(|error| JsonSyntaxError {
+    };
+    // Positions are kept by the blanking, so this error points into the reply as written.
+    let value = serde_json::from_str::<Value>(&blanked.text).map_err(|error| JsonSyntaxError {
         message: error.to_string(),
     })?;
-    // Strict parsing failed and the lenient one did not, so at least one of the two was
-    // present; the cheaper re-parses below say which (this path is rare).
-    let repairs = if parse_jsonc(text, true, false).is_ok() {
-        vec![Repair::CommentsSkipped]
-    } else if parse_jsonc(text, false, true).is_ok() {
-        vec![Repair::TrailingCommasSkipped]
-    } else {
-        vec![Repair::CommentsSkipped, Repair::TrailingCommasSkipped]
-    };
+    let mut repairs = Vec::new();
+    if blanked.comments {
+        repairs.push(Repair::CommentsSkipped);
+    }
+    if blanked.trailing_commas {
+        repairs.push(Repair::TrailingCommasSkipped);
+    }
     Ok((value, repairs))
-}
-
-/// Parses with `jsonc-parser`, allowing only the leniencies asked for: every other
-/// JSON5 extension stays an error, so nothing is accepted without a recorded repair.
-fn parse_jsonc(
-    text: &str,
-    comments: bool,
-    trailing_commas: bool,
-) -> Result<Value, jsonc_parser::errors::ParseError> {
-    let options = jsonc_parser::ParseOptions {
-        allow_comments: comments,
-        allow_trailing_commas: trailing_commas,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    };
-    jsonc_parser::parse_to_serde_value::<Value>(text, &options)
 }
 
 /// Reads a reply that is not JSON as a bare primitive: an integer, a float, a boolean
@@ -254,6 +237,62 @@ mod tests {
         assert!(parse_json_lenient(&deep).is_err());
         let deep_with_comment = format!("/* x */{}", "[".repeat(100_000));
         assert!(parse_json_lenient(&deep_with_comment).is_err());
+    }
+
+    #[test]
+    fn raw_control_characters_in_strings_stay_errors() {
+        for text in [
+            "[\"line1\nline2\"]",
+            "{\"value\": \"a\tb\"}",
+            "[\"nul\u{0}here\"]",
+            "/* c */ [\"line1\nline2\"]",
+            "[\"a\tb\",]",
+        ] {
+            assert!(parse_json_lenient(text).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_repair_is_recorded_only_when_it_happened() {
+        // Strict JSON rejects these, and they hold neither a comment nor a trailing
+        // comma: nothing lenient applies, so they stay errors with no repair claimed.
+        for text in [r#"{"value": "\ud800"}"#, "[01]", "[\"a\u{1f}\"]"] {
+            assert!(parse_json_lenient(text).is_err(), "{text:?}");
+        }
+        // Comment-like text inside a string is no comment.
+        let (value, repairs) = parse_json_lenient(r#"{"url": "http://a/*b*/", }"#).unwrap();
+        assert_eq!(value, json!({"url": "http://a/*b*/"}));
+        assert_eq!(repairs, vec![Repair::TrailingCommasSkipped]);
+    }
+
+    #[test]
+    fn the_lenient_path_keeps_the_strict_depth_limit() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for depth in [120, 127, 128, 129, 200, 5_000] {
+            let strict = serde_json::from_str::<Value>(&nested(depth)).is_ok();
+            let commented = format!("// reply\n{}", nested(depth));
+            assert_eq!(
+                parse_json_lenient(&commented).is_ok(),
+                strict,
+                "depth {depth}"
+            );
+        }
+    }
+
+    #[test]
+    fn deep_replies_are_read_safely_on_a_small_stack() {
+        let reader = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                let deep = format!("/* c */{}1{},", "[".repeat(5_000), "]".repeat(5_000));
+                let deep_object = format!("{}1{}", "{\"a\": ".repeat(5_000), ",}".repeat(5_000));
+                (
+                    parse_json_lenient(&deep).is_err(),
+                    parse_json_lenient(&deep_object).is_err(),
+                )
+            })
+            .unwrap();
+        assert_eq!(reader.join().unwrap(), (true, true));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use serde_json::{Map, Number, Value};
 /// The smallest magnitude of a float that may stand for an integer beyond `i64`/`u64`:
 /// `serde_json` reads such an integer as a float in a `Value` (so a `u128` target fails)
 /// but exactly from text (so it passes).
-const WIDE_INTEGER_MAGNITUDE: f64 = 9_223_372_036_854_775_808.0;
+pub(super) const WIDE_INTEGER_MAGNITUDE: f64 = 9_223_372_036_854_775_808.0;
 
 /// One node of the tape, in document order (a container before its contents).
 #[derive(Debug, Clone, PartialEq)]

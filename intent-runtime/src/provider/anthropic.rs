@@ -515,6 +515,8 @@ fn parse_reply(
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
         request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+        // The Messages API reports no log-probabilities.
+        logprobs: None,
     })
 }
 

@@ -30,7 +30,8 @@ pub struct OpenAiCompatible {
 
 impl OpenAiCompatible {
     /// A server at `base_url` (up to and including `/v1`) serving `model`, with OpenAI's own
-    /// settings: `max_completion_tokens`, strict `json_schema` with `name` and `strict`.
+    /// settings: `max_completion_tokens`, strict `json_schema` with `name` and `strict`,
+    /// `logprobs` with up to 20 `top_logprobs` (vLLM and llama.cpp return them).
     ///
     /// One setting differs: the model is not assumed to read the schema (see
     /// [`with_schema_read_by_model`](Self::with_schema_read_by_model)), so prompts keep
@@ -81,12 +82,15 @@ impl OpenAiCompatible {
     /// Ollama's `/v1` endpoint on its default port.
     ///
     /// Ollama reads only `max_tokens`, forwards the schema but ignores `name` and `strict`
-    /// (so they are left out), and its replies carry no `refusal` key.
+    /// (so they are left out), and its replies carry no `refusal` key. Log-probabilities
+    /// are not assumed (older servers return none); turn them on with
+    /// [`with_max_top_logprobs`](Self::with_max_top_logprobs) for a server that has them.
     pub fn ollama(model: impl Into<String>) -> Self {
         Self::new("http://localhost:11434/v1", model)
             .with_name("ollama")
             .with_max_tokens_field(MaxTokensField::MaxTokens)
             .with_schema_name_and_strict(false)
+            .with_max_top_logprobs(None)
     }
 
     /// vLLM's OpenAI-compatible server on its default port.
@@ -108,11 +112,12 @@ impl OpenAiCompatible {
     /// LM Studio's local server on its default port.
     ///
     /// LM Studio accepts OpenAI's `json_schema` format; its documented requests limit output
-    /// with `max_tokens`.
+    /// with `max_tokens`. Log-probabilities are not assumed.
     pub fn lm_studio(model: impl Into<String>) -> Self {
         Self::new("http://localhost:1234/v1", model)
             .with_name("lm-studio")
             .with_max_tokens_field(MaxTokensField::MaxTokens)
+            .with_max_top_logprobs(None)
     }
 
     /// OpenRouter, which routes to many providers.
@@ -180,6 +185,14 @@ impl OpenAiCompatible {
     /// sends no schema.
     pub fn with_schema_read_by_model(mut self, reads: bool) -> Self {
         self.endpoint.settings.model_reads_schema = reads;
+        self
+    }
+
+    /// How many alternatives per token the server reports with their log-probabilities
+    /// (`top_logprobs`), or `None` when it returns no log-probabilities: decision questions
+    /// are then answered with stated probabilities. Default 20.
+    pub fn with_max_top_logprobs(mut self, limit: Option<u8>) -> Self {
+        self.endpoint.settings.max_top_logprobs = limit;
         self
     }
 
@@ -271,6 +284,11 @@ impl Provider for OpenAiCompatible {
     fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         self.endpoint.enforces_schema(request)
     }
+
+    /// As set with [`with_max_top_logprobs`](Self::with_max_top_logprobs).
+    fn max_top_logprobs(&self) -> Option<u8> {
+        self.endpoint.max_top_logprobs()
+    }
 }
 
 #[cfg(test)]
@@ -345,5 +363,18 @@ mod tests {
         );
         let text = ProviderRequest::text("", "");
         assert!(!reading.enforces_schema(&text), "text");
+    }
+
+    #[test]
+    fn log_probabilities_are_assumed_only_where_the_server_returns_them() {
+        assert_eq!(OpenAiCompatible::vllm("m").max_top_logprobs(), Some(20));
+        assert_eq!(
+            OpenAiCompatible::llama_cpp("m").max_top_logprobs(),
+            Some(20)
+        );
+        assert_eq!(OpenAiCompatible::ollama("m").max_top_logprobs(), None);
+        assert_eq!(OpenAiCompatible::lm_studio("m").max_top_logprobs(), None);
+        let turned_on = OpenAiCompatible::ollama("m").with_max_top_logprobs(Some(5));
+        assert_eq!(turned_on.max_top_logprobs(), Some(5));
     }
 }

@@ -9,6 +9,7 @@ pub mod compatible;
 mod env;
 mod error;
 pub mod http;
+mod logprobs;
 pub mod openai;
 mod reply_text;
 pub mod scripted;
@@ -27,6 +28,7 @@ pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
 pub use http::{
     DEFAULT_MAX_RESPONSE_BYTES, ProviderConfigError, REQUEST_ID_HEADERS, parse_retry_after,
 };
+pub use logprobs::{LogprobAlternative, TokenLogprob};
 pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
@@ -65,6 +67,10 @@ pub struct ProviderRequest {
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Asks for the log-probabilities of each output token and of this many most likely
+    /// alternatives (`logprobs` / `top_logprobs` on Chat Completions); `None` asks for
+    /// none. Only a provider whose [`Provider::max_top_logprobs`] is set honours it.
+    pub top_logprobs: Option<u8>,
 }
 
 impl ProviderRequest {
@@ -79,6 +85,7 @@ impl ProviderRequest {
             model: None,
             max_output_tokens: None,
             temperature: None,
+            top_logprobs: None,
         }
     }
 }
@@ -93,6 +100,7 @@ impl fmt::Debug for ProviderRequest {
             .field("user_chars", &self.user.len())
             .field("max_output_tokens", &self.max_output_tokens)
             .field("temperature", &self.temperature)
+            .field("top_logprobs", &self.top_logprobs)
             .finish_non_exhaustive()
     }
 }
@@ -114,6 +122,9 @@ pub struct ProviderReply {
     pub model: String,
     /// The provider's request id, when it sent one.
     pub request_id: Option<String>,
+    /// The log-probabilities of the output tokens, in order, when the request asked for
+    /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 impl ProviderReply {
@@ -213,6 +224,17 @@ pub trait Provider: Send + Sync + fmt::Debug {
         let _ = request;
         false
     }
+
+    /// How many most likely alternatives per output token this provider can report with
+    /// their log-probabilities ([`ProviderRequest::top_logprobs`]), or `None` when it
+    /// reports none (the default).
+    ///
+    /// Decision questions answered from log-probabilities need it: a question with more
+    /// answers than this limit is refused before anything is sent, and a provider without
+    /// log-probabilities gets its questions answered with stated probabilities instead.
+    fn max_top_logprobs(&self) -> Option<u8> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -228,5 +250,8 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         (**self).enforces_schema(request)
+    }
+    fn max_top_logprobs(&self) -> Option<u8> {
+        (**self).max_top_logprobs()
     }
 }

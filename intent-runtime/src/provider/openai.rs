@@ -137,6 +137,12 @@ impl Provider for OpenAi {
     fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         self.endpoint.enforces_schema(request)
     }
+
+    /// 20: Chat Completions reports up to 20 alternatives per token (reasoning models
+    /// refuse log-probabilities; their refusal comes back as an invalid request).
+    fn max_top_logprobs(&self) -> Option<u8> {
+        self.endpoint.max_top_logprobs()
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{
-    Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
+    LogprobAlternative, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
+    ResponseFormat, TokenLogprob,
 };
 use crate::result::Usage;
 
@@ -24,6 +25,9 @@ pub enum ScriptedReply {
     Error(ProviderError),
     /// A full reply, as given.
     Reply(ProviderReply),
+    /// A one-token reply with the log-probabilities of the alternatives at that token:
+    /// its text is the most likely alternative. See [`ScriptedReply::logprobs`].
+    Logprobs(Vec<LogprobAlternative>),
     /// Another reply, sent after a delay.
     Delayed(Duration, Box<ScriptedReply>),
 }
@@ -47,6 +51,30 @@ impl ScriptedReply {
     /// A failed call.
     pub fn error(error: ProviderError) -> Self {
         ScriptedReply::Error(error)
+    }
+
+    /// A one-token reply whose alternatives have these log-probabilities (`ln p`), as a
+    /// model asked for `top_logprobs` reports them; the reply's text is the most likely
+    /// one. The provider must report log-probabilities
+    /// ([`ScriptedProvider::with_max_top_logprobs`]); the reply then carries the most
+    /// likely alternatives, as many as the request asked for and the limit allows, and
+    /// none when the request asked for none.
+    ///
+    /// ```
+    /// use intent_runtime::provider::ScriptedReply;
+    /// let reply = ScriptedReply::logprobs([("yes", -0.05), ("no", -3.0)]);
+    /// ```
+    pub fn logprobs<I, S>(alternatives: I) -> Self
+    where
+        I: IntoIterator<Item = (S, f64)>,
+        S: Into<String>,
+    {
+        ScriptedReply::Logprobs(
+            alternatives
+                .into_iter()
+                .map(|(token, logprob)| LogprobAlternative::new(token, logprob))
+                .collect(),
+        )
     }
 
     /// This reply, sent after `delay`.
@@ -107,6 +135,7 @@ pub struct ScriptedProvider {
     inner: Arc<Inner>,
     model: String,
     enforces_schema: bool,
+    max_top_logprobs: Option<u8>,
 }
 
 impl fmt::Debug for ScriptedProvider {
@@ -114,6 +143,7 @@ impl fmt::Debug for ScriptedProvider {
         f.debug_struct("ScriptedProvider")
             .field("model", &self.model)
             .field("enforces_schema", &self.enforces_schema)
+            .field("max_top_logprobs", &self.max_top_logprobs)
             .field("requests", &lock(&self.inner.requests).len())
             .finish()
     }
@@ -153,6 +183,7 @@ impl ScriptedProvider {
             }),
             model: "scripted-model".to_owned(),
             enforces_schema: false,
+            max_top_logprobs: None,
         }
     }
 
@@ -167,6 +198,14 @@ impl ScriptedProvider {
     /// carry the short output contract, which is how a test sees what OpenAI is sent.
     pub fn with_schema_enforced(mut self, enforced: bool) -> Self {
         self.enforces_schema = enforced;
+        self
+    }
+
+    /// Reports log-probabilities for up to `limit` alternatives per token
+    /// ([`Provider::max_top_logprobs`]), as OpenAI does with 20 (default `None`, as a
+    /// provider without them). Script them with [`ScriptedReply::logprobs`].
+    pub fn with_max_top_logprobs(mut self, limit: Option<u8>) -> Self {
+        self.max_top_logprobs = limit;
         self
     }
 
@@ -205,6 +244,43 @@ impl ScriptedProvider {
             input_tokens: estimate(request.system.len() + request.user.len() + schema_chars),
             output_tokens: estimate(output.len()),
             cached_input_tokens: 0,
+        }
+    }
+
+    /// A one-token reply: the most likely alternative as the text, and the alternatives
+    /// the request asked for, as many as the limit allows.
+    fn logprob_reply(
+        &self,
+        request: &ProviderRequest,
+        mut alternatives: Vec<LogprobAlternative>,
+        model: String,
+    ) -> ProviderReply {
+        alternatives.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
+        let text = alternatives
+            .first()
+            .map(|first| first.token.clone())
+            .unwrap_or_default();
+        let logprobs = match (request.top_logprobs, self.max_top_logprobs) {
+            (Some(asked), Some(limit)) => {
+                let logprob = alternatives
+                    .first()
+                    .map_or(f64::NEG_INFINITY, |a| a.logprob);
+                alternatives.truncate(usize::from(asked.min(limit)));
+                Some(vec![TokenLogprob {
+                    token: text.clone(),
+                    logprob,
+                    top_logprobs: alternatives,
+                }])
+            }
+            _ => None,
+        };
+        ProviderReply {
+            usage: Self::usage(request, &text),
+            text,
+            stop_reason: Some("length".to_owned()),
+            model,
+            logprobs,
+            ..ProviderReply::default()
         }
     }
 
@@ -250,6 +326,11 @@ impl Provider for ScriptedProvider {
             && request.schema.is_some()
     }
 
+    /// As set with [`with_max_top_logprobs`](ScriptedProvider::with_max_top_logprobs).
+    fn max_top_logprobs(&self) -> Option<u8> {
+        self.max_top_logprobs
+    }
+
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         let model = self.model_for(request);
         let mut next = self.next_reply(request);
@@ -288,6 +369,9 @@ impl Provider for ScriptedProvider {
                     };
                 }
                 ScriptedReply::Reply(reply) => break reply,
+                ScriptedReply::Logprobs(alternatives) => {
+                    break self.logprob_reply(request, alternatives, model);
+                }
                 ScriptedReply::Error(error) => return Err(error),
             };
         };
@@ -367,6 +451,37 @@ mod tests {
         assert!(!enforcing.enforces_schema(&ProviderRequest::text("", "")));
         request.schema = None;
         assert!(!enforcing.enforces_schema(&request));
+    }
+
+    #[test]
+    fn scripted_log_probabilities_come_back_as_asked() {
+        let script = || {
+            ScriptedReply::logprobs([("no", -2.0), ("yes", -0.2), (" Yes", -3.0), ("maybe", -4.0)])
+        };
+        let provider =
+            ScriptedProvider::new([script(), script(), script()]).with_max_top_logprobs(Some(3));
+        assert_eq!(provider.max_top_logprobs(), Some(3));
+        let mut request = ProviderRequest::text("s", "u");
+        request.top_logprobs = Some(20);
+        let reply = block_on(provider.complete(&request)).unwrap();
+        assert_eq!(reply.text, "yes");
+        let tokens = reply.logprobs.unwrap();
+        let top: Vec<_> = tokens[0]
+            .top_logprobs
+            .iter()
+            .map(|a| a.token.as_str())
+            .collect();
+        assert_eq!(
+            top,
+            ["yes", "no", " Yes"],
+            "most likely first, cut at the limit"
+        );
+        request.top_logprobs = Some(1);
+        let reply = block_on(provider.complete(&request)).unwrap();
+        assert_eq!(reply.logprobs.unwrap()[0].top_logprobs.len(), 1);
+        request.top_logprobs = None;
+        let reply = block_on(provider.complete(&request)).unwrap();
+        assert_eq!(reply.logprobs, None, "not asked for");
     }
 
     #[test]

@@ -192,7 +192,7 @@ fn read_typed<T: DeserializeOwned>(
         )
     };
     check.repairs.extend(walked.repairs.iter().cloned());
-    match steps::deserialize::<T>(&value, &walked, &target.type_name, attempt) {
+    match steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt) {
         Ok(parsed) => {
             let (_, bounds) = schema_rules::check_against_full_schema(
                 &target.full,
@@ -212,7 +212,9 @@ fn read_typed<T: DeserializeOwned>(
 ///
 /// Steps 1 to 5 and 9 as for any target; the envelope rule has no exception (a runtime
 /// shape has no members of its own), null never passes, and with a schema the value is
-/// checked against all of it, not just its bounds, since no serde type judges its shape.
+/// repaired against it as a typed value is against its type's (step 7's repairs, all
+/// recorded), then checked against all of it, not just its bounds, since no serde type
+/// judges its shape.
 pub fn verify_value(
     reply: &ProviderReply,
     target: Option<&TargetSchema>,
@@ -237,6 +239,7 @@ pub fn verify_value(
         return check;
     }
     if let Some(target) = target {
+        value = repair_runtime_value(value, target, &mut check.repairs);
         let (checked, issues) = schema_rules::check_against_full_schema(
             &target.full,
             value,
@@ -248,6 +251,33 @@ pub fn verify_value(
     }
     check.accept(value, validators, attempt);
     check
+}
+
+/// The schema-guided repairs of step 7 (key case, numbers in strings, enum-member
+/// case) for a runtime shape, made against the caller's schema and recorded as for a
+/// typed target, so the full-schema check that follows judges the repaired value.
+///
+/// What the walk finds but cannot repair is left to that check, which reports every
+/// violation of the schema (the walk's findings would only say part of it again).
+fn repair_runtime_value(value: Value, target: &TargetSchema, repairs: &mut Vec<Repair>) -> Value {
+    let (mut value, conforms) = if target.strict_compatible {
+        schema_rules::conforms_in_envelope(&target.strict, value)
+    } else {
+        (value, false)
+    };
+    if conforms {
+        return value;
+    }
+    let full: &Value = &target.full;
+    let walked = parse::repair_against_schema(
+        &mut value,
+        full,
+        schema_nav::inner_schema(full),
+        &format!("/{ENVELOPE_PROPERTY}"),
+        Some(&target.type_name),
+    );
+    repairs.extend(walked.repairs);
+    value
 }
 
 #[cfg(test)]

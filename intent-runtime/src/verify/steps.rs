@@ -153,16 +153,24 @@ fn unexpected_keys(object: &Map<String, Value>) -> String {
 /// Step 7, deserialization: reads the repaired value as `T`. On failure, the findings of
 /// the schema-guided walk (which name paths and types) come first, then serde's own
 /// message unless a finding already says the same.
+///
+/// `text` is the JSON the value was read from: an integer beyond 64 bits, which the
+/// value holds as a float, is read from it exactly, as `serde_json` reads it from text.
 pub(crate) fn deserialize<T: DeserializeOwned>(
     value: &Value,
+    text: &str,
     walked: &SchemaRepair,
     type_name: &str,
     attempt: u32,
 ) -> Result<T, Vec<ResultIssue>> {
     let error = match T::deserialize(value) {
         Ok(parsed) => return Ok(parsed),
-        Err(error) => error.to_string(),
+        Err(error) => error,
     };
+    if let Some(parsed) = parse::read_with_wide_integers::<T>(value, text) {
+        return Ok(parsed);
+    }
+    let error = error.to_string();
     let issue = |message: String| ResultIssue::new(IssueSource::Verification, message, attempt);
     let mut issues: Vec<ResultIssue> = walked
         .findings
@@ -425,8 +433,9 @@ mod tests {
 
     #[test]
     fn serde_missing_field_names_the_field_and_type() {
-        let issues = deserialize::<Pair>(&json!({"left": 1}), &SchemaRepair::default(), "Pair", 1)
-            .unwrap_err();
+        let issues =
+            deserialize::<Pair>(&json!({"left": 1}), "", &SchemaRepair::default(), "Pair", 1)
+                .unwrap_err();
         assert_eq!(issues.len(), 1);
         assert_eq!(
             issues[0].message,
@@ -438,6 +447,7 @@ mod tests {
     fn serde_type_error_names_the_expected_type() {
         let issues = deserialize::<Pair>(
             &json!({"left": "x", "right": 1}),
+            "",
             &SchemaRepair::default(),
             "Pair",
             3,
@@ -460,7 +470,7 @@ mod tests {
                 field: "right".into(),
             }],
         };
-        let issues = deserialize::<Pair>(&json!({"left": 1}), &walked, "Pair", 1).unwrap_err();
+        let issues = deserialize::<Pair>(&json!({"left": 1}), "", &walked, "Pair", 1).unwrap_err();
         assert_eq!(issues.len(), 1);
     }
 

@@ -474,6 +474,92 @@ fn runtime_schema_is_checked_in_full() {
     assert!(fine.passed());
 }
 
+#[derive(Debug, PartialEq, serde::Serialize, Deserialize, JsonSchema)]
+enum Tier {
+    Gold,
+    Silver,
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, Deserialize, JsonSchema)]
+struct Budget {
+    name: String,
+    budget_eur: i64,
+    tier: Tier,
+}
+
+#[test]
+fn runtime_schema_targets_get_the_schema_guided_repairs_recorded_as_typed_ones() {
+    let text = r#"{"value": {"Name": "Ann", "budget_eur": "5000", "tier": "gold"}}"#;
+    let typed = verify_typed::<Budget>(&reply(text), &strict_target::<Budget>(), &[], 1);
+    assert!(typed.passed(), "{:?}", typed.issues);
+
+    let schema = serde_json::to_value(schemars::schema_for!(Budget)).unwrap();
+    let runtime = crate::schema::runtime_target_schema(&schema).unwrap();
+    let check = verify_value(&reply(text), Some(&runtime), &[], 1);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(
+        check.value,
+        Some(serde_json::to_value(typed.value.unwrap()).unwrap())
+    );
+    assert_eq!(check.repairs, typed.repairs);
+    assert_eq!(check.repairs.len(), 3, "{:?}", check.repairs);
+
+    // What no repair fixes is still reported by the full-schema check.
+    let wrong = r#"{"value": {"name": "Ann", "budget_eur": "lots", "tier": "Bronze"}}"#;
+    let check = verify_value(&reply(wrong), Some(&runtime), &[], 1);
+    assert!(!check.passed());
+    assert!(check.repairs.is_empty(), "{:?}", check.repairs);
+    assert!(check.issues.len() >= 2, "{:?}", check.issues);
+}
+
+#[test]
+fn a_conforming_runtime_value_is_spared_the_repair_walk() {
+    let schema = serde_json::to_value(schemars::schema_for!(Budget)).unwrap();
+    let runtime = crate::schema::runtime_target_schema(&schema).unwrap();
+    let text = r#"{"value": {"name": "Ann", "budget_eur": 5000, "tier": "Gold"}}"#;
+    let mut check = None;
+    let walks = walks_during(|| check = Some(verify_value(&reply(text), Some(&runtime), &[], 1)));
+    assert_eq!(walks, 0);
+    let check = check.unwrap();
+    assert!(check.passed());
+    assert!(check.repairs.is_empty());
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+struct Wide {
+    n: u128,
+    low: i128,
+}
+
+#[test]
+fn integers_beyond_64_bits_are_read_exactly_into_wide_targets() {
+    let text = r#"{"value": {"n": 18446744073709551617, "low": -170141183460469231731687303715884105728}}"#;
+    let (check, taken) = verified_both_ways::<Wide>(text, &strict_target::<Wide>(), &[]);
+    assert!(!taken);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(
+        check.value,
+        Some(Wide {
+            n: 18_446_744_073_709_551_617,
+            low: i128::MIN,
+        })
+    );
+    assert!(check.repairs.is_empty());
+
+    // Beside a repair, and bare, and with a comment: read the same way.
+    let repaired = r#"// n is big
+        {"N": 18446744073709551616, "low": 1}"#;
+    let (check, _) = verified_both_ways::<Wide>(repaired, &strict_target::<Wide>(), &[]);
+    assert_eq!(
+        check.value,
+        Some(Wide {
+            n: 18_446_744_073_709_551_616,
+            low: 1,
+        })
+    );
+    assert_eq!(check.repairs.len(), 3, "{:?}", check.repairs);
+}
+
 #[test]
 fn runtime_bare_enum_member_comes_from_the_schema() {
     let target = envelope_target(
@@ -727,11 +813,12 @@ fn the_fast_path_declines_a_wrong_enum_case_a_null_and_a_number_past_64_bits() {
     assert!(!taken);
     assert_eq!(check.value, Some(None));
 
-    // Read from text, this fits a u128; in a `Value` it is a float, which does not.
+    // In a `Value` this is a float: the fast path declines it, and the ordinary steps
+    // read it exactly from the text.
     let wide = r#"{"value": 18446744073709551616}"#;
     let (check, taken) = verified_both_ways::<u128>(wide, &strict_target::<u128>(), &[]);
     assert!(!taken);
-    assert_eq!(check.value, None);
+    assert_eq!(check.value, Some(u128::from(u64::MAX) + 1));
     let (check, taken) = verified_both_ways::<u128>(
         r#"{"value": 18446744073709551615}"#,
         &strict_target::<u128>(),

@@ -19,7 +19,7 @@ use crate::provider::http::{
 use crate::provider::reply_text;
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
-    ResponseFormat,
+    ResponseFormat, TokenLogprob,
 };
 use crate::result::Usage;
 
@@ -66,6 +66,9 @@ pub(crate) struct WireSettings {
     /// Whether the model reads the schema sent with `json_schema` (OpenAI shows it to the
     /// model); servers that only turn it into a decoding grammar do not.
     pub(crate) model_reads_schema: bool,
+    /// The most `top_logprobs` the server reports per token; `None` when it returns no
+    /// log-probabilities (the fields are then never sent).
+    pub(crate) max_top_logprobs: Option<u8>,
 }
 
 impl WireSettings {
@@ -75,6 +78,8 @@ impl WireSettings {
         structured_output: StructuredOutput::JsonSchema,
         send_schema_name_and_strict: true,
         model_reads_schema: true,
+        // OpenAI documents `top_logprobs` from 0 to 20.
+        max_top_logprobs: Some(20),
     };
 }
 
@@ -197,6 +202,11 @@ impl Serialize for ChatBody<'_> {
             map.serialize_entry("response_format", &format)?;
             written.push("response_format");
         }
+        if let (Some(asked), Some(limit)) = (request.top_logprobs, self.settings.max_top_logprobs) {
+            map.serialize_entry("logprobs", &true)?;
+            map.serialize_entry("top_logprobs", &asked.min(limit))?;
+            written.extend(["logprobs", "top_logprobs"]);
+        }
         // Extra fields never override ours.
         for (key, value) in self.extra {
             if !written.contains(&key.as_str()) {
@@ -248,6 +258,15 @@ struct ChatResponse {
 struct Choice {
     message: ChoiceMessage,
     finish_reason: Option<String>,
+    #[serde(default)]
+    logprobs: Option<ChoiceLogprobs>,
+}
+
+/// `choices[0].logprobs`: `content` holds one entry per output token.
+#[derive(Deserialize)]
+struct ChoiceLogprobs {
+    #[serde(default)]
+    content: Option<Vec<TokenLogprob>>,
 }
 
 #[derive(Deserialize)]
@@ -321,6 +340,7 @@ pub(crate) fn parse_reply(
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
         request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+        logprobs: choice.logprobs.and_then(|logprobs| logprobs.content),
     })
 }
 
@@ -422,6 +442,12 @@ impl ChatEndpoint {
     /// Whether `request` goes out as a strict `json_schema` the model reads
     /// ([`Provider::enforces_schema`](super::super::Provider::enforces_schema)); the same
     /// conditions as [`response_format`] sending the schema.
+    /// The most `top_logprobs` this endpoint reports per token
+    /// ([`Provider::max_top_logprobs`](super::super::Provider::max_top_logprobs)).
+    pub(crate) fn max_top_logprobs(&self) -> Option<u8> {
+        self.settings.max_top_logprobs
+    }
+
     pub(crate) fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         request.response_format == ResponseFormat::JsonSchema
             && request.schema.is_some()
@@ -546,6 +572,62 @@ mod tests {
         assert_eq!(
             body,
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        );
+    }
+
+    fn raw_ok(body: String) -> RawResponse {
+        RawResponse {
+            status: StatusCode::OK,
+            headers: reqwest::header::HeaderMap::new(),
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn log_probabilities_are_asked_for_up_to_the_servers_limit() {
+        let mut request = ProviderRequest::text("", "hi");
+        let body = request_body(&request, "m", &WireSettings::OPENAI, &Map::new());
+        assert!(body.get("logprobs").is_none() && body.get("top_logprobs").is_none());
+        request.top_logprobs = Some(50);
+        let body = request_body(&request, "m", &WireSettings::OPENAI, &Map::new());
+        assert_eq!(body["logprobs"], json!(true));
+        assert_eq!(body["top_logprobs"], json!(20));
+        let without = WireSettings {
+            max_top_logprobs: None,
+            ..WireSettings::OPENAI
+        };
+        let body = request_body(&request, "m", &without, &Map::new());
+        assert!(body.get("logprobs").is_none(), "{body}");
+    }
+
+    #[test]
+    fn the_first_tokens_alternatives_are_read_from_the_reply() {
+        let body = json!({
+            "model": "m",
+            "choices": [{
+                "message": {"content": "yes"},
+                "finish_reason": "length",
+                "logprobs": {"content": [{
+                    "token": "yes", "logprob": -0.1, "bytes": [121, 101, 115],
+                    "top_logprobs": [
+                        {"token": "yes", "logprob": -0.1, "bytes": null},
+                        {"token": " No", "logprob": -2.5}
+                    ]
+                }]}
+            }]
+        });
+        let raw = raw_ok(body.to_string());
+        let reply = parse_reply("openai", &raw, "m", None).unwrap();
+        let tokens = reply.logprobs.unwrap();
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].token, "yes");
+        assert_eq!(tokens[0].top_logprobs[1].token, " No");
+        assert_eq!(tokens[0].top_logprobs[1].logprob, -2.5);
+        let plain = json!({"choices": [{"message": {"content": "x"}, "logprobs": null}]});
+        let raw = raw_ok(plain.to_string());
+        assert_eq!(
+            parse_reply("openai", &raw, "m", None).unwrap().logprobs,
+            None
         );
     }
 
