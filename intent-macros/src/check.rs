@@ -6,13 +6,7 @@ use std::path::PathBuf;
 use syn::LitStr;
 
 use crate::ctxt::Errors;
-use crate::model::{IntentMethod, IntentTrait, TargetKind};
-
-/// A runtime schema file that exists and holds a JSON object.
-pub(crate) struct SchemaFile {
-    /// The absolute path, for `include_str!` (which also makes cargo rebuild on change).
-    pub absolute: String,
-}
+use crate::model::{IntentMethod, IntentTrait, SchemaFile, TargetKind};
 
 /// Checks every method, recording each mistake and loading schema files.
 pub(crate) fn check(model: &mut IntentTrait<'_>, errors: &mut Errors) {

@@ -24,7 +24,13 @@ pub(crate) struct IntentMethod<'a> {
     pub inputs: Vec<Input<'a>>,
     pub output: Output<'a>,
     /// The runtime schema file, read and checked by `check`.
-    pub schema_file: Option<crate::check::SchemaFile>,
+    pub schema_file: Option<SchemaFile>,
+}
+
+/// A runtime schema file that exists and holds a JSON object.
+pub(crate) struct SchemaFile {
+    /// The absolute path, for `include_str!` (which also makes cargo rebuild on change).
+    pub absolute: String,
 }
 
 /// An input parameter.

@@ -5,12 +5,12 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::cache::CacheKey;
-use crate::client::ClientInner;
 use crate::judge::{JudgeReading, JudgeRequest};
 use crate::limits::Deadline;
 use crate::prompt::{PromptPlan, render};
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
+use crate::shared::ClientInner;
 use crate::verify::Verification;
 
 /// The settings of one call, resolved from the client's and the call's options.

@@ -2,9 +2,8 @@
 //! [`IntentClientBuilder`], which reports every configuration mistake from `build()`.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,6 +24,7 @@ use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
 };
+use crate::shared::{ClientInner, Totals};
 use crate::verify::schema_rules::compile_error;
 use crate::verify::{Verification, verify_text, verify_typed, verify_value};
 
@@ -34,36 +34,6 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// How many distinct runtime schemas a client keeps wrapped; past that the kept ones are
 /// dropped and wrapped again on their next use.
 const RUNTIME_SCHEMA_CACHE_CAPACITY: usize = 64;
-
-/// Running totals of a client and all its clones.
-#[derive(Debug, Default)]
-pub(crate) struct Totals {
-    pub model_calls: AtomicU64,
-    pub input_tokens: AtomicU64,
-    pub output_tokens: AtomicU64,
-}
-
-pub(crate) struct ClientInner {
-    pub provider: Arc<dyn Provider>,
-    pub judge: Option<Arc<dyn Judge>>,
-    pub judge_mode: JudgeMode,
-    pub judge_model: Option<String>,
-    pub judge_fail_closed: bool,
-    pub max_attempts: u32,
-    pub max_model_calls: Option<u32>,
-    pub time_budget: Option<Duration>,
-    pub max_input_chars: Option<usize>,
-    pub rate_limiter: Option<RateLimiter>,
-    pub cache: Option<Arc<dyn ResponseCache>>,
-    pub retry_policy: RetryPolicy,
-    pub model: Option<String>,
-    pub max_output_tokens: Option<u32>,
-    pub totals: Totals,
-    /// Wrapped runtime schemas by their JSON text. Callers pass the same schema on every
-    /// call; wrapping it (and compiling its validator, cached by the wrapped schema's
-    /// address) on every call cost four times the rest of the call.
-    pub runtime_schemas: Mutex<HashMap<String, Arc<TargetSchema>>>,
-}
 
 /// Runs intents against a model: plans the prompt, calls the provider, verifies, judges
 /// and retries.

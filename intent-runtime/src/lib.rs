@@ -22,6 +22,7 @@ pub mod prompt;
 pub mod provider;
 pub mod result;
 pub mod schema;
+mod shared;
 pub mod strict;
 pub mod verify;
 

@@ -6,8 +6,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::IntentError;
-
 /// Where an issue came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -240,26 +238,6 @@ impl<T> AIResult<T> {
         seen.join("; ")
     }
 
-    /// The value, or [`IntentError::Failed`] carrying the failure summary and the issues.
-    pub fn into_result(self) -> Result<T, IntentError> {
-        match self.value {
-            Some(value) => Ok(value),
-            None => Err(IntentError::Failed {
-                summary: if self.issues.is_empty() {
-                    "the call produced no value".to_owned()
-                } else {
-                    self.failure_summary()
-                },
-                issues: self.issues,
-            }),
-        }
-    }
-
-    /// Same as [`AIResult::into_result`]; reads well at call sites that want the value.
-    pub fn value_or_error(self) -> Result<T, IntentError> {
-        self.into_result()
-    }
-
     /// Total model calls made, judge calls included.
     pub fn model_calls(&self) -> u32 {
         self.attempts.iter().map(|a| a.model_calls).sum()
@@ -298,13 +276,6 @@ mod tests {
     fn failure_summary_joins_distinct_messages_in_order() {
         let result = failed(&["b broke", "a broke", "b broke"]);
         assert_eq!(result.failure_summary(), "b broke; a broke");
-    }
-
-    #[test]
-    fn into_result_carries_the_summary() {
-        let err = failed(&["not valid JSON"]).into_result().unwrap_err();
-        assert_eq!(err.to_string(), "not valid JSON");
-        assert_eq!(err.issues().len(), 1);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Lenient reading of replies: code fences, comments, trailing commas, bare primitives,
 //! and schema-guided repair (property-name case, numbers in strings, enum-member case).
 //!
-//! Lenient about form, strict about content (issue #3): every leniency here is recorded
+//! Lenient about form, strict about content: every leniency here is recorded
 //! as a [`Repair`] by the caller, so no repair is silent.
 
 mod lenient;

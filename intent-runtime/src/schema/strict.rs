@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 /// The value constraints that strict modes reject. The strict walk removes them; the
-/// verifier checks them locally against the full schema instead (issues #2 and #3).
+/// verifier checks them locally against the full schema instead, so no constraint the
+/// user wrote is dropped on the way.
 pub const CONSTRAINT_KEYWORDS: &[&str] = &[
     "minimum",
     "maximum",
@@ -20,7 +21,7 @@ pub const CONSTRAINT_KEYWORDS: &[&str] = &[
 ];
 
 /// Other keywords removed everywhere because strict modes reject them: `default` and
-/// `$schema` (named in issue #2), and what `schemars` or hand-written schemas carry that
+/// `$schema`, and what `schemars` or hand-written schemas carry that
 /// OpenAI's strict mode refuses: annotations on object size, `examples`, `deprecated`,
 /// `readOnly` / `writeOnly`, `contentEncoding` / `contentMediaType`, and the array
 /// keywords `contains` / `minContains` / `maxContains`.

@@ -1,7 +1,7 @@
 //! The deterministic verifier: the ordered checks of a reply, each failure an actionable
 //! [`ResultIssue`].
 //!
-//! The steps (issue #3), each a function in `verify/steps.rs` named after what it checks:
+//! The steps, each a function in `verify/steps.rs` named after what it checks:
 //!
 //! 1. refusal (`steps::refusal`): a provider issue; nothing else is checked;
 //! 2. truncation (`steps::truncation`): a provider issue; the attempt fails, checks go on;

@@ -1,4 +1,4 @@
-//! The verifier's steps, one function each, in the order they run (issue #3). Each
+//! The verifier's steps, one function each, in the order they run. Each
 //! failure is a [`ResultIssue`] worded so that the model can act on it.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

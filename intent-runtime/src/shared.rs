@@ -1,0 +1,47 @@
+//! The state an [`IntentClient`](crate::IntentClient) and all its clones share: the
+//! configuration the attempt loop reads and the running totals it adds to.
+//!
+//! It sits below both `client` (which builds it) and `attempt` (which runs calls against
+//! it), so that neither has to reach into the other.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cache::ResponseCache;
+use crate::judge::{Judge, JudgeMode};
+use crate::limits::{RateLimiter, RetryPolicy};
+use crate::provider::Provider;
+use crate::schema::TargetSchema;
+
+/// Running totals of a client and all its clones.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    pub model_calls: AtomicU64,
+    pub input_tokens: AtomicU64,
+    pub output_tokens: AtomicU64,
+}
+
+/// The configuration behind an `IntentClient`, with the caches and totals its clones share.
+pub(crate) struct ClientInner {
+    pub provider: Arc<dyn Provider>,
+    pub judge: Option<Arc<dyn Judge>>,
+    pub judge_mode: JudgeMode,
+    pub judge_model: Option<String>,
+    pub judge_fail_closed: bool,
+    pub max_attempts: u32,
+    pub max_model_calls: Option<u32>,
+    pub time_budget: Option<Duration>,
+    pub max_input_chars: Option<usize>,
+    pub rate_limiter: Option<RateLimiter>,
+    pub cache: Option<Arc<dyn ResponseCache>>,
+    pub retry_policy: RetryPolicy,
+    pub model: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub totals: Totals,
+    /// Wrapped runtime schemas by their JSON text. Callers pass the same schema on every
+    /// call; wrapping it (and compiling its validator, cached by the wrapped schema's
+    /// address) on every call cost four times the rest of the call.
+    pub runtime_schemas: Mutex<HashMap<String, Arc<TargetSchema>>>,
+}
