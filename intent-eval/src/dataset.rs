@@ -1,0 +1,340 @@
+//! Cases and datasets: typed inputs with their expected answers, read from JSON Lines or
+//! JSON files. A case that cannot be read is an error that names the file, the line and
+//! the field; it is never skipped.
+//!
+//! One case, as a JSON object (one per line in a `.jsonl` file, or the items of an array
+//! in a `.json` file):
+//!
+//! ```json
+//! {"name": "sarcasm", "input": {"review": "Great, it broke."},
+//!  "expected_any": ["Negative", "Neutral"],
+//!  "rules": {"case_sensitive": false, "judge": "strict"},
+//!  "metadata": {"source": "support tickets"}}
+//! ```
+//!
+//! The expected answer is exactly one of `expected` (one value), `expected_any` (a
+//! non-empty list of acceptable values) or `expected_schema` (a JSON Schema the answer
+//! must satisfy). `name`, `rules` and `metadata` are optional.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::{EvalError, Location};
+use crate::grade::ValueSet;
+use crate::rules::Rules;
+
+const FIELDS: [&str; 7] = [
+    "name",
+    "input",
+    "expected",
+    "expected_any",
+    "expected_schema",
+    "rules",
+    "metadata",
+];
+
+/// One case: an input of the method's input type and what answers are acceptable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case<I> {
+    /// A name unique within the dataset (reports compare cases by name).
+    pub name: String,
+    /// The input handed to the task.
+    pub input: I,
+    /// The acceptable answers.
+    pub expected: ValueSet,
+    /// Free-form metadata, shown to external validators and kept in the report.
+    pub metadata: Map<String, Value>,
+    /// How the answer is compared, and by which validator.
+    pub rules: Rules,
+}
+
+impl<I> Case<I> {
+    /// A case whose answer must be `expected` (exactly, unless [`Case::rules`] say
+    /// otherwise).
+    pub fn new(name: impl Into<String>, input: I, expected: impl Into<Value>) -> Self {
+        Self::with_expected(name, input, ValueSet::one(expected))
+    }
+
+    /// A case with any [`ValueSet`] of acceptable answers.
+    pub fn with_expected(name: impl Into<String>, input: I, expected: ValueSet) -> Self {
+        Self {
+            name: name.into(),
+            input,
+            expected,
+            metadata: Map::new(),
+            rules: Rules::default(),
+        }
+    }
+
+    /// This case with `rules`.
+    pub fn rules(mut self, rules: Rules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// This case with one more metadata entry.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// A named list of cases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset<I> {
+    /// The dataset's name (the file stem when read from a file).
+    pub name: String,
+    /// The cases, in order.
+    pub cases: Vec<Case<I>>,
+}
+
+impl<I> Dataset<I> {
+    /// A dataset of `cases`.
+    pub fn new(name: impl Into<String>, cases: Vec<Case<I>>) -> Self {
+        Self {
+            name: name.into(),
+            cases,
+        }
+    }
+
+    /// The number of cases.
+    pub fn len(&self) -> usize {
+        self.cases.len()
+    }
+
+    /// Whether there is no case.
+    pub fn is_empty(&self) -> bool {
+        self.cases.is_empty()
+    }
+}
+
+impl<I: DeserializeOwned> Dataset<I> {
+    /// Reads a file: JSON Lines when its name ends in `.jsonl` or `.ndjson`, a JSON array
+    /// of cases (or an object with a `cases` array) otherwise.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, EvalError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|error| EvalError::Dataset {
+            file: path.to_owned(),
+            location: Location::File,
+            field: None,
+            message: format!("cannot be read: {error}"),
+        })?;
+        let name = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lines = matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("jsonl" | "ndjson")
+        );
+        let cases = if lines {
+            read_lines(path, &text)?
+        } else {
+            read_json(path, &text)?
+        };
+        Ok(Self::new(name, cases))
+    }
+
+    /// Reads JSON Lines text; `file` names it in errors. Blank lines are allowed.
+    pub fn from_jsonl_str(file: impl Into<PathBuf>, text: &str) -> Result<Self, EvalError> {
+        let file = file.into();
+        let cases = read_lines(&file, text)?;
+        Ok(Self::new(stem(&file), cases))
+    }
+
+    /// Reads JSON text (an array of cases, or an object with a `cases` array); `file`
+    /// names it in errors.
+    pub fn from_json_str(file: impl Into<PathBuf>, text: &str) -> Result<Self, EvalError> {
+        let file = file.into();
+        let cases = read_json(&file, text)?;
+        Ok(Self::new(stem(&file), cases))
+    }
+}
+
+fn stem(file: &Path) -> String {
+    file.file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn read_lines<I: DeserializeOwned>(file: &Path, text: &str) -> Result<Vec<Case<I>>, EvalError> {
+    let mut cases = Vec::new();
+    let mut locations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let location = Location::Line(index + 1);
+        let value: Value = serde_json::from_str(line).map_err(|error| EvalError::Dataset {
+            file: file.to_owned(),
+            location,
+            field: None,
+            message: format!("not JSON: {error}"),
+        })?;
+        cases.push(read_case(file, location, value)?);
+        locations.push(location);
+    }
+    check_unique_names(file, &cases, &locations)?;
+    Ok(cases)
+}
+
+fn read_json<I: DeserializeOwned>(file: &Path, text: &str) -> Result<Vec<Case<I>>, EvalError> {
+    let fail = |field: Option<&str>, message: String| EvalError::Dataset {
+        file: file.to_owned(),
+        location: Location::File,
+        field: field.map(str::to_owned),
+        message,
+    };
+    let value: Value =
+        serde_json::from_str(text).map_err(|error| fail(None, format!("not JSON: {error}")))?;
+    let items = match value {
+        Value::Array(items) => items,
+        Value::Object(mut object) => match object.remove("cases") {
+            Some(Value::Array(items)) => items,
+            _ => {
+                return Err(fail(
+                    Some("cases"),
+                    "expected an array of cases under `cases`".to_owned(),
+                ));
+            }
+        },
+        _ => {
+            return Err(fail(
+                None,
+                "expected an array of cases, or an object with a `cases` array".to_owned(),
+            ));
+        }
+    };
+    let locations: Vec<Location> = (1..=items.len()).map(Location::Case).collect();
+    let cases = items
+        .into_iter()
+        .zip(&locations)
+        .map(|(item, location)| read_case(file, *location, item))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_unique_names(file, &cases, &locations)?;
+    Ok(cases)
+}
+
+fn read_case<I: DeserializeOwned>(
+    file: &Path,
+    location: Location,
+    value: Value,
+) -> Result<Case<I>, EvalError> {
+    let fail = |field: Option<String>, message: String| EvalError::Dataset {
+        file: file.to_owned(),
+        location,
+        field,
+        message,
+    };
+    let Value::Object(mut object) = value else {
+        return Err(fail(None, "a case must be a JSON object".to_owned()));
+    };
+    if let Some(unknown) = object.keys().find(|key| !FIELDS.contains(&key.as_str())) {
+        return Err(fail(
+            Some(unknown.clone()),
+            format!("unknown field; expected one of {}", FIELDS.join(", ")),
+        ));
+    }
+    let name = match object.remove("name") {
+        None => match location {
+            Location::Line(n) => format!("line {n}"),
+            Location::Case(n) => format!("case {n}"),
+            Location::File => String::new(),
+        },
+        Some(Value::String(name)) if !name.trim().is_empty() => name,
+        Some(_) => return Err(fail(Some("name".into()), "must be a non-empty string".into())),
+    };
+    let input = object
+        .remove("input")
+        .ok_or_else(|| fail(Some("input".into()), "missing".into()))?;
+    let input: I = serde_path_to_error::deserialize(input).map_err(|error| {
+        let inner = error.path().to_string();
+        let field = if inner == "." {
+            "input".to_owned()
+        } else {
+            format!("input.{inner}")
+        };
+        fail(Some(field), error.into_inner().to_string())
+    })?;
+    let expected = read_expected(&mut object).map_err(|(field, message)| fail(Some(field), message))?;
+    let rules = match object.remove("rules") {
+        None => Rules::default(),
+        Some(rules) => serde_path_to_error::deserialize(rules).map_err(|error| {
+            let inner = error.path().to_string();
+            let field = if inner == "." {
+                "rules".to_owned()
+            } else {
+                format!("rules.{inner}")
+            };
+            fail(Some(field), error.into_inner().to_string())
+        })?,
+    };
+    let metadata = match object.remove("metadata") {
+        None => Map::new(),
+        Some(Value::Object(metadata)) => metadata,
+        Some(_) => return Err(fail(Some("metadata".into()), "must be an object".into())),
+    };
+    Ok(Case {
+        name,
+        input,
+        expected,
+        metadata,
+        rules,
+    })
+}
+
+fn read_expected(object: &mut Map<String, Value>) -> Result<ValueSet, (String, String)> {
+    let one = object.remove("expected");
+    let any = object.remove("expected_any");
+    let schema = object.remove("expected_schema");
+    match (one, any, schema) {
+        (Some(value), None, None) => Ok(ValueSet::one(value)),
+        (None, Some(Value::Array(values)), None) if !values.is_empty() => {
+            Ok(ValueSet::AnyOf(values))
+        }
+        (None, Some(_), None) => Err((
+            "expected_any".into(),
+            "must be a non-empty array of acceptable answers".into(),
+        )),
+        (None, None, Some(schema @ (Value::Object(_) | Value::Bool(_)))) => {
+            crate::grade::compile(&schema).map_err(|error| ("expected_schema".into(), error.to_string()))?;
+            Ok(ValueSet::Schema(schema))
+        }
+        (None, None, Some(_)) => Err((
+            "expected_schema".into(),
+            "must be a JSON Schema (an object or a boolean)".into(),
+        )),
+        (None, None, None) => Err((
+            "expected".into(),
+            "missing; give one of `expected`, `expected_any` or `expected_schema`".into(),
+        )),
+        _ => Err((
+            "expected".into(),
+            "give only one of `expected`, `expected_any` or `expected_schema`".into(),
+        )),
+    }
+}
+
+fn check_unique_names<I>(
+    file: &Path,
+    cases: &[Case<I>],
+    locations: &[Location],
+) -> Result<(), EvalError> {
+    let mut seen = std::collections::HashSet::new();
+    for (case, location) in cases.iter().zip(locations) {
+        if !seen.insert(case.name.as_str()) {
+            return Err(EvalError::Dataset {
+                file: file.to_owned(),
+                location: *location,
+                field: Some("name".into()),
+                message: format!(
+                    "`{}` names an earlier case too; reports compare cases by name",
+                    case.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,326 @@
+//! The harness: runs a dataset through any async task with bounded concurrency, grades
+//! every answer, and collects the report.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::io::IsTerminal;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures_util::{FutureExt, StreamExt, stream};
+use indicatif::{ProgressBar, ProgressStyle};
+use intent_runtime::AIResult;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::dataset::{Case, Dataset};
+use crate::error::EvalError;
+use crate::external::ExternalValidator;
+use crate::judge::Judge;
+use crate::report::{CaseReport, Report, Status};
+use crate::validate::{CaseContext, Tokens, Validators};
+
+/// The default number of cases run at once.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// One issue the task's call met, as the report keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseIssue {
+    /// Which check raised it (`provider`, `verification`, `validator`, `judge`, ...).
+    pub source: String,
+    /// What was wrong.
+    pub message: String,
+    /// The attempt it belongs to.
+    pub attempt: u32,
+}
+
+/// What a task produced for one case, in the form the harness grades and reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskOutcome {
+    /// The answer as JSON, or why there is none.
+    pub answer: Result<Value, String>,
+    /// Attempts the call made.
+    pub attempts: u32,
+    /// Repairs the parser made to the replies, as JSON.
+    pub repairs: Vec<Value>,
+    /// Issues met on the way (also on success: those of retried attempts).
+    pub issues: Vec<CaseIssue>,
+    /// Tokens the call used.
+    pub tokens: Tokens,
+}
+
+/// What a task may return: a generated client's `AIResult<T>` (with its attempts,
+/// repairs and issues) or a plain `Result<T, E>` (one attempt).
+pub trait TaskOutput {
+    /// The outcome the harness grades.
+    fn into_outcome(self) -> TaskOutcome;
+}
+
+impl<T: Serialize> TaskOutput for AIResult<T> {
+    fn into_outcome(self) -> TaskOutcome {
+        let answer = match &self.value {
+            Some(value) => serde_json::to_value(value)
+                .map_err(|error| format!("the answer cannot be written as JSON: {error}")),
+            None => Err(if self.issues.is_empty() {
+                "the call produced no value".to_owned()
+            } else {
+                self.failure_summary()
+            }),
+        };
+        TaskOutcome {
+            answer,
+            attempts: u32::try_from(self.attempts.len()).unwrap_or(u32::MAX),
+            repairs: self
+                .attempts
+                .iter()
+                .flat_map(|attempt| &attempt.repairs)
+                .filter_map(|repair| serde_json::to_value(repair).ok())
+                .collect(),
+            issues: self
+                .issues
+                .iter()
+                .map(|issue| CaseIssue {
+                    source: issue.source.to_string(),
+                    message: issue.message.clone(),
+                    attempt: issue.attempt,
+                })
+                .collect(),
+            tokens: self.usage.into(),
+        }
+    }
+}
+
+impl<T: Serialize, E: Display> TaskOutput for Result<T, E> {
+    fn into_outcome(self) -> TaskOutcome {
+        TaskOutcome {
+            answer: match self {
+                Ok(value) => serde_json::to_value(&value)
+                    .map_err(|error| format!("the answer cannot be written as JSON: {error}")),
+                Err(error) => Err(error.to_string()),
+            },
+            attempts: 1,
+            repairs: Vec::new(),
+            issues: Vec::new(),
+            tokens: Tokens::default(),
+        }
+    }
+}
+
+/// Whether to draw a progress bar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Progress {
+    /// On an interactive terminal only: never in CI logs or pipes (the default).
+    #[default]
+    Auto,
+    /// Never.
+    Hidden,
+}
+
+/// An evaluation: how to run a dataset, and how to grade it.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    name: String,
+    concurrency: usize,
+    validators: Validators,
+    prompt: String,
+    response_format: Value,
+    progress: Progress,
+}
+
+impl Evaluation {
+    /// An evaluation named `name` (the report's name), with value match and schema
+    /// validation only, [`DEFAULT_CONCURRENCY`] cases at once.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            concurrency: DEFAULT_CONCURRENCY,
+            validators: Validators::new(),
+            prompt: String::new(),
+            response_format: Value::String("text".into()),
+            progress: Progress::Auto,
+        }
+    }
+
+    /// At most `cases` tasks at once (at least one).
+    pub fn concurrency(mut self, cases: usize) -> Self {
+        self.concurrency = cases.max(1);
+        self
+    }
+
+    /// Adds a judge cases can name in their rules.
+    pub fn judge(mut self, judge: Judge) -> Self {
+        self.validators = self.validators.judge(judge);
+        self
+    }
+
+    /// Adds an external validator cases can name in their rules.
+    pub fn external(mut self, validator: ExternalValidator) -> Self {
+        self.validators = self.validators.external(validator);
+        self
+    }
+
+    /// What the task is asked to do (typically the method's intent), shown to judges and
+    /// external validators with each case's input as the original prompt.
+    pub fn prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = prompt.into();
+        self
+    }
+
+    /// The expected response format: the answer's JSON Schema (`"text"` by default).
+    pub fn response_format(mut self, format: Value) -> Self {
+        self.response_format = format;
+        self
+    }
+
+    /// Whether to draw a progress bar.
+    pub fn progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Runs every case of `dataset` through `task` and grades the answers.
+    ///
+    /// Before any task runs, every case's rules are checked against the configured
+    /// judges and external validators (unknown names and variants, malformed verdict
+    /// schemas, templates that do not compile are errors). Then at most `concurrency`
+    /// tasks run at once; a task that panics is that case's failure, and a validator
+    /// that cannot grade is that case's error: the other cases still run.
+    pub async fn run<'d, I, F, Fut, O>(
+        &self,
+        dataset: &'d Dataset<I>,
+        task: F,
+    ) -> Result<Report, EvalError>
+    where
+        I: Serialize,
+        F: Fn(&'d I) -> Fut,
+        Fut: Future<Output = O>,
+        O: TaskOutput,
+    {
+        self.validators
+            .check(dataset.cases.iter().map(|case| &case.rules))?;
+        let started = Instant::now();
+        let bar = self.progress_bar(dataset.len());
+        let task = &task;
+        let bar_ref = &bar;
+        let mut cases: Vec<(usize, CaseReport)> =
+            stream::iter(dataset.cases.iter().enumerate())
+                .map(|(index, case)| async move {
+                    let report = self.run_case(case, task).await;
+                    bar_ref.inc(1);
+                    (index, report)
+                })
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+        bar.finish_and_clear();
+        cases.sort_by_key(|(index, _)| *index);
+        Ok(Report::new(
+            &self.name,
+            &dataset.name,
+            cases.into_iter().map(|(_, case)| case).collect(),
+            started.elapsed(),
+        ))
+    }
+
+    fn progress_bar(&self, cases: usize) -> ProgressBar {
+        let interactive = std::io::stderr().is_terminal();
+        if self.progress == Progress::Hidden || !interactive {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(cases as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} cases, {elapsed}, eta {eta}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(self.name.clone());
+        bar
+    }
+
+    async fn run_case<'d, I, F, Fut, O>(&self, case: &'d Case<I>, task: &F) -> CaseReport
+    where
+        I: Serialize,
+        F: Fn(&'d I) -> Fut,
+        Fut: Future<Output = O>,
+        O: TaskOutput,
+    {
+        let started = Instant::now();
+        // The task is polled here, so a panic unwinds into this future: caught, it fails
+        // this case and leaves the others running.
+        let outcome = AssertUnwindSafe(async { task(&case.input).await.into_outcome() })
+            .catch_unwind()
+            .await;
+        let latency = started.elapsed();
+        let mut report = CaseReport::new(case, latency);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                report.status = Status::Failed;
+                report.message = Some(format!("the task panicked: {}", panic_message(&panic)));
+                return report;
+            }
+        };
+        report.attempts = outcome.attempts;
+        report.repairs = outcome.repairs;
+        report.issues = outcome.issues;
+        report.tokens = outcome.tokens;
+        let answer = match outcome.answer {
+            Ok(answer) => answer,
+            Err(reason) => {
+                report.status = Status::Failed;
+                report.message = Some(format!("no answer: {reason}"));
+                return report;
+            }
+        };
+        let prompt = self.original_prompt(&case.input);
+        let context = CaseContext {
+            name: &case.name,
+            expected: &case.expected,
+            actual: &answer,
+            prompt: &prompt,
+            response_format: &self.response_format,
+            metadata: &case.metadata,
+            rules: &case.rules,
+        };
+        match self.validators.validate(&context).await {
+            Ok(validation) => {
+                report.status = if validation.passed {
+                    Status::Passed
+                } else {
+                    Status::Failed
+                };
+                report.validation = Some(validation);
+            }
+            Err(error) => {
+                report.status = Status::Error;
+                report.message = Some(error.to_string());
+            }
+        }
+        report.answer = Some(answer);
+        report
+    }
+
+    fn original_prompt<I: Serialize>(&self, input: &I) -> String {
+        let input = serde_json::to_string_pretty(input).unwrap_or_default();
+        if self.prompt.is_empty() {
+            format!("Input:\n{input}")
+        } else {
+            format!("{}\n\nInput:\n{input}", self.prompt)
+        }
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "(a panic payload that is not a string)".to_owned()
+    }
+}
+
+/// A duration as fractional milliseconds, as reports keep latencies.
+pub(crate) fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,66 @@
+//! Evaluations for intent-rs: run an intent method over cases with expected answers and
+//! learn how often it gets them right, before and after every prompt or model change.
+//!
+//! - [`Dataset`] and [`Case`]: typed inputs with acceptable answers, read from JSON Lines
+//!   or JSON files ([`dataset`] shows the format).
+//! - Grading: each case's [`Rules`] pick one validator, in this order: an
+//!   [`ExternalValidator`] command, a [`Judge`] model, the expected JSON Schema, or a
+//!   value match of canonical values. One function, [`grade()`], decides pass or fail
+//!   for answers and for judge verdicts of any shape.
+//! - [`Evaluation::run`]: any async task (a generated client's method) over a dataset,
+//!   with bounded concurrency; the [`Report`] prints as a table, writes JSON and JUnit
+//!   XML, compares with an earlier report, and
+//!   [`assert_pass_rate`](Report::assert_pass_rate) makes the evaluation a `cargo test`.
+//!
+//! ```
+//! use intent_eval::{Case, Dataset, Evaluation, Rules};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), intent_eval::EvalError> {
+//! let dataset = Dataset::new("capitals", vec![
+//!     Case::new("france", "France".to_owned(), "Paris"),
+//!     Case::new("japan", "Japan".to_owned(), "tokyo").rules(Rules::lenient()),
+//! ]);
+//! // Any async task; typically `|input| client.capital(input)` of a generated client.
+//! let task = |country: &String| {
+//!     let answer = if country == "France" { "Paris" } else { "Tokyo " };
+//!     async move { Ok::<_, std::convert::Infallible>(answer.to_owned()) }
+//! };
+//! let report = Evaluation::new("capitals").run(&dataset, task).await?;
+//! println!("{report}");
+//! report.assert_pass_rate(1.0);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! This crate is separate from the runtime so that its dependencies (templating,
+//! progress bars, JUnit) never enter a build that does not evaluate: add it as a
+//! dev-dependency.
+
+#![warn(missing_docs)]
+
+mod compare;
+pub mod dataset;
+mod error;
+pub mod external;
+pub mod grade;
+mod harness;
+pub mod judge;
+mod junit;
+pub mod report;
+pub mod rules;
+pub mod stats;
+pub mod validate;
+
+pub use compare::Comparison;
+pub use dataset::{Case, Dataset};
+pub use error::{EvalError, Location};
+pub use external::ExternalValidator;
+pub use grade::{ValueSet, grade};
+pub use harness::{
+    CaseIssue, DEFAULT_CONCURRENCY, Evaluation, Progress, TaskOutcome, TaskOutput,
+};
+pub use judge::{Judge, JudgeVariant, Verdict};
+pub use report::{CaseReport, Report, Status, Summary};
+pub use rules::{JudgeSelector, Rules, Whitespace};
+pub use validate::{CaseContext, JudgeDetails, Tokens, ValidationResult, Validators};
