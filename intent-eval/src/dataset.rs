@@ -244,7 +244,12 @@ fn read_case<I: DeserializeOwned>(
             Location::File => String::new(),
         },
         Some(Value::String(name)) if !name.trim().is_empty() => name,
-        Some(_) => return Err(fail(Some("name".into()), "must be a non-empty string".into())),
+        Some(_) => {
+            return Err(fail(
+                Some("name".into()),
+                "must be a non-empty string".into(),
+            ));
+        }
     };
     let input = object
         .remove("input")
@@ -258,7 +263,8 @@ fn read_case<I: DeserializeOwned>(
         };
         fail(Some(field), error.into_inner().to_string())
     })?;
-    let expected = read_expected(&mut object).map_err(|(field, message)| fail(Some(field), message))?;
+    let expected =
+        read_expected(&mut object).map_err(|(field, message)| fail(Some(field), message))?;
     let rules = match object.remove("rules") {
         None => Rules::default(),
         Some(rules) => serde_path_to_error::deserialize(rules).map_err(|error| {
@@ -299,7 +305,8 @@ fn read_expected(object: &mut Map<String, Value>) -> Result<ValueSet, (String, S
             "must be a non-empty array of acceptable answers".into(),
         )),
         (None, None, Some(schema @ (Value::Object(_) | Value::Bool(_)))) => {
-            crate::grade::compile(&schema).map_err(|error| ("expected_schema".into(), error.to_string()))?;
+            crate::grade::compile(&schema)
+                .map_err(|error| ("expected_schema".into(), error.to_string()))?;
             Ok(ValueSet::Schema(schema))
         }
         (None, None, Some(_)) => Err((

@@ -142,8 +142,7 @@ impl ExternalValidator {
                 .into_iter()
                 .filter(|name| !VARIABLES.contains(&name.as_str()))
                 .collect();
-            if label.starts_with("files.")
-                && template.undeclared_variables(false).contains("files")
+            if label.starts_with("files.") && template.undeclared_variables(false).contains("files")
             {
                 unknown.push("files (input files cannot name each other)".into());
             }

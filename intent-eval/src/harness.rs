@@ -202,16 +202,15 @@ impl Evaluation {
         let bar = self.progress_bar(dataset.len());
         let task = &task;
         let bar_ref = &bar;
-        let mut cases: Vec<(usize, CaseReport)> =
-            stream::iter(dataset.cases.iter().enumerate())
-                .map(|(index, case)| async move {
-                    let report = self.run_case(case, task).await;
-                    bar_ref.inc(1);
-                    (index, report)
-                })
-                .buffer_unordered(self.concurrency)
-                .collect()
-                .await;
+        let mut cases: Vec<(usize, CaseReport)> = stream::iter(dataset.cases.iter().enumerate())
+            .map(|(index, case)| async move {
+                let report = self.run_case(case, task).await;
+                bar_ref.inc(1);
+                (index, report)
+            })
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
         bar.finish_and_clear();
         cases.sort_by_key(|(index, _)| *index);
         Ok(Report::new(
@@ -223,8 +222,7 @@ impl Evaluation {
     }
 
     fn progress_bar(&self, cases: usize) -> ProgressBar {
-        let interactive = std::io::stderr().is_terminal();
-        if self.progress == Progress::Hidden || !interactive {
+        if !draws_progress(self.progress, std::io::stderr().is_terminal()) {
             return ProgressBar::hidden();
         }
         let bar = ProgressBar::new(cases as u64);
@@ -310,6 +308,12 @@ impl Evaluation {
     }
 }
 
+/// A bar is drawn only for a person watching: CI logs and pipes get none, so they are
+/// not filled with redraw sequences.
+fn draws_progress(progress: Progress, interactive: bool) -> bool {
+    progress == Progress::Auto && interactive
+}
+
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(message) = panic.downcast_ref::<&str>() {
         (*message).to_owned()
@@ -323,4 +327,16 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// A duration as fractional milliseconds, as reports keep latencies.
 pub(crate) fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_bar_is_drawn_on_a_terminal_only() {
+        assert!(draws_progress(Progress::Auto, true));
+        assert!(!draws_progress(Progress::Auto, false));
+        assert!(!draws_progress(Progress::Hidden, true));
+    }
 }

@@ -57,9 +57,7 @@ pub use dataset::{Case, Dataset};
 pub use error::{EvalError, Location};
 pub use external::ExternalValidator;
 pub use grade::{ValueSet, grade};
-pub use harness::{
-    CaseIssue, DEFAULT_CONCURRENCY, Evaluation, Progress, TaskOutcome, TaskOutput,
-};
+pub use harness::{CaseIssue, DEFAULT_CONCURRENCY, Evaluation, Progress, TaskOutcome, TaskOutput};
 pub use judge::{Judge, JudgeVariant, Verdict};
 pub use report::{CaseReport, Report, Status, Summary};
 pub use rules::{JudgeSelector, Rules, Whitespace};

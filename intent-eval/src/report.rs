@@ -305,7 +305,15 @@ const TABLE_EXPLANATION_CHARS: usize = 60;
 impl fmt::Display for Report {
     /// A table of the cases, then the summary.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header = ["case", "status", "validator", "tries", "ms", "tokens", "why"];
+        let header = [
+            "case",
+            "status",
+            "validator",
+            "tries",
+            "ms",
+            "tokens",
+            "why",
+        ];
         let rows: Vec<[String; 7]> = self
             .cases
             .iter()
@@ -356,7 +364,11 @@ impl fmt::Display for Report {
         writeln!(
             f,
             "latency ms: p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1}, mean {:.1}",
-            s.latency_ms.p50, s.latency_ms.p90, s.latency_ms.p99, s.latency_ms.max, s.latency_ms.mean
+            s.latency_ms.p50,
+            s.latency_ms.p90,
+            s.latency_ms.p99,
+            s.latency_ms.max,
+            s.latency_ms.mean
         )?;
         write!(
             f,

@@ -44,7 +44,10 @@ mod tests {
         assert!((high - 0.9433).abs() < 1e-4, "{high}");
         // All passed: the upper bound is 1, the lower one is not.
         let (low, high) = wilson_interval(20, 20, Z_95);
-        assert!((high - 1.0).abs() < 1e-12 && low < 0.85 && low > 0.8, "{low}");
+        assert!(
+            (high - 1.0).abs() < 1e-12 && low < 0.85 && low > 0.8,
+            "{low}"
+        );
         assert_eq!(wilson_interval(0, 0, Z_95), (0.0, 1.0));
     }
 

@@ -150,7 +150,8 @@ impl Validators {
 
     /// Adds (or replaces) an external validator under its name.
     pub fn external(mut self, validator: ExternalValidator) -> Self {
-        self.externals.insert(validator.name().to_owned(), validator);
+        self.externals
+            .insert(validator.name().to_owned(), validator);
         self
     }
 
