@@ -3,7 +3,7 @@
 //!
 //! A judge is named and configured once (provider, model, verdict shape, variants); cases
 //! pick it by name in their rules. The verdict is whatever its schema says (a boolean by
-//! default, a score or a grade otherwise), and [`grade`](crate::grade::grade) decides
+//! default, a score or a grade otherwise), and [`grade`](crate::grade()) decides
 //! whether it passes, exactly as it decides for an ordinary answer.
 
 use std::collections::BTreeMap;
