@@ -26,8 +26,16 @@ mod intent_option {
     pub(crate) const TEMPERATURE: &str = "temperature";
     pub(crate) const SCHEMA: &str = "schema";
     pub(crate) const JSON_MODE: &str = "json_mode";
+    pub(crate) const RECOVER_ANSWER: &str = "recover_answer";
 
-    pub(crate) const ALL: [&str; 5] = [MODEL, MAX_ATTEMPTS, TEMPERATURE, SCHEMA, JSON_MODE];
+    pub(crate) const ALL: [&str; 6] = [
+        MODEL,
+        MAX_ATTEMPTS,
+        TEMPERATURE,
+        SCHEMA,
+        JSON_MODE,
+        RECOVER_ANSWER,
+    ];
 }
 
 /// Keys of `#[guardrail(...)]`.
@@ -60,6 +68,8 @@ pub(crate) struct Intent {
     pub temperature: Option<f32>,
     pub schema: Option<LitStr>,
     pub json_mode: Option<Ident>,
+    /// `recover_answer` (on) or `recover_answer = true/false`, with the key for errors.
+    pub recover_answer: Option<(Ident, bool)>,
 }
 
 /// The merged `#[guardrail(...)]` attributes of one method.
@@ -184,6 +194,7 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
         temperature: None,
         schema: None,
         json_mode: None,
+        recover_answer: None,
     };
     for arg in args {
         let (key, value) = match arg {
@@ -230,6 +241,16 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
             intent_option::JSON_MODE => {
                 let value = flag(&key, value, errors);
                 set_once(&mut intent.json_mode, value, &key, "intent option", errors);
+            }
+            intent_option::RECOVER_ANSWER => {
+                let value = switch(&key, value, errors).map(|on| (key.clone(), on));
+                set_once(
+                    &mut intent.recover_answer,
+                    value,
+                    &key,
+                    "intent option",
+                    errors,
+                );
             }
             _ => errors.spanned(
                 &key,
@@ -484,6 +505,23 @@ fn flag(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<Ident> 
         None => Some(key.clone()),
         Some(value) => {
             errors.spanned(value, format!("`{key}` takes no value; write just `{key}`"));
+            None
+        }
+    }
+}
+
+/// A switch: the bare key turns it on, `key = true` / `key = false` say which.
+fn switch(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<bool> {
+    let Some(value) = value else {
+        return Some(true);
+    };
+    match literal(&value) {
+        Some(Lit::Bool(on)) => Some(on.value),
+        _ => {
+            errors.spanned(
+                value,
+                format!("`{key}` expects `true` or `false`, like `{key} = true` (or just `{key}`)"),
+            );
             None
         }
     }
