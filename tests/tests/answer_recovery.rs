@@ -3,7 +3,9 @@
 
 mod support;
 
-use intent_runtime::{AIResult, IntentError, IntentOptions, Repair, intents};
+use intent_runtime::{AIResult, IntentError, IntentOptions, Repair, StrictCompatible, intents};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use support::{Person, scripted, scripted_with};
 
 const CHATTY: &str = "Sure! Here is the person:\n```json\n{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": null}}\n```\nAnything else?";
@@ -74,23 +76,38 @@ async fn several_answers_fail_the_attempt_and_the_retry_asks_for_one() {
     assert_eq!(result.into_result().unwrap(), ann());
 }
 
+#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+struct Contact {
+    name: String,
+    age: u32,
+    nickname: Option<String>,
+}
+
+fn ann_contact() -> Contact {
+    Contact {
+        name: "Ann".into(),
+        age: 41,
+        nickname: None,
+    }
+}
+
 #[intents]
 trait People {
     #[intent("Extract the person", recover_answer)]
-    async fn person(&self, text: &str) -> Result<Person, IntentError>;
+    async fn person(&self, text: &str) -> Result<Contact, IntentError>;
 
     #[intent("Extract the person strictly", recover_answer = false)]
-    async fn strict_person(&self, text: &str) -> AIResult<Person>;
+    async fn strict_person(&self, text: &str) -> AIResult<Contact>;
 
     #[intent("Extract the person as the client says")]
-    async fn default_person(&self, text: &str) -> AIResult<Person>;
+    async fn default_person(&self, text: &str) -> AIResult<Contact>;
 }
 
 #[tokio::test]
 async fn the_method_attribute_turns_it_on_or_off_whatever_the_client() {
     let (client, _) = scripted([CHATTY]);
     let people = PeopleClient::new(client);
-    assert_eq!(people.person("text").await.unwrap(), ann());
+    assert_eq!(people.person("text").await.unwrap(), ann_contact());
 
     let (client, _) = scripted_with([CHATTY, CLEAN, CHATTY], |builder| {
         builder.recover_answer(true)
@@ -100,5 +117,5 @@ async fn the_method_attribute_turns_it_on_or_off_whatever_the_client() {
     assert_eq!(strict.attempts.len(), 2);
     let default = people.default_person("text").await;
     assert_eq!(default.attempts.len(), 1);
-    assert_eq!(default.into_result().unwrap(), ann());
+    assert_eq!(default.into_result().unwrap(), ann_contact());
 }

@@ -43,22 +43,31 @@ pub struct Candidates<'a> {
 }
 
 /// The JSON candidates of `reply`: the contents of its fenced code blocks that parse,
-/// or, when no fenced block holds JSON, the balanced top-level objects and arrays of
-/// its text that parse.
+/// with the balanced top-level objects and arrays of the text outside those blocks; or,
+/// when no fenced block holds JSON, the balanced objects and arrays of the whole text.
 ///
-/// A candidate written twice (the same value in a fence and again in the text, say) is
-/// one candidate: taking it guesses nothing.
+/// The text beside a fenced answer is searched too, so that an answer written in the
+/// prose and another in a fence are two candidates, never one guessed over the other. A
+/// candidate written twice (the same value in a fence and again in the text, say) is one
+/// candidate: taking it guesses nothing.
 pub fn json_candidates(reply: &str) -> Candidates<'_> {
-    let mut fenced = Candidates::default();
-    for block in fenced_blocks(reply) {
-        if fenced.offer(block) == Offer::Full {
+    let (blocks, outside) = split_fences(reply);
+    let mut candidates = Candidates::default();
+    for block in blocks {
+        if candidates.offer(block) == Offer::Full {
+            return candidates;
+        }
+    }
+    if candidates.found.is_empty() {
+        balanced_candidates(reply, &mut candidates);
+        return candidates;
+    }
+    for segment in outside {
+        if !balanced_candidates(segment, &mut candidates) {
             break;
         }
     }
-    if !fenced.found.is_empty() {
-        return fenced;
-    }
-    balanced_candidates(reply)
+    candidates
 }
 
 /// What became of a text offered as a candidate.
@@ -94,25 +103,32 @@ impl<'a> Candidates<'a> {
     }
 }
 
-/// The contents of the fenced code blocks of `text`, fences paired in order (the first
-/// opens a block, the next closes it), each without its info string. A fence that is
-/// never closed opens no block: its content may be unfinished.
-fn fenced_blocks(text: &str) -> impl Iterator<Item = &str> {
+/// The contents of the fenced code blocks of `text` (fences paired in order: the first
+/// opens a block, the next closes it; each block without its info string), and the text
+/// outside them. A fence that is never closed opens no block: its content may be
+/// unfinished, and stays in the text outside.
+fn split_fences(text: &str) -> (Vec<&str>, Vec<&str>) {
     const FENCE: &str = "```";
+    let (mut blocks, mut outside) = (Vec::new(), Vec::new());
     let mut rest = text;
-    std::iter::from_fn(move || {
-        let open = rest.find(FENCE)?;
+    while let Some(open) = rest.find(FENCE) {
         let after_open = &rest[open..];
-        let close = after_open[FENCE.len()..].find(FENCE)? + FENCE.len();
+        let Some(close) = after_open[FENCE.len()..].find(FENCE) else {
+            break;
+        };
         // Backticks are ASCII: the offsets are character boundaries. The block is handed
         // to the same unfencing as a whole reply, so info strings are read one way.
-        let block = &after_open[..close + FENCE.len()];
-        rest = &after_open[close + FENCE.len()..];
-        Some(strip_code_fence(block).text)
-    })
+        let end = close + 2 * FENCE.len();
+        outside.push(&rest[..open]);
+        blocks.push(strip_code_fence(&after_open[..end]).text);
+        rest = &after_open[end..];
+    }
+    outside.push(rest);
+    (blocks, outside)
 }
 
-/// The top-level `{...}` and `[...]` of `text` that parse, in order.
+/// Adds the top-level `{...}` and `[...]` of `text` that parse, in order; returns whether
+/// there is room for more.
 ///
 /// From each opening bracket, in order, the matching closing bracket is sought (strings
 /// skipped whole, so a brace or a quote inside one is no structure); when the span
@@ -121,9 +137,8 @@ fn fenced_blocks(text: &str) -> impl Iterator<Item = &str> {
 /// quotation) does not hide the answer after it, and nothing inside a candidate is
 /// another candidate. One pass per start, no recursion; the total scanning is bounded,
 /// so a hostile reply costs a small multiple of its length.
-fn balanced_candidates(text: &str) -> Candidates<'_> {
+fn balanced_candidates<'a>(text: &'a str, candidates: &mut Candidates<'a>) -> bool {
     let bytes = text.as_bytes();
-    let mut candidates = Candidates::default();
     let mut budget = SCAN_BUDGET_PER_BYTE
         .saturating_mul(bytes.len())
         .max(MIN_SCAN_BUDGET);
@@ -145,7 +160,7 @@ fn balanced_candidates(text: &str) -> Candidates<'_> {
             Close::OutOfBudget => break,
         };
     }
-    candidates
+    !candidates.too_many
 }
 
 /// How many bytes the bracket search may scan per byte of the reply, in all.
@@ -262,6 +277,12 @@ mod tests {
         assert_eq!(texts(reply), vec!["{\"a\": 1}", "[2]"]);
         // An unclosed fence opens no block; the text is then searched instead.
         assert_eq!(texts("Here: ```json\n{\"a\": 1}"), vec!["{\"a\": 1}"]);
+    }
+
+    #[test]
+    fn the_text_beside_a_fenced_answer_is_searched_too() {
+        let reply = "I think {\"a\": 1}.\n```json\n{\"a\": 2}\n```\nSo [3]";
+        assert_eq!(texts(reply), vec!["{\"a\": 2}", "{\"a\": 1}", "[3]"]);
     }
 
     #[test]
