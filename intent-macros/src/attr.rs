@@ -597,4 +597,30 @@ mod tests {
             "`temperature` must be between 0.0 and 2.0"
         );
     }
+
+    #[test]
+    fn recover_answer_is_a_switch_on_alone_or_set_by_a_bool() {
+        let on = |attr: Attribute| {
+            let (parsed, result) = parse(&[attr]);
+            result.map(|()| {
+                parsed
+                    .intent
+                    .and_then(|i| i.recover_answer)
+                    .map(|(_, on)| on)
+            })
+        };
+        assert_eq!(
+            on(syn::parse_quote!(#[intent("Do it", recover_answer)])),
+            Ok(Some(true))
+        );
+        assert_eq!(
+            on(syn::parse_quote!(#[intent("Do it", recover_answer = false)])),
+            Ok(Some(false))
+        );
+        assert_eq!(on(syn::parse_quote!(#[intent("Do it")])), Ok(None));
+        assert_eq!(
+            on(syn::parse_quote!(#[intent("Do it", recover_answer = 1)])).unwrap_err(),
+            "`recover_answer` expects `true` or `false`, like `recover_answer = true` (or just `recover_answer`)"
+        );
+    }
 }

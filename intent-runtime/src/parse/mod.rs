@@ -1,5 +1,6 @@
 //! Lenient reading of replies: code fences, comments, trailing commas, bare primitives,
-//! and schema-guided repair (property-name case, numbers in strings, enum-member case).
+//! schema-guided repair (property-name case, numbers in strings, enum-member case), and
+//! the answer candidates of a reply that wraps its JSON in prose (for opt-in recovery).
 //!
 //! Lenient about form, strict about content: every leniency here is recorded
 //! as a [`Repair`] by the caller, so no repair is silent.

@@ -8,8 +8,15 @@
 //! 3. empty after removing a surrounding code fence (`steps::unfenced_text`);
 //! 4. a `String` target takes that text as its value (`verify_text`);
 //! 5. JSON, with comments and trailing commas, else a bare primitive (`steps::read_json`);
+//!    with [`AnswerRecovery::FromProse`] (opt-in, off by default), a reply that is
+//!    neither is searched for the one JSON answer it wraps in prose: fenced blocks
+//!    anywhere and balanced objects and arrays in the text are candidates, each read by
+//!    steps 5 to 8; exactly one that reads as the target is the reply (recorded as
+//!    [`Repair::JsonExtractedFromProse`]) and goes on to step 9; several are a failed
+//!    attempt whose feedback asks for one answer alone (`verify/recovery.rs`);
 //! 6. the `{"value": ...}` envelope (`steps::unwrap_envelope`);
-//! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`);
+//! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`); for a
+//!    runtime shape, the same repairs against the caller's schema, then the whole schema;
 //! 8. null, accepted only by `Option` targets (`steps::null_value`);
 //! 9. validators: the caller's (`steps::run_validators`) and the full schema's
 //!    constraint keywords (`verify/schema_rules.rs`).

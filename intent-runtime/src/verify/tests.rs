@@ -1162,7 +1162,7 @@ fn a_recovered_answer_meets_the_schema_and_the_validators_like_any_reply() {
     let check = verify_typed_with::<Line>(
         &reply(text),
         &target,
-        &[even.clone()],
+        std::slice::from_ref(&even),
         1,
         AnswerRecovery::FromProse,
     );
