@@ -26,8 +26,16 @@ mod intent_option {
     pub(crate) const TEMPERATURE: &str = "temperature";
     pub(crate) const SCHEMA: &str = "schema";
     pub(crate) const JSON_MODE: &str = "json_mode";
+    pub(crate) const RECOVER_ANSWER: &str = "recover_answer";
 
-    pub(crate) const ALL: [&str; 5] = [MODEL, MAX_ATTEMPTS, TEMPERATURE, SCHEMA, JSON_MODE];
+    pub(crate) const ALL: [&str; 6] = [
+        MODEL,
+        MAX_ATTEMPTS,
+        TEMPERATURE,
+        SCHEMA,
+        JSON_MODE,
+        RECOVER_ANSWER,
+    ];
 }
 
 /// Keys of `#[guardrail(...)]`.
@@ -60,6 +68,8 @@ pub(crate) struct Intent {
     pub temperature: Option<f32>,
     pub schema: Option<LitStr>,
     pub json_mode: Option<Ident>,
+    /// `recover_answer` (on) or `recover_answer = true/false`, with the key for errors.
+    pub recover_answer: Option<(Ident, bool)>,
 }
 
 /// The merged `#[guardrail(...)]` attributes of one method.
@@ -184,6 +194,7 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
         temperature: None,
         schema: None,
         json_mode: None,
+        recover_answer: None,
     };
     for arg in args {
         let (key, value) = match arg {
@@ -230,6 +241,16 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
             intent_option::JSON_MODE => {
                 let value = flag(&key, value, errors);
                 set_once(&mut intent.json_mode, value, &key, "intent option", errors);
+            }
+            intent_option::RECOVER_ANSWER => {
+                let value = switch(&key, value, errors).map(|on| (key.clone(), on));
+                set_once(
+                    &mut intent.recover_answer,
+                    value,
+                    &key,
+                    "intent option",
+                    errors,
+                );
             }
             _ => errors.spanned(
                 &key,
@@ -489,6 +510,23 @@ fn flag(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<Ident> 
     }
 }
 
+/// A switch: the bare key turns it on, `key = true` / `key = false` say which.
+fn switch(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<bool> {
+    let Some(value) = value else {
+        return Some(true);
+    };
+    match literal(&value) {
+        Some(Lit::Bool(on)) => Some(on.value),
+        _ => {
+            errors.spanned(
+                value,
+                format!("`{key}` expects `true` or `false`, like `{key} = true` (or just `{key}`)"),
+            );
+            None
+        }
+    }
+}
+
 fn list(names: &[&str]) -> String {
     names
         .iter()
@@ -557,6 +595,32 @@ mod tests {
         assert_eq!(
             result.unwrap_err(),
             "`temperature` must be between 0.0 and 2.0"
+        );
+    }
+
+    #[test]
+    fn recover_answer_is_a_switch_on_alone_or_set_by_a_bool() {
+        let on = |attr: Attribute| {
+            let (parsed, result) = parse(&[attr]);
+            result.map(|()| {
+                parsed
+                    .intent
+                    .and_then(|i| i.recover_answer)
+                    .map(|(_, on)| on)
+            })
+        };
+        assert_eq!(
+            on(syn::parse_quote!(#[intent("Do it", recover_answer)])),
+            Ok(Some(true))
+        );
+        assert_eq!(
+            on(syn::parse_quote!(#[intent("Do it", recover_answer = false)])),
+            Ok(Some(false))
+        );
+        assert_eq!(on(syn::parse_quote!(#[intent("Do it")])), Ok(None));
+        assert_eq!(
+            on(syn::parse_quote!(#[intent("Do it", recover_answer = 1)])).unwrap_err(),
+            "`recover_answer` expects `true` or `false`, like `recover_answer = true` (or just `recover_answer`)"
         );
     }
 }

@@ -30,6 +30,14 @@ fn check_method(method: &mut IntentMethod<'_>, errors: &mut Errors) {
             TargetKind::Typed => {}
         }
     }
+    if let Some((recover_answer, _)) = &method.intent.recover_answer
+        && kind == TargetKind::Text
+    {
+        errors.spanned(
+            recover_answer,
+            "`recover_answer` does not apply to a `String` target: its reply is the text itself, never searched for JSON",
+        );
+    }
     if let Some(schema) = &method.intent.schema {
         if kind == TargetKind::Value {
             method.schema_file = errors.ok(load_schema(schema));

@@ -172,6 +172,9 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     if intent.json_mode.is_some() {
         calls.push(quote!(.json_mode()));
     }
+    if let Some((_, on)) = intent.recover_answer {
+        calls.push(quote!(.recover_answer(#on)));
+    }
     if guardrails.require_judge.is_some() {
         calls.push(quote!(.require_judge()));
     }

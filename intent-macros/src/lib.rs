@@ -77,10 +77,13 @@ use proc_macro::TokenStream;
 /// # Attributes
 ///
 /// - `#[intent("what to do", model = "...", max_attempts = N, temperature = 0.2,
-///   schema = "path.json", json_mode)]`, required. `schema` is read relative to the
-///   crate's directory when the crate is compiled, checked to be a JSON object and
-///   embedded; the binary never reads it. `json_mode` asks for a JSON object instead of a
-///   strict schema, for a type that cannot be strict.
+///   schema = "path.json", json_mode, recover_answer)]`, required. `schema` is read
+///   relative to the crate's directory when the crate is compiled, checked to be a JSON
+///   object and embedded; the binary never reads it. `json_mode` asks for a JSON object
+///   instead of a strict schema, for a type that cannot be strict. `recover_answer` (or
+///   `recover_answer = true` / `false`, overriding the client's setting) reads the one
+///   JSON answer of a reply that wraps it in prose, for chatty local models; not for a
+///   `String` target.
 /// - `#[guardrail(require_judge, max_model_calls = N, time_budget_ms = N)]`, any of them,
 ///   in one or several attributes.
 /// - `#[validate(path)]`, repeatable: a function `fn(&T) -> P` where `P` is

@@ -26,7 +26,9 @@ use crate::schema::{
 };
 use crate::shared::{ClientInner, Totals};
 use crate::verify::schema_rules::compile_error;
-use crate::verify::{Verification, verify_text, verify_typed, verify_value};
+use crate::verify::{
+    AnswerRecovery, Verification, verify_text, verify_typed_with, verify_value_with,
+};
 
 /// The default number of attempts per call.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -150,9 +152,10 @@ impl IntentClient {
         let target = OutputTarget::typed(schema.clone(), options.json_mode);
         let plan = self.plan(intent, input, target, &options);
         let settings = self.settings(&options);
+        let recovery = self.recovery(&options);
         let validators = options.validators;
         run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            verify_typed::<T>(reply, &schema, &validators, attempt)
+            verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
         })
         .await
     }
@@ -189,8 +192,15 @@ impl IntentClient {
         let validators = retype_validators::<T, Value>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
         let settings = self.settings(&options);
+        let recovery = self.recovery(&options);
         run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            retype_verification(verify_value(reply, None, &validators, attempt))
+            retype_verification(verify_value_with(
+                reply,
+                None,
+                &validators,
+                attempt,
+                recovery,
+            ))
         })
         .await
     }
@@ -251,9 +261,10 @@ impl IntentClient {
         };
         let plan = self.plan(intent, input, target, &options);
         let settings = self.settings(&options);
+        let recovery = self.recovery(&options);
         let validators = options.validators;
         run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            verify_value(reply, schema.as_deref(), &validators, attempt)
+            verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
         })
         .await
     }
@@ -302,6 +313,11 @@ impl IntentClient {
             // Decided by the attempt loop, which asks the provider once per call.
             schema_enforced: false,
         }
+    }
+
+    /// The call's answer recovery: its options' switch, else the client's.
+    fn recovery<T>(&self, options: &IntentOptions<T>) -> AnswerRecovery {
+        AnswerRecovery::from_switch(options.recover_answer.unwrap_or(self.inner.recover_answer))
     }
 
     fn settings<T>(&self, options: &IntentOptions<T>) -> CallSettings {
@@ -412,6 +428,7 @@ pub struct IntentClientBuilder {
     retry_policy: RetryPolicy,
     model: Option<String>,
     max_output_tokens: Option<u32>,
+    recover_answer: bool,
 }
 
 impl fmt::Debug for IntentClientBuilder {
@@ -526,6 +543,16 @@ impl IntentClientBuilder {
         self
     }
 
+    /// Reads the one JSON answer of a reply that wraps it in prose, for every call whose
+    /// options do not say otherwise (default off: a chatty reply is a failed attempt).
+    ///
+    /// Turn it on for local models and JSON-object mode; see [`AnswerRecovery`] for what
+    /// is read, what stays a failure and what it costs.
+    pub fn recover_answer(mut self, on: bool) -> Self {
+        self.recover_answer = on;
+        self
+    }
+
     /// Builds the client, or says what is wrong with the configuration.
     pub fn build(self) -> Result<IntentClient, BuildError> {
         let provider = self.provider.ok_or(BuildError::MissingProvider)?;
@@ -567,6 +594,7 @@ impl IntentClientBuilder {
                 retry_policy: self.retry_policy,
                 model: self.model,
                 max_output_tokens: self.max_output_tokens,
+                recover_answer: self.recover_answer,
                 totals: Totals::default(),
                 runtime_schemas: Mutex::default(),
             }),

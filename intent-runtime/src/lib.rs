@@ -35,6 +35,7 @@ pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Validator};
 pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
 pub use strict::StrictCompatible;
+pub use verify::AnswerRecovery;
 
 pub use intent_macros::{StrictCompatible, intents};
 

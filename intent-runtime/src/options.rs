@@ -114,6 +114,11 @@ pub struct IntentOptions<T> {
     /// Ask for a JSON object (`json_object` mode) instead of a strict schema: for targets
     /// whose schema cannot be made strict.
     pub json_mode: bool,
+    /// Answer recovery for this call, instead of the client's setting: read the one JSON
+    /// answer of a reply that wraps it in prose (see [`AnswerRecovery`]).
+    ///
+    /// [`AnswerRecovery`]: crate::verify::AnswerRecovery
+    pub recover_answer: Option<bool>,
 }
 
 impl<T> Default for IntentOptions<T> {
@@ -131,6 +136,7 @@ impl<T> Default for IntentOptions<T> {
             max_model_calls: None,
             time_budget: None,
             json_mode: false,
+            recover_answer: None,
         }
     }
 }
@@ -150,6 +156,7 @@ impl<T> Clone for IntentOptions<T> {
             max_model_calls: self.max_model_calls,
             time_budget: self.time_budget,
             json_mode: self.json_mode,
+            recover_answer: self.recover_answer,
         }
     }
 }
@@ -169,6 +176,7 @@ impl<T> fmt::Debug for IntentOptions<T> {
             .field("max_model_calls", &self.max_model_calls)
             .field("time_budget", &self.time_budget)
             .field("json_mode", &self.json_mode)
+            .field("recover_answer", &self.recover_answer)
             .finish()
     }
 }
@@ -269,6 +277,16 @@ impl<T> IntentOptions<T> {
     /// Uses JSON-object mode instead of a strict schema.
     pub fn json_mode(mut self) -> Self {
         self.json_mode = true;
+        self
+    }
+
+    /// Turns answer recovery on or off for this call, whatever the client's setting: with
+    /// it on, the one JSON answer of a reply that wraps it in prose is read and the repair
+    /// recorded (see [`AnswerRecovery`] for when to turn it on and what it costs).
+    ///
+    /// [`AnswerRecovery`]: crate::verify::AnswerRecovery
+    pub fn recover_answer(mut self, on: bool) -> Self {
+        self.recover_answer = Some(on);
         self
     }
 }

@@ -86,6 +86,9 @@ pub enum Repair {
     BarePrimitive,
     /// The reply was the bare value, without the `{"value": ...}` envelope.
     MissingEnvelope,
+    /// The reply held prose around its answer and answer recovery was on: the one JSON
+    /// answer in it (a fenced block, or an object or array in the text) was read.
+    JsonExtractedFromProse,
     /// A property name was matched to the schema's name ignoring case.
     KeyCaseChanged {
         /// The JSON pointer of the object holding the key.

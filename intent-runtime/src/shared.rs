@@ -39,6 +39,9 @@ pub(crate) struct ClientInner {
     pub retry_policy: RetryPolicy,
     pub model: Option<String>,
     pub max_output_tokens: Option<u32>,
+    /// Whether calls read the one JSON answer of a chatty reply unless their options
+    /// say otherwise.
+    pub recover_answer: bool,
     pub totals: Totals,
     /// Wrapped runtime schemas by their JSON text. Callers pass the same schema on every
     /// call; wrapping it (and compiling its validator, cached by the wrapped schema's

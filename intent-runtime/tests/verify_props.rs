@@ -5,10 +5,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use intent_runtime::Repair;
+use intent_runtime::parse::json_candidates;
 use intent_runtime::parse::{parse_bare_primitive, parse_json_lenient, strip_code_fence};
 use intent_runtime::provider::ProviderReply;
 use intent_runtime::schema::TargetSchema;
-use intent_runtime::verify::{verify_text, verify_typed, verify_value};
+use intent_runtime::verify::{
+    AnswerRecovery, verify_text, verify_typed, verify_typed_with, verify_value, verify_value_with,
+};
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use schemars::JsonSchema;
@@ -67,6 +70,38 @@ fn verify_everything(text: &str, truncated: bool) {
     );
     let _ = verify_value(&reply, None, &[], 1);
     let _ = verify_value(&reply, Some(&target_for::<Line>("Line")), &[], 1);
+    // Answer recovery reaches every candidate search on any text.
+    let _ = json_candidates(text);
+    let on = AnswerRecovery::FromProse;
+    let _ =
+        verify_typed_with::<Vec<Line>>(&reply, &target_for::<Vec<Line>>("Vec<Line>"), &[], 1, on);
+    let _ = verify_typed_with::<Line>(&reply, &target_for::<Line>("Line"), &[], 1, on);
+    let _ = verify_typed_with::<Option<i64>>(
+        &reply,
+        &target_for::<Option<i64>>("Option<i64>"),
+        &[],
+        1,
+        on,
+    );
+    let _ = verify_value_with(&reply, None, &[], 1, on);
+    let _ = verify_value_with(&reply, Some(&target_for::<Line>("Line")), &[], 1, on);
+}
+
+/// Prose around answers: words, punctuation and stray braces, but no quotes and no
+/// square brackets, so no JSON value can be made of it (and no array can wrap an answer
+/// into a value of another shape).
+fn prose() -> impl Strategy<Value = String> {
+    "[a-zA-Z ,.!?{}\n]{0,16}"
+}
+
+/// A line as a model might write it in prose: bare, enveloped, or fenced.
+fn written(line: &Line, form: u8) -> String {
+    let json = serde_json::to_string(line).unwrap();
+    match form % 3 {
+        0 => json,
+        1 => format!("{{\"value\": {json}}}"),
+        _ => format!("\n```json\n{json}\n```\n"),
+    }
 }
 
 /// Text built from the characters JSON is made of, so that the parser's deeper paths
@@ -161,6 +196,51 @@ proptest! {
     #[test]
     fn verifier_never_panics_on_json_ish_text(text in json_ish()) {
         verify_everything(&text, false);
+    }
+
+    #[test]
+    fn recovery_never_accepts_two_different_answers(
+        a in line(),
+        b in line(),
+        forms in (any::<u8>(), any::<u8>()),
+        around in (prose(), prose(), prose()),
+    ) {
+        prop_assume!(a != b);
+        let text = format!(
+            "{}{}{}{}{}",
+            around.0,
+            written(&a, forms.0),
+            around.1,
+            written(&b, forms.1),
+            around.2
+        );
+        let target = target_for::<Line>("Line");
+        let check = verify_typed_with::<Line>(
+            &ProviderReply::text(&text),
+            &target,
+            &[],
+            1,
+            AnswerRecovery::FromProse,
+        );
+        prop_assert!(check.value.is_none(), "{}", text);
+        prop_assert!(!check.passed());
+    }
+
+    #[test]
+    fn recovery_reads_the_one_answer_in_prose(
+        a in line(),
+        form in any::<u8>(),
+        around in (prose(), prose()),
+    ) {
+        let text = format!("{}{}{}", around.0, written(&a, form), around.1);
+        let target = target_for::<Line>("Line");
+        let reply = ProviderReply::text(&text);
+        let check = verify_typed_with::<Line>(&reply, &target, &[], 1, AnswerRecovery::FromProse);
+        prop_assert_eq!(check.value, Some(a), "{}", text);
+        // Off, the verdict is what it always was: the reply as a whole.
+        let off = verify_typed::<Line>(&reply, &target, &[], 1);
+        let whole = verify_typed_with::<Line>(&reply, &target, &[], 1, AnswerRecovery::Off);
+        prop_assert_eq!(off, whole);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Lenient reading of replies: code fences, comments, trailing commas, bare primitives,
-//! and schema-guided repair (property-name case, numbers in strings, enum-member case).
+//! schema-guided repair (property-name case, numbers in strings, enum-member case), and
+//! the answer candidates of a reply that wraps its JSON in prose (for opt-in recovery).
 //!
 //! Lenient about form, strict about content: every leniency here is recorded
 //! as a [`Repair`] by the caller, so no repair is silent.
 
+mod extract;
 mod lenient;
 mod lexical;
 mod repair;
@@ -12,6 +14,7 @@ pub(crate) mod schema_nav;
 mod tape;
 mod wide;
 
+pub use extract::{Candidate, Candidates, MAX_CANDIDATES, json_candidates};
 pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
 pub(crate) use tape::{Tape, TapeJson};

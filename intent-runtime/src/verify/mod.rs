@@ -8,8 +8,15 @@
 //! 3. empty after removing a surrounding code fence (`steps::unfenced_text`);
 //! 4. a `String` target takes that text as its value (`verify_text`);
 //! 5. JSON, with comments and trailing commas, else a bare primitive (`steps::read_json`);
+//!    with [`AnswerRecovery::FromProse`] (opt-in, off by default), a reply that is
+//!    neither is searched for the one JSON answer it wraps in prose: fenced blocks
+//!    anywhere and balanced objects and arrays in the text are candidates, each read by
+//!    steps 5 to 8; exactly one that reads as the target is the reply (recorded as
+//!    [`Repair::JsonExtractedFromProse`]) and goes on to step 9; several are a failed
+//!    attempt whose feedback asks for one answer alone (`verify/recovery.rs`);
 //! 6. the `{"value": ...}` envelope (`steps::unwrap_envelope`);
-//! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`);
+//! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`); for a
+//!    runtime shape, the same repairs against the caller's schema, then the whole schema;
 //! 8. null, accepted only by `Option` targets (`steps::null_value`);
 //! 9. validators: the caller's (`steps::run_validators`) and the full schema's
 //!    constraint keywords (`verify/schema_rules.rs`).
@@ -19,6 +26,7 @@
 //! without building a `serde_json::Value`; any other reply takes the steps above.
 
 mod fast_path;
+mod recovery;
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
 #[cfg(test)]
@@ -34,6 +42,9 @@ use crate::result::{Repair, ResultIssue};
 use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
 use schema_rules::Scope;
 use steps::EnvelopeRule;
+
+pub use recovery::AnswerRecovery;
+use recovery::Choice;
 
 #[cfg(test)]
 thread_local! {
@@ -115,12 +126,24 @@ pub fn verify_text(
     check
 }
 
-/// Verifies a reply for a typed target described by `target`.
+/// Verifies a reply for a typed target described by `target`, reading it as the
+/// reference documents specify ([`AnswerRecovery::Off`]).
 pub fn verify_typed<T: DeserializeOwned>(
     reply: &ProviderReply,
     target: &TargetSchema,
     validators: &[Validator<T>],
     attempt: u32,
+) -> Verification<T> {
+    verify_typed_with(reply, target, validators, attempt, AnswerRecovery::Off)
+}
+
+/// [`verify_typed`], with answer recovery as `recovery` says.
+pub fn verify_typed_with<T: DeserializeOwned>(
+    reply: &ProviderReply,
+    target: &TargetSchema,
+    validators: &[Validator<T>],
+    attempt: u32,
+    recovery: AnswerRecovery,
 ) -> Verification<T> {
     let mut check = Verification::new(reply);
     let Some(text) = check.read_text(reply, attempt) else {
@@ -130,37 +153,64 @@ pub fn verify_typed<T: DeserializeOwned>(
         check.accept(value, validators, attempt);
         return check;
     }
-    read_typed(check, text, target, validators, attempt)
+    let recover_from = recovery.is_on().then_some(reply.text.as_str());
+    read_typed(check, text, target, validators, attempt, recover_from)
 }
 
-/// Steps 5 to 9 for a typed target, on the unfenced reply text.
+/// What steps 6 to 8 made of a typed reply: the value, and the JSON it was read from
+/// for step 9's schema check (`None` for a null, which has no bounds to meet).
+type TypedRead<T> = Result<(T, Option<Value>), Vec<ResultIssue>>;
+
+/// Steps 5 to 9 for a typed target, on the unfenced reply text. With `recover_from` (the
+/// whole reply, when answer recovery is on), a reply that is not JSON is searched for
+/// its one answer.
 fn read_typed<T: DeserializeOwned>(
     mut check: Verification<T>,
     text: &str,
     target: &TargetSchema,
     validators: &[Validator<T>],
     attempt: u32,
+    recover_from: Option<&str>,
 ) -> Verification<T> {
-    let full: &Value = &target.full;
-    let inner = schema_nav::inner_schema(full);
     let json = steps::read_json(
         text,
-        &steps::bare_enum_members(full),
+        &steps::bare_enum_members(&target.full),
         attempt,
         &mut check.repairs,
     );
-    let Some(json) = check.keep(json) else {
-        return check;
+    let json = match (json, recover_from) {
+        (Ok(json), _) => json,
+        (Err(not_json), Some(reply)) => {
+            return recover_typed(check, not_json, reply, target, validators, attempt);
+        }
+        (Err(not_json), None) => {
+            check.issues.push(not_json);
+            return check;
+        }
     };
+    let read = read_as_typed::<T>(json, text, target, attempt, &mut check.repairs);
+    check.finish_typed(read, target, validators, attempt);
+    check
+}
+
+/// Steps 6 to 8 for a typed target: the envelope, null, and deserialization after the
+/// schema-guided repair; every repair is added to `repairs`.
+fn read_as_typed<T: DeserializeOwned>(
+    json: Value,
+    text: &str,
+    target: &TargetSchema,
+    attempt: u32,
+    repairs: &mut Vec<Repair>,
+) -> TypedRead<T> {
+    let full: &Value = &target.full;
+    let inner = schema_nav::inner_schema(full);
     let rule = if schema_nav::bare_form_may_hold_value_key(full, inner) {
         EnvelopeRule::BareMayHoldValue
     } else {
         EnvelopeRule::Strict
     };
-    let value = steps::unwrap_envelope(json, rule, attempt, &mut check.repairs);
-    let Some(value) = check.keep(value) else {
-        return check;
-    };
+    let value =
+        steps::unwrap_envelope(json, rule, attempt, repairs).map_err(|issue| vec![issue])?;
     // A value that, in its envelope, conforms to the strict schema (declared keys only,
     // exact types and enum members) has nothing to repair and no finding to explain: the
     // schema-guided walk, most of the cost of reading such a reply, is skipped. Asked of
@@ -172,11 +222,9 @@ fn read_typed<T: DeserializeOwned>(
     };
     // Step 8 is asked before step 7 for a null: serde would only say "invalid type: null".
     if value.is_null() {
-        let parsed = steps::null_value::<T>(&target.type_name, attempt);
-        if let Some(parsed) = check.keep(parsed) {
-            check.accept(parsed, validators, attempt);
-        }
-        return check;
+        return steps::null_value::<T>(&target.type_name, attempt)
+            .map(|parsed| (parsed, None))
+            .map_err(|issue| vec![issue]);
     }
     let walked = if conforms {
         parse::SchemaRepair::default()
@@ -191,24 +239,99 @@ fn read_typed<T: DeserializeOwned>(
             Some(&target.type_name),
         )
     };
-    check.repairs.extend(walked.repairs.iter().cloned());
-    match steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt) {
-        Ok(parsed) => {
-            let (_, bounds) = schema_rules::check_against_full_schema(
-                &target.full,
-                value,
-                Scope::ConstraintsOnly,
-                attempt,
-            );
-            check.issues.extend(bounds);
-            check.accept(parsed, validators, attempt);
+    repairs.extend(walked.repairs.iter().cloned());
+    let parsed = steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt)?;
+    Ok((parsed, Some(value)))
+}
+
+impl<T> Verification<T> {
+    /// Step 9 for a typed read: the full schema's constraints, then the validators.
+    fn finish_typed(
+        &mut self,
+        read: TypedRead<T>,
+        target: &TargetSchema,
+        validators: &[Validator<T>],
+        attempt: u32,
+    ) {
+        match read {
+            Ok((parsed, Some(value))) => {
+                let (_, bounds) = schema_rules::check_against_full_schema(
+                    &target.full,
+                    value,
+                    Scope::ConstraintsOnly,
+                    attempt,
+                );
+                self.issues.extend(bounds);
+                self.accept(parsed, validators, attempt);
+            }
+            Ok((parsed, None)) => self.accept(parsed, validators, attempt),
+            Err(issues) => self.issues.extend(issues),
         }
-        Err(issues) => check.issues.extend(issues),
+    }
+
+    /// Records the candidate taken out of the prose: the recovery, then the repairs its
+    /// reading made.
+    fn extracted(&mut self, repairs: Vec<Repair>) {
+        self.repairs.push(Repair::JsonExtractedFromProse);
+        self.repairs.extend(repairs);
+    }
+}
+
+/// Step 5 with answer recovery, for a typed target: the one candidate of `reply` that
+/// reads as `T` is the reply.
+fn recover_typed<T: DeserializeOwned>(
+    mut check: Verification<T>,
+    not_json: ResultIssue,
+    reply: &str,
+    target: &TargetSchema,
+    validators: &[Validator<T>],
+    attempt: u32,
+) -> Verification<T> {
+    let candidates = parse::json_candidates(reply);
+    let (mut hits, mut misses) = (Vec::new(), Vec::new());
+    for candidate in candidates.found {
+        let mut repairs = candidate.repairs;
+        match read_as_typed::<T>(
+            candidate.json,
+            candidate.text,
+            target,
+            attempt,
+            &mut repairs,
+        ) {
+            Ok(read) => hits.push((read, repairs)),
+            Err(issues) => misses.push((issues, repairs)),
+        }
+    }
+    // Two candidates that repair to the same value are one answer written twice.
+    let same = |a: &((T, Option<Value>), Vec<Repair>), b: &((T, Option<Value>), Vec<Repair>)| {
+        a.0.1 == b.0.1
+    };
+    match recovery::choose(hits, misses, candidates.too_many, same) {
+        Choice::One((read, repairs)) => {
+            check.extracted(repairs);
+            check.finish_typed(Ok(read), target, validators, attempt);
+        }
+        Choice::OnlyMiss((issues, repairs)) => {
+            check.extracted(repairs);
+            check.issues.extend(issues);
+        }
+        Choice::Several(count) => {
+            check
+                .issues
+                .push(recovery::several_answers(count, &target.type_name, attempt))
+        }
+        Choice::NoneFits(found) => {
+            check
+                .issues
+                .push(recovery::no_answer_fits(found, &target.type_name, attempt))
+        }
+        Choice::NoCandidate => check.issues.push(not_json),
     }
     check
 }
 
-/// Verifies a reply for a runtime shape, with the caller's schema when one was given.
+/// Verifies a reply for a runtime shape, with the caller's schema when one was given,
+/// reading it as the reference documents specify ([`AnswerRecovery::Off`]).
 ///
 /// Steps 1 to 5 and 9 as for any target; the envelope rule has no exception (a runtime
 /// shape has no members of its own), null never passes, and with a schema the value is
@@ -221,35 +344,117 @@ pub fn verify_value(
     validators: &[Validator<Value>],
     attempt: u32,
 ) -> Verification<Value> {
+    verify_value_with(reply, target, validators, attempt, AnswerRecovery::Off)
+}
+
+/// [`verify_value`], with answer recovery as `recovery` says. A candidate reads as the
+/// runtime shape when it meets the whole schema (any JSON value does without one).
+pub fn verify_value_with(
+    reply: &ProviderReply,
+    target: Option<&TargetSchema>,
+    validators: &[Validator<Value>],
+    attempt: u32,
+    recovery: AnswerRecovery,
+) -> Verification<Value> {
     let mut check = Verification::new(reply);
     let Some(text) = check.read_text(reply, attempt) else {
         return check;
     };
     let members = target.map_or_else(Vec::new, |t| steps::bare_enum_members(&t.full));
-    let json = steps::read_json(text, &members, attempt, &mut check.repairs);
-    let Some(json) = check.keep(json) else {
-        return check;
+    let json = match steps::read_json(text, &members, attempt, &mut check.repairs) {
+        Ok(json) => json,
+        Err(not_json) if recovery.is_on() => {
+            return recover_value(check, not_json, &reply.text, target, validators, attempt);
+        }
+        Err(not_json) => {
+            check.issues.push(not_json);
+            return check;
+        }
     };
-    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, attempt, &mut check.repairs);
-    let Some(mut value) = check.keep(value) else {
-        return check;
-    };
+    let read = read_as_value(json, target, attempt, &mut check.repairs);
+    check.finish_value(read, validators, attempt);
+    check
+}
+
+/// What steps 6 to 8 made of a runtime reply: the value and what the schema says of it.
+type ValueRead = Result<(Value, Vec<ResultIssue>), Vec<ResultIssue>>;
+
+/// Steps 6 to 8 for a runtime shape: the envelope, null, the schema-guided repairs and
+/// the whole schema's check.
+fn read_as_value(
+    json: Value,
+    target: Option<&TargetSchema>,
+    attempt: u32,
+    repairs: &mut Vec<Repair>,
+) -> ValueRead {
+    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, attempt, repairs)
+        .map_err(|issue| vec![issue])?;
     if value.is_null() {
-        check.issues.push(steps::null_runtime_value(attempt));
-        return check;
+        return Err(vec![steps::null_runtime_value(attempt)]);
     }
-    if let Some(target) = target {
-        value = repair_runtime_value(value, target, &mut check.repairs);
-        let (checked, issues) = schema_rules::check_against_full_schema(
-            &target.full,
-            value,
-            Scope::Everything,
-            attempt,
-        );
-        value = checked;
-        check.issues.extend(issues);
+    let Some(target) = target else {
+        return Ok((value, Vec::new()));
+    };
+    let value = repair_runtime_value(value, target, repairs);
+    Ok(schema_rules::check_against_full_schema(
+        &target.full,
+        value,
+        Scope::Everything,
+        attempt,
+    ))
+}
+
+impl Verification<Value> {
+    /// Step 9 for a runtime read: the schema's findings, then the validators.
+    fn finish_value(&mut self, read: ValueRead, validators: &[Validator<Value>], attempt: u32) {
+        match read {
+            Ok((value, issues)) => {
+                self.issues.extend(issues);
+                self.accept(value, validators, attempt);
+            }
+            Err(issues) => self.issues.extend(issues),
+        }
     }
-    check.accept(value, validators, attempt);
+}
+
+/// Step 5 with answer recovery, for a runtime shape: the one candidate of `reply` that
+/// meets the shape is the reply.
+fn recover_value(
+    mut check: Verification<Value>,
+    not_json: ResultIssue,
+    reply: &str,
+    target: Option<&TargetSchema>,
+    validators: &[Validator<Value>],
+    attempt: u32,
+) -> Verification<Value> {
+    let candidates = parse::json_candidates(reply);
+    let (mut hits, mut misses) = (Vec::new(), Vec::new());
+    for candidate in candidates.found {
+        let mut repairs = candidate.repairs;
+        match read_as_value(candidate.json, target, attempt, &mut repairs) {
+            Ok((value, issues)) if issues.is_empty() => hits.push((value, repairs)),
+            read => misses.push((read, repairs)),
+        }
+    }
+    let same = |a: &(Value, Vec<Repair>), b: &(Value, Vec<Repair>)| a.0 == b.0;
+    let type_name = target.map_or(crate::schema::RUNTIME_SCHEMA_NAME, |t| t.type_name.as_str());
+    match recovery::choose(hits, misses, candidates.too_many, same) {
+        Choice::One((value, repairs)) => {
+            check.extracted(repairs);
+            check.finish_value(Ok((value, Vec::new())), validators, attempt);
+        }
+        Choice::OnlyMiss((read, repairs)) => {
+            check.extracted(repairs);
+            check.finish_value(read, validators, attempt);
+        }
+        Choice::Several(count) => check
+            .issues
+            .push(recovery::several_answers(count, type_name, attempt)),
+        Choice::NoneFits(found) => check
+            .issues
+            .push(recovery::no_answer_fits(found, type_name, attempt)),
+        Choice::NoCandidate => check.issues.push(not_json),
+    }
     check
 }
 

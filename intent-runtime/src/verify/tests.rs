@@ -599,7 +599,7 @@ fn ordinary_steps<T: DeserializeOwned>(
 ) -> Verification<T> {
     let mut check = Verification::new(reply);
     match check.read_text(reply, attempt) {
-        Some(text) => read_typed(check, text, target, validators, attempt),
+        Some(text) => read_typed(check, text, target, validators, attempt, None),
         None => check,
     }
 }
@@ -962,4 +962,263 @@ proptest::proptest! {
             proptest::prop_assert!(check.passed());
         }
     }
+}
+
+// ---- answer recovery ----
+
+fn recovered<T: DeserializeOwned>(text: &str, target: &TargetSchema) -> Verification<T> {
+    verify_typed_with::<T>(&reply(text), target, &[], 1, AnswerRecovery::FromProse)
+}
+
+/// The verdict with recovery off: what it has always been, and no extraction recorded.
+fn fails_without_recovery<T: DeserializeOwned>(text: &str, target: &TargetSchema) {
+    let check = verify_typed::<T>(&reply(text), target, &[], 1);
+    assert!(!check.passed(), "{text}");
+    assert!(
+        !check.repairs.contains(&Repair::JsonExtractedFromProse),
+        "{text}"
+    );
+    assert!(
+        messages(&check)[0].starts_with("The response was not valid JSON"),
+        "{text}: {:?}",
+        messages(&check)
+    );
+}
+
+const ONE_LINE: &str = r#"{"value": [{"sku": "A", "qty": 2}]}"#;
+
+fn one_line() -> Vec<Line> {
+    vec![Line {
+        sku: "A".into(),
+        qty: 2,
+    }]
+}
+
+#[test]
+fn recovery_reads_one_fenced_block_after_prose() {
+    let target = target_for::<Vec<Line>>("Vec<Line>");
+    let text = format!("Sure! Here is the result:\n```json\n{ONE_LINE}\n```\nAnything else?");
+    let check = recovered::<Vec<Line>>(&text, &target);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(check.value, Some(one_line()));
+    assert_eq!(check.repairs, vec![Repair::JsonExtractedFromProse]);
+    fails_without_recovery::<Vec<Line>>(&text, &target);
+}
+
+#[test]
+fn recovery_reads_one_object_inside_a_sentence() {
+    let target = target_for::<Line>("Line");
+    let text = r#"The line is {"sku": "A", "qty": 2}, as asked."#;
+    let check = recovered::<Line>(text, &target);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(check.value, one_line().pop());
+    assert_eq!(
+        check.repairs,
+        vec![Repair::JsonExtractedFromProse, Repair::MissingEnvelope]
+    );
+    fails_without_recovery::<Line>(text, &target);
+}
+
+#[test]
+fn recovery_reads_an_array_after_prose_and_repairs_it_as_usual() {
+    let target = target_for::<Vec<Line>>("Vec<Line>");
+    let text = r#"Here are the lines: [{"SKU": "A", "qty": "2"}]"#;
+    let check = recovered::<Vec<Line>>(text, &target);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(check.value, Some(one_line()));
+    assert_eq!(
+        check.repairs[..2],
+        [Repair::JsonExtractedFromProse, Repair::MissingEnvelope]
+    );
+    assert!(
+        matches!(check.repairs[2], Repair::KeyCaseChanged { .. }),
+        "{:?}",
+        check.repairs
+    );
+    assert!(matches!(check.repairs[3], Repair::NumberFromString { .. }));
+    fails_without_recovery::<Vec<Line>>(text, &target);
+}
+
+#[test]
+fn recovery_respects_braces_and_quotes_inside_strings() {
+    let target = target_for::<Line>("Line");
+    let text = r#"Note the "{" here: {"value": {"sku": "a } \" ] {", "qty": 1}} done"#;
+    let check = recovered::<Line>(text, &target);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(
+        check.value.map(|line| line.sku),
+        Some("a } \" ] {".to_owned())
+    );
+    fails_without_recovery::<Line>(text, &target);
+}
+
+#[test]
+fn recovery_never_guesses_between_two_different_answers() {
+    let target = target_for::<Line>("Line");
+    for text in [
+        r#"Either {"sku": "A", "qty": 1} or {"sku": "B", "qty": 1}."#,
+        "```json\n{\"value\": {\"sku\": \"A\", \"qty\": 1}}\n```\nor\n```json\n{\"sku\": \"B\", \"qty\": 2}\n```",
+    ] {
+        let check = recovered::<Line>(text, &target);
+        assert!(check.value.is_none(), "{text}");
+        assert_eq!(
+            messages(&check),
+            vec![
+                "The reply held 2 different answers (Line) among its text; give exactly one \
+                 answer, as the JSON object {\"value\": ...} alone, with no text around it."
+            ]
+        );
+        assert!(!check.repairs.contains(&Repair::JsonExtractedFromProse));
+        fails_without_recovery::<Line>(text, &target);
+    }
+    // The same answer written twice is one answer.
+    let twice = r#"{"sku": "A", "qty": 1} -- again: {"value": {"sku": "A", "qty": 1}}"#;
+    assert!(recovered::<Line>(twice, &target).passed());
+}
+
+#[test]
+fn recovery_takes_the_one_candidate_of_the_targets_shape_beside_an_example() {
+    let target = target_for::<Line>("Line");
+    let text = r#"Lines look like {"example": true}; yours is {"sku": "A", "qty": 2}."#;
+    let check = recovered::<Line>(text, &target);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(check.value, one_line().pop());
+}
+
+#[test]
+fn recovery_of_a_candidate_that_is_not_the_target_fails_with_the_usual_issue() {
+    let target = target_for::<Line>("Line");
+    let text = r#"Here it is: {"sku": "A"}"#;
+    let check = recovered::<Line>(text, &target);
+    assert!(check.value.is_none());
+    assert_eq!(
+        messages(&check),
+        vec!["The required field \"qty\" is missing from Line; include it."]
+    );
+    assert_eq!(check.repairs[0], Repair::JsonExtractedFromProse);
+    fails_without_recovery::<Line>(text, &target);
+
+    // Several candidates, none of the target's shape.
+    let check = recovered::<Line>(r#"Maybe {"a": 1} or [2]."#, &target);
+    assert_eq!(
+        messages(&check),
+        vec![
+            "The reply held prose around 2 JSON values and none of them is a Line; reply with \
+             the answer alone, as the JSON object {\"value\": ...} and nothing else."
+        ]
+    );
+}
+
+#[test]
+fn recovery_reads_a_candidate_inside_a_surrounding_fence() {
+    let target = target_for::<Line>("Line");
+    let text = "```\nThe answer: {\"value\": {\"sku\": \"A\", \"qty\": 2}}\n```";
+    let check = recovered::<Line>(text, &target);
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(
+        check.repairs,
+        vec![Repair::FenceStripped, Repair::JsonExtractedFromProse]
+    );
+    fails_without_recovery::<Line>(text, &target);
+}
+
+#[test]
+fn recovery_leaves_prose_guesses_and_broken_json_failures() {
+    let target = target_for::<Line>("Line");
+    for text in [
+        "The sku is A and the quantity 2.",
+        "**yes**, it is",
+        r#"Here: {"sku": "A", "qty": 2"#,
+        "Here: {'sku': 'A', 'qty': 2}",
+        "Here: {sku: \"A\", qty: 2}",
+    ] {
+        let check = recovered::<Line>(text, &target);
+        assert!(check.value.is_none(), "{text}");
+        assert!(
+            messages(&check)[0].starts_with("The response was not valid JSON"),
+            "{text}: {:?}",
+            messages(&check)
+        );
+        assert!(!check.repairs.contains(&Repair::JsonExtractedFromProse));
+    }
+    // Numbers in words or with separators, and structure around a scalar, stay failures.
+    let count = target_for::<i64>("i64");
+    for text in ["About 1,000 of them.", "It is 3/4.", "The count is: 12"] {
+        let check = recovered::<i64>(text, &count);
+        assert!(check.value.is_none(), "{text}");
+    }
+}
+
+#[test]
+fn a_recovered_answer_meets_the_schema_and_the_validators_like_any_reply() {
+    let target = target_for::<Line>("Line");
+    let even: Validator<Line> = Arc::new(|line: &Line| {
+        (line.qty % 2 == 1)
+            .then(|| "Use an even quantity.".to_owned())
+            .into_iter()
+            .collect()
+    });
+    let text = r#"Result: {"sku": "A", "qty": 0} -- and {"sku": "B", "qty": 3}? No: {"value": 1}"#;
+    let check = verify_typed_with::<Line>(
+        &reply(text),
+        &target,
+        std::slice::from_ref(&even),
+        1,
+        AnswerRecovery::FromProse,
+    );
+    // Two lines: no guess, whatever their bounds.
+    assert!(check.value.is_none());
+    let text = r#"Result: {"sku": "B", "qty": 3} -- that is all"#;
+    let check =
+        verify_typed_with::<Line>(&reply(text), &target, &[even], 1, AnswerRecovery::FromProse);
+    assert_eq!(messages(&check), vec!["Use an even quantity."]);
+    let zero = recovered::<Line>(r#"Result: {"sku": "B", "qty": 0}."#, &target);
+    assert_eq!(
+        messages(&zero),
+        vec!["value/qty: 0 is less than the minimum of 1."]
+    );
+}
+
+#[test]
+fn recovery_for_runtime_shapes_takes_the_one_value_that_meets_the_schema() {
+    let schema = serde_json::to_value(schemars::schema_for!(Budget)).unwrap();
+    let runtime = crate::schema::runtime_target_schema(&schema).unwrap();
+    let text =
+        r#"Example: {"name": "x"}. Answer: {"Name": "Ann", "budget_eur": 5, "tier": "Gold"}"#;
+    let check = verify_value_with(
+        &reply(text),
+        Some(&runtime),
+        &[],
+        1,
+        AnswerRecovery::FromProse,
+    );
+    assert!(check.passed(), "{:?}", check.issues);
+    assert_eq!(
+        check.value,
+        Some(json!({"name": "Ann", "budget_eur": 5, "tier": "Gold"}))
+    );
+    assert_eq!(
+        check.repairs[..2],
+        [Repair::JsonExtractedFromProse, Repair::MissingEnvelope]
+    );
+    assert!(!verify_value(&reply(text), Some(&runtime), &[], 1).passed());
+
+    // Without a schema every value fits: two are two answers.
+    let any = verify_value_with(
+        &reply("Either [1] or [2]"),
+        None,
+        &[],
+        1,
+        AnswerRecovery::FromProse,
+    );
+    assert!(any.value.is_none());
+    assert!(messages(&any)[0].contains("2 different answers"));
+    let one = verify_value_with(
+        &reply("Take [1, 2]."),
+        None,
+        &[],
+        1,
+        AnswerRecovery::FromProse,
+    );
+    assert_eq!(one.value, Some(json!([1, 2])));
 }

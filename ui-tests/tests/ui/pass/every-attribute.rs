@@ -80,11 +80,11 @@ pub trait Documents {
     #[example(input = "A long story", output = "A story.")]
     async fn summary(&self, text: &str) -> Result<String, IntentError>;
 
-    #[intent("Extract any key facts as JSON")]
+    #[intent("Extract any key facts as JSON", recover_answer = false)]
     #[validate(checks::any_keys)]
     async fn facts(&self, text: &str) -> Result<Value, IntentError>;
 
-    #[intent("Extract loose fields", json_mode)]
+    #[intent("Extract loose fields", json_mode, recover_answer)]
     async fn loose(&self, text: &str, hint: Option<u8>) -> Result<Loose, IntentError>;
 
     #[intent("Pick the most urgent message")]
