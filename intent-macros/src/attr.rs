@@ -97,11 +97,16 @@ pub(crate) struct MethodAttrs {
     pub output: Option<LitStr>,
     /// Attributes that are not ours (docs, `cfg`, lints), copied to the generated items.
     pub kept: Vec<Attribute>,
+    /// Whether an `#[intent]` attribute was written, even one too broken to read (its
+    /// error is reported already; saying it is missing would be wrong).
+    pub has_intent_attr: bool,
 }
 
-/// One argument of an attribute list: a bare string, a flag, or `name = value`.
+/// One argument of an attribute list: a bare string, another literal (always a mistake,
+/// read so that it can be named), a flag, or `name = value`.
 enum Arg {
     Text(LitStr),
+    OtherLit(Lit),
     Flag(Ident),
     Named(Ident, Expr),
 }
@@ -110,6 +115,9 @@ impl Parse for Arg {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.peek(LitStr) {
             return input.parse().map(Arg::Text);
+        }
+        if input.peek(Lit) {
+            return input.parse().map(Arg::OtherLit);
         }
         let name: Ident = input.call(syn::ext::IdentExt::parse_any)?;
         if input.peek(Token![=]) {
@@ -137,6 +145,7 @@ pub(crate) fn parse_method_attrs(attrs: &[Attribute], errors: &mut Errors) -> Me
     for attr in attrs {
         let path = attr.path();
         if path.is_ident(name::INTENT) {
+            parsed.has_intent_attr = true;
             if parsed.intent.is_some() {
                 errors.spanned(
                     attr,
@@ -179,6 +188,13 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
     let mut args = args.into_iter();
     let text = match args.next() {
         Some(Arg::Text(text)) => text,
+        Some(Arg::OtherLit(lit)) => {
+            errors.spanned(
+                lit,
+                "the intent must be a string literal, like `#[intent(\"Summarize the text\")]`",
+            );
+            return None;
+        }
         _ => {
             errors.spanned(
                 attr,
@@ -202,6 +218,13 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
                 errors.spanned(
                     &text,
                     "the intent text is given once, as the first argument of `#[intent]`",
+                );
+                continue;
+            }
+            Arg::OtherLit(lit) => {
+                errors.spanned(
+                    lit,
+                    "expected an intent option, like `model = \"gpt-4o-mini\"`",
                 );
                 continue;
             }
@@ -252,13 +275,14 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
                     errors,
                 );
             }
-            _ => errors.spanned(
+            _ if guardrail_key::ALL.contains(&name.as_str()) => errors.spanned(
                 &key,
                 format!(
-                    "unknown intent option `{name}`; expected one of {}",
-                    list(&intent_option::ALL)
+                    "`{name}` is a guardrail, not an intent option; move it to `#[guardrail({})]`",
+                    usage_of(&name, value.as_ref())
                 ),
             ),
+            _ => errors.spanned(&key, unknown("intent option", &name, &intent_option::ALL)),
         }
     }
     Some(intent)
@@ -270,9 +294,14 @@ fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut E
     };
     for arg in args {
         let (key, value) = match arg {
-            Arg::Text(text) => {
-                errors.spanned(
-                    &text,
+            Arg::Text(_) | Arg::OtherLit(_) => {
+                let span = match &arg {
+                    Arg::Text(text) => text.span(),
+                    Arg::OtherLit(lit) => lit.span(),
+                    Arg::Flag(_) | Arg::Named(..) => continue,
+                };
+                errors.at(
+                    span,
                     format!(
                         "expected a guardrail name; expected one of {}",
                         list(&guardrail_key::ALL)
@@ -315,13 +344,14 @@ fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut E
                     errors,
                 );
             }
-            _ => errors.spanned(
+            _ if intent_option::ALL.contains(&name.as_str()) => errors.spanned(
                 &key,
                 format!(
-                    "unknown guardrail `{name}`; expected one of {}",
-                    list(&guardrail_key::ALL)
+                    "`{name}` is an intent option, not a guardrail; move it to `#[intent(\"...\", {})]`",
+                    usage_of(&name, value.as_ref())
                 ),
             ),
+            _ => errors.spanned(&key, unknown("guardrail", &name, &guardrail_key::ALL)),
         }
     }
 }
@@ -359,13 +389,7 @@ fn parse_example(attr: &Attribute, errors: &mut Errors) -> Option<ExampleAttr> {
             example_key::INPUT => &mut input,
             example_key::OUTPUT => &mut output,
             _ => {
-                errors.spanned(
-                    &key,
-                    format!(
-                        "unknown example key `{name}`; expected one of {}",
-                        list(&example_key::ALL)
-                    ),
-                );
+                errors.spanned(&key, unknown("example key", &name, &example_key::ALL));
                 continue;
             }
         };
@@ -527,6 +551,37 @@ fn switch(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<bool>
     }
 }
 
+/// `name = value` as written, or `name` for a flag, for a message that says where it goes.
+fn usage_of(name: &str, value: Option<&Expr>) -> String {
+    match value {
+        Some(value) => format!("{name} = {}", quote::ToTokens::to_token_stream(value)),
+        None => name.to_owned(),
+    }
+}
+
+/// The message for an unknown `name` of some `kind`: the nearest known name when one is
+/// close enough to be a slip of the keyboard, otherwise every known name.
+fn unknown(kind: &str, name: &str, known: &[&str]) -> String {
+    match nearest(name, known) {
+        Some(nearest) => format!("unknown {kind} `{name}`; did you mean `{nearest}`?"),
+        None => format!("unknown {kind} `{name}`; expected one of {}", list(known)),
+    }
+}
+
+/// The known name within a small edit distance of `name` (a missing, extra, changed or
+/// swapped letter or two), the nearest first.
+fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    // A third of the name's length, at least one edit and at most three: `modle` finds
+    // `model`, while a short unrelated word does not match everything.
+    let allowed = (name.chars().count() / 3).clamp(1, 3);
+    known
+        .iter()
+        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), *candidate))
+        .filter(|(distance, _)| *distance <= allowed)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
 fn list(names: &[&str]) -> String {
     names
         .iter()
@@ -622,5 +677,24 @@ mod tests {
             on(syn::parse_quote!(#[intent("Do it", recover_answer = 1)])).unwrap_err(),
             "`recover_answer` expects `true` or `false`, like `recover_answer = true` (or just `recover_answer`)"
         );
+    }
+
+    #[test]
+    fn a_misspelled_name_finds_the_nearest_known_one() {
+        assert_eq!(
+            nearest("temprature", &intent_option::ALL),
+            Some("temperature")
+        );
+        assert_eq!(nearest("modle", &intent_option::ALL), Some("model"));
+        assert_eq!(
+            nearest("max_attempt", &intent_option::ALL),
+            Some("max_attempts")
+        );
+        assert_eq!(
+            nearest("require_jugde", &guardrail_key::ALL),
+            Some("require_judge")
+        );
+        assert_eq!(nearest("cache", &intent_option::ALL), None);
+        assert_eq!(nearest("x", &guardrail_key::ALL), None);
     }
 }

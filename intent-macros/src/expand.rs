@@ -112,6 +112,13 @@ pub(crate) fn client_header(item: &ItemTrait, extra: &TokenStream) -> TokenStrea
             #vis fn client(&self) -> &::intent_runtime::IntentClient {
                 &self.client
             }
+
+            /// A copy whose calls use `overrides` (model, temperature, attempts, time
+            /// budget) over the methods' attributes and the client's defaults; see
+            /// [`IntentClient::with_options`](::intent_runtime::IntentClient::with_options).
+            #vis fn with_options(&self, overrides: ::intent_runtime::Overrides) -> Self {
+                Self { client: self.client.with_options(overrides) }
+            }
         }
     }
 }

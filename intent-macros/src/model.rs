@@ -111,6 +111,10 @@ impl<'a> IntentMethod<'a> {
         let inputs = inputs(item, errors);
         let output = output(&sig.output, errors);
         let Some(intent) = attrs.intent.take() else {
+            if attrs.has_intent_attr {
+                // The attribute is there but broken; its own error says how.
+                return None;
+            }
             errors.spanned(
                 &sig.ident,
                 format!(

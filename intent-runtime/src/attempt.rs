@@ -403,6 +403,7 @@ async fn judge_attempt(
         intent: &plan.intent,
         input: &plan.input.text,
         candidate,
+        instructions: plan.system.as_deref(),
         output_requirements: plan.output_requirements.as_deref(),
         model: state.client.judge_model.as_deref(),
     };

@@ -17,9 +17,9 @@ use crate::cache::{InMemoryCache, ResponseCache};
 use crate::input::{InputError, PreparedInput, check_input_size, prepare_input};
 use crate::judge::{Judge, JudgeMode, ModelJudge};
 use crate::limits::{Deadline, RateLimiter, RetryPolicy};
-use crate::options::{IntentOptions, Validator};
+use crate::options::{Example, IntentOptions, Overrides, Validator};
 use crate::prompt::{OutputTarget, PromptPlan};
-use crate::provider::Provider;
+use crate::provider::{Provider, ProviderReply};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
@@ -63,6 +63,8 @@ const RUNTIME_SCHEMA_CACHE_CAPACITY: usize = 64;
 #[derive(Clone)]
 pub struct IntentClient {
     inner: Arc<ClientInner>,
+    /// Set by [`IntentClient::with_options`]; shared so that cloning stays cheap.
+    overrides: Option<Arc<Overrides>>,
 }
 
 impl fmt::Debug for IntentClient {
@@ -79,6 +81,8 @@ impl fmt::Debug for IntentClient {
             .field("rate_limiter", &inner.rate_limiter)
             .field("cache", &inner.cache)
             .field("model", &inner.model)
+            .field("temperature", &inner.temperature)
+            .field("overrides", &self.overrides)
             .finish_non_exhaustive()
     }
 }
@@ -87,6 +91,46 @@ impl IntentClient {
     /// A builder; only the provider is required.
     pub fn builder() -> IntentClientBuilder {
         IntentClientBuilder::default()
+    }
+
+    /// A copy of this client whose calls use `overrides` over the methods' attributes,
+    /// the call options and the client's defaults. Overrides given to a copy add to (and
+    /// replace field by field) those it already has. The copy shares the provider, the
+    /// cache, the rate limiter and the totals with this client.
+    ///
+    /// ```
+    /// use intent_runtime::{IntentClient, Overrides};
+    /// use intent_runtime::provider::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new([r#"{"value": 3}"#]);
+    /// let client = IntentClient::builder().provider(model.clone()).build().unwrap();
+    /// let exact = client.with_options(Overrides::new().model("big").temperature(0.0));
+    /// let count: u32 = exact
+    ///     .transform("one two three", "Count the words", Default::default())
+    ///     .await
+    ///     .into_result()
+    ///     .unwrap();
+    /// assert_eq!(count, 3);
+    /// assert_eq!(model.requests()[0].model.as_deref(), Some("big"));
+    /// assert_eq!(client.total_model_calls(), 1); // the copy shares the totals
+    /// # });
+    /// ```
+    pub fn with_options(&self, overrides: Overrides) -> IntentClient {
+        let overrides = match &self.overrides {
+            Some(current) => current.merged(overrides),
+            None => overrides,
+        };
+        IntentClient {
+            inner: Arc::clone(&self.inner),
+            overrides: Some(Arc::new(overrides)),
+        }
+    }
+
+    /// The overrides this client copy applies to every call (see
+    /// [`IntentClient::with_options`]); `None` for a client straight from its builder.
+    pub fn overrides(&self) -> Option<&Overrides> {
+        self.overrides.as_deref()
     }
 
     /// Model calls made so far by this client and its clones, judge calls included.
@@ -149,6 +193,10 @@ impl IntentClient {
             Ok(schema) => schema,
             Err(error) => return preflight_failure(error.to_string(), started),
         };
+        let fits = |reply: &ProviderReply| verify_typed::<T>(reply, &schema, &[], 1).issues;
+        if let Err(misfit) = check_examples(intent, &options.examples, fits) {
+            return preflight_failure(misfit, started);
+        }
         let target = OutputTarget::typed(schema.clone(), options.json_mode);
         let plan = self.plan(intent, input, target, &options);
         let settings = self.settings(&options);
@@ -189,6 +237,10 @@ impl IntentClient {
     where
         T: Send + 'static,
     {
+        let fits = |reply: &ProviderReply| verify_value(reply, None, &[], 1).issues;
+        if let Err(misfit) = check_examples(intent, &options.examples, fits) {
+            return preflight_failure(misfit, Instant::now());
+        }
         let validators = retype_validators::<T, Value>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
         let settings = self.settings(&options);
@@ -254,6 +306,10 @@ impl IntentClient {
                 ),
                 started,
             );
+        }
+        let fits = |reply: &ProviderReply| verify_value(reply, schema.as_deref(), &[], 1).issues;
+        if let Err(misfit) = check_examples(intent, &options.examples, fits) {
+            return preflight_failure(misfit, started);
         }
         let target = match &schema {
             Some(schema) => OutputTarget::RuntimeSchema(schema.clone()),
@@ -328,13 +384,30 @@ impl IntentClient {
                 JudgeMode::OnRequest => options.use_judge,
                 JudgeMode::Always => true,
             };
+        // Precedence: the caller's overrides, then the call's options (a method's
+        // attributes), then the client's defaults.
+        let overrides = self.overrides.as_deref();
+        let model = overrides.and_then(|o| o.model.as_ref());
+        let time_budget = overrides.and_then(|o| o.time_budget);
         CallSettings {
-            max_attempts: options.max_attempts.unwrap_or(inner.max_attempts),
+            max_attempts: overrides
+                .and_then(|o| o.max_attempts)
+                .or(options.max_attempts)
+                .unwrap_or(inner.max_attempts),
             max_model_calls: options.max_model_calls.or(inner.max_model_calls),
-            deadline: Deadline::after(Instant::now(), options.time_budget.or(inner.time_budget)),
+            deadline: Deadline::after(
+                Instant::now(),
+                time_budget.or(options.time_budget).or(inner.time_budget),
+            ),
             use_judge,
-            model: options.model.clone().or_else(|| inner.model.clone()),
-            temperature: options.temperature,
+            model: model
+                .or(options.model.as_ref())
+                .or(inner.model.as_ref())
+                .cloned(),
+            temperature: overrides
+                .and_then(|o| o.temperature)
+                .or(options.temperature)
+                .or(inner.temperature),
             max_output_tokens: options.max_output_tokens.or(inner.max_output_tokens),
         }
     }
@@ -379,6 +452,28 @@ fn retype_verification<U: 'static, T: 'static>(verification: Verification<U>) ->
     }
 }
 
+/// Checks each example's output as if the model had sent it: an example that does not fit
+/// the target would teach the model a shape the verifier then rejects, so the call fails
+/// before any request, naming the example. `issues` verifies one reply.
+fn check_examples(
+    intent: &str,
+    examples: &[Example],
+    issues: impl Fn(&ProviderReply) -> Vec<ResultIssue>,
+) -> Result<(), String> {
+    for (number, example) in (1..).zip(examples) {
+        let found = issues(&ProviderReply::text(example.output.as_str()));
+        if !found.is_empty() {
+            let problems: Vec<&str> = found.iter().map(|issue| issue.message.as_str()).collect();
+            return Err(format!(
+                "example {number} of the intent {intent:?} (input {:?}) does not fit the target, so it was not sent: {}",
+                example.input,
+                problems.join(" ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A result for a request that could not be built: no model was called.
 fn preflight_failure<T>(message: String, started: Instant) -> AIResult<T> {
     AIResult {
@@ -391,7 +486,7 @@ fn preflight_failure<T>(message: String, started: Instant) -> AIResult<T> {
 }
 
 /// A configuration mistake found by [`IntentClientBuilder::build`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// No provider was given.
@@ -402,6 +497,12 @@ pub enum BuildError {
     Zero {
         /// The setting's builder method.
         setting: &'static str,
+    },
+    /// The temperature is not a number between 0.0 and 2.0.
+    #[error("`temperature` must be a number between 0.0 and 2.0, not {value}")]
+    Temperature {
+        /// The temperature given.
+        value: f32,
     },
     /// A judge was configured while the judge mode is `Never`.
     #[error(
@@ -427,6 +528,7 @@ pub struct IntentClientBuilder {
     cache: Option<Arc<dyn ResponseCache>>,
     retry_policy: RetryPolicy,
     model: Option<String>,
+    temperature: Option<f32>,
     max_output_tokens: Option<u32>,
     recover_answer: bool,
 }
@@ -537,6 +639,13 @@ impl IntentClientBuilder {
         self
     }
 
+    /// The sampling temperature of every call unless its options or overrides say
+    /// otherwise (between 0.0 and 2.0; default: the provider's).
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
     /// Maximum output tokens per model call unless a call's options say otherwise.
     pub fn max_output_tokens(mut self, tokens: u32) -> Self {
         self.max_output_tokens = Some(tokens);
@@ -569,6 +678,9 @@ impl IntentClientBuilder {
                 setting: "max_input_chars",
             });
         }
+        if let Some(value) = self.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+            return Err(BuildError::Temperature { value });
+        }
         let judge = match (self.judge_mode, self.judge, self.judge_provider) {
             (JudgeMode::Never, None, None) => None,
             (JudgeMode::Never, _, _) => return Err(BuildError::JudgeNeverUsed),
@@ -593,11 +705,13 @@ impl IntentClientBuilder {
                 cache: self.cache,
                 retry_policy: self.retry_policy,
                 model: self.model,
+                temperature: self.temperature,
                 max_output_tokens: self.max_output_tokens,
                 recover_answer: self.recover_answer,
                 totals: Totals::default(),
                 runtime_schemas: Mutex::default(),
             }),
+            overrides: None,
         })
     }
 }
@@ -629,6 +743,142 @@ mod tests {
             }
         );
         assert_eq!(err.to_string(), "`max_attempts` must be at least 1");
+    }
+
+    #[test]
+    fn build_rejects_a_temperature_out_of_range() {
+        for value in [-0.1, 2.5, f32::NAN] {
+            let err = IntentClient::builder()
+                .provider(ScriptedProvider::new(Vec::<String>::new()))
+                .temperature(value)
+                .build()
+                .unwrap_err();
+            assert!(matches!(err, BuildError::Temperature { .. }), "{err}");
+        }
+    }
+
+    fn scripted_client(
+        configure: impl FnOnce(IntentClientBuilder) -> IntentClientBuilder,
+    ) -> (IntentClient, ScriptedProvider) {
+        let model = ScriptedProvider::new([r#"{"value": 1}"#; 4]);
+        let builder = IntentClient::builder().provider(model.clone());
+        (configure(builder).build().unwrap(), model)
+    }
+
+    async fn one_call(client: &IntentClient, options: IntentOptions<u32>) -> AIResult<u32> {
+        client.transform("x", "Count", options).await
+    }
+
+    #[tokio::test]
+    async fn the_builders_temperature_is_sent_unless_the_call_sets_one() {
+        let (client, model) = scripted_client(|b| b.temperature(0.3));
+        one_call(&client, IntentOptions::new()).await;
+        one_call(&client, IntentOptions::new().temperature(0.9)).await;
+        let sent: Vec<_> = model.requests().iter().map(|r| r.temperature).collect();
+        assert_eq!(sent, [Some(0.3), Some(0.9)]);
+    }
+
+    #[tokio::test]
+    async fn overrides_beat_the_call_options_and_the_client_defaults() {
+        let (client, model) = scripted_client(|b| {
+            b.model("client-model")
+                .temperature(0.3)
+                .max_attempts(3)
+                .time_budget(Duration::from_secs(60))
+        });
+        let options = || {
+            IntentOptions::<u32>::new()
+                .model("method-model")
+                .temperature(0.5)
+                .validate(|_: &u32| vec!["Never right.".to_owned()])
+        };
+        let copy = client.with_options(
+            Overrides::new()
+                .model("override-model")
+                .temperature(0.0)
+                .max_attempts(1)
+                .time_budget(Duration::from_secs(5)),
+        );
+        let settings = copy.settings(&options());
+        assert_eq!(settings.deadline.budget(), Some(Duration::from_secs(5)));
+        let result = one_call(&copy, options()).await;
+        assert_eq!(result.attempts.len(), 1);
+        let request = &model.requests()[0];
+        assert_eq!(request.model.as_deref(), Some("override-model"));
+        assert_eq!(request.temperature, Some(0.0));
+
+        // The original is unchanged: the method's options, then the client's defaults.
+        let result = one_call(&client, options()).await;
+        assert_eq!(result.attempts.len(), 3);
+        assert_eq!(model.requests()[1].model.as_deref(), Some("method-model"));
+        assert_eq!(model.requests()[1].temperature, Some(0.5));
+        assert_eq!(
+            client.settings(&options()).deadline.budget(),
+            Some(Duration::from_secs(60))
+        );
+        // Copies share the totals.
+        assert_eq!(client.total_model_calls(), 4);
+        assert_eq!(copy.total_model_calls(), 4);
+    }
+
+    #[tokio::test]
+    async fn an_example_that_does_not_fit_a_runtime_schema_is_refused_before_any_request() {
+        let (client, model) = scripted_client(|b| b);
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "budget_eur": {"type": "integer"}},
+            "required": ["name", "budget_eur"]
+        });
+        let fits = r#"{"value": {"name": "Ann", "budget_eur": 5000}}"#;
+        let misfit = r#"{"value": {"name": "Ann"}}"#;
+        let options = IntentOptions::new()
+            .example("Ann, 5000", fits)
+            .example("Bo", misfit);
+        let result = client
+            .transform_value("Cy, 20", "Read the request", Some(&schema), options)
+            .await;
+        assert_eq!(model.request_count(), 0);
+        let message = &result.issues[0].message;
+        assert!(
+            message.starts_with("example 2 of the intent \"Read the request\" (input \"Bo\")"),
+            "{message}"
+        );
+        assert!(message.contains("budget_eur"), "{message}");
+
+        let options = IntentOptions::new()
+            .example("Ann, 5000", fits)
+            .max_attempts(1);
+        client
+            .transform_value("Cy, 20", "Read the request", Some(&schema), options)
+            .await;
+        assert_eq!(model.request_count(), 1);
+        assert!(model.requests()[0].user.contains("Ann, 5000"));
+    }
+
+    #[tokio::test]
+    async fn an_example_that_is_not_json_is_refused_for_any_json_targets() {
+        let (client, model) = scripted_client(|b| b);
+        let options = IntentOptions::<Value>::new().example("a", "not json at all");
+        let result = client.transform("x", "Anything", options).await;
+        assert_eq!(model.request_count(), 0);
+        assert!(
+            result.issues[0]
+                .message
+                .starts_with("example 1 of the intent")
+        );
+    }
+
+    #[test]
+    fn overrides_on_a_copy_add_to_those_it_has() {
+        let (client, _) = scripted_client(|b| b);
+        let copy = client
+            .with_options(Overrides::new().model("a").max_attempts(2))
+            .with_options(Overrides::new().model("b"));
+        assert_eq!(
+            copy.overrides(),
+            Some(&Overrides::new().model("b").max_attempts(2))
+        );
+        assert_eq!(client.overrides(), None);
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct JudgeRequest<'a> {
     pub input: &'a str,
     /// The candidate output, as the model sent it.
     pub candidate: &'a str,
+    /// The method's system instructions (`#[system("...")]`), which the candidate's
+    /// author was given: the judge holds the candidate to the same rules.
+    pub instructions: Option<&'a str>,
     /// The call's additional output requirements.
     pub output_requirements: Option<&'a str>,
     /// The model to judge with; `None` uses the judge provider's default.
@@ -124,6 +127,14 @@ pub fn render_judge_request(request: &JudgeRequest<'_>) -> ProviderRequest {
     let mut user = String::new();
     user.push_str("## Intent (data)\n");
     user.push_str(&encode(request.intent.trim()));
+    let instructions = request
+        .instructions
+        .map(str::trim)
+        .filter(|i| !i.is_empty());
+    if let Some(instructions) = instructions {
+        user.push_str("\n\n## Instructions the author was given (data)\n");
+        user.push_str(&encode(instructions));
+    }
     if let Some(requirements) = request.output_requirements {
         user.push_str("\n\n## Output requirements (data)\n");
         user.push_str(&encode(requirements.trim()));
@@ -132,7 +143,11 @@ pub fn render_judge_request(request: &JudgeRequest<'_>) -> ProviderRequest {
     user.push_str(&encode(request.input));
     user.push_str("\nINPUT>>>\n\n## Candidate output (data)\n<<<CANDIDATE\n");
     user.push_str(&encode(request.candidate));
-    user.push_str("\nCANDIDATE>>>\n\n## Task\nJudge the candidate output above against the intent and the output requirements.");
+    user.push_str("\nCANDIDATE>>>\n\n## Task\nJudge the candidate output above against the intent");
+    if instructions.is_some() {
+        user.push_str(", the instructions the author was given");
+    }
+    user.push_str(" and the output requirements.");
     ProviderRequest {
         system: JUDGE_SYSTEM.to_owned(),
         user,
@@ -199,6 +214,7 @@ mod tests {
             intent: "Summarize",
             input: "The input",
             candidate,
+            instructions: None,
             output_requirements: Some("One sentence."),
             model: Some("judge-model"),
         }
@@ -223,6 +239,30 @@ mod tests {
              ## Input (data)\n<<<INPUT\n\"The input\"\nINPUT>>>\n\n## Candidate output (data)\n<<<CANDIDATE\n\"fine\"\nCANDIDATE>>>\n\n\
              ## Task\nJudge the candidate output above against the intent and the output requirements."
         );
+    }
+
+    #[test]
+    fn the_judge_is_given_the_methods_system_instructions() {
+        let request = JudgeRequest {
+            instructions: Some("  Answer in French.  "),
+            ..request("bonjour")
+        };
+        let rendered = render_judge_request(&request);
+        assert!(
+            rendered.user.contains(
+                "## Intent (data)\n\"Summarize\"\n\n## Instructions the author was given (data)\n\"Answer in French.\"\n\n## Output requirements"
+            ),
+            "{}",
+            rendered.user
+        );
+        assert!(rendered.user.ends_with(
+            "against the intent, the instructions the author was given and the output requirements."
+        ));
+        let blank = JudgeRequest {
+            instructions: Some(" "),
+            ..request
+        };
+        assert!(!render_judge_request(&blank).user.contains("Instructions"));
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub mod __private;
 pub use client::{BuildError, IntentClient, IntentClientBuilder};
 pub use error::IntentError;
 pub use judge::JudgeMode;
-pub use options::{Example, IntentOptions, IntoProblems, Validator};
+pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
 pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
 pub use strict::StrictCompatible;
 pub use verify::AnswerRecovery;

@@ -291,6 +291,79 @@ impl<T> IntentOptions<T> {
     }
 }
 
+/// Settings that take precedence over a method's attributes, its options and the
+/// client's defaults, for one call or for every call of one client copy.
+///
+/// Give them to [`IntentClient::with_options`](crate::IntentClient::with_options), or to
+/// the `with_options` of a generated client, which return a configured copy; the
+/// original is unchanged, and the copies share the provider, the cache and the totals.
+/// Unset fields leave the setting to the method and the client.
+///
+/// ```
+/// use std::time::Duration;
+/// use intent_runtime::Overrides;
+///
+/// let careful = Overrides::new()
+///     .model("gpt-4o")
+///     .temperature(0.0)
+///     .max_attempts(5)
+///     .time_budget(Duration::from_secs(20));
+/// assert_eq!(careful.model.as_deref(), Some("gpt-4o"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// The model to ask.
+    pub model: Option<String>,
+    /// The sampling temperature.
+    pub temperature: Option<f32>,
+    /// Attempts before giving up.
+    pub max_attempts: Option<u32>,
+    /// The time budget of a call, provider calls in flight included.
+    pub time_budget: Option<Duration>,
+}
+
+impl Overrides {
+    /// No overrides.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks `model`.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Samples at `temperature`.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Gives up after `attempts` attempts.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// Stops a call after `budget`.
+    pub fn time_budget(mut self, budget: Duration) -> Self {
+        self.time_budget = Some(budget);
+        self
+    }
+
+    /// These overrides, with every field that `newer` sets taken from `newer`.
+    pub(crate) fn merged(&self, newer: Overrides) -> Overrides {
+        Overrides {
+            model: newer.model.or_else(|| self.model.clone()),
+            temperature: newer.temperature.or(self.temperature),
+            max_attempts: newer.max_attempts.or(self.max_attempts),
+            time_budget: newer.time_budget.or(self.time_budget),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

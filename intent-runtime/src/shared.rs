@@ -38,6 +38,7 @@ pub(crate) struct ClientInner {
     pub cache: Option<Arc<dyn ResponseCache>>,
     pub retry_policy: RetryPolicy,
     pub model: Option<String>,
+    pub temperature: Option<f32>,
     pub max_output_tokens: Option<u32>,
     /// Whether calls read the one JSON answer of a chatty reply unless their options
     /// say otherwise.

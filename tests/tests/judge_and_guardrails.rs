@@ -64,6 +64,19 @@ async fn a_passing_verdict_accepts_and_is_recorded() {
 }
 
 #[tokio::test]
+async fn the_judge_judges_against_the_methods_system_instructions() {
+    let (client, _, judge) = judged(&[POSITIVE], &[r#"{"passes": true, "problems": []}"#], |b| b);
+    let options = with_judge().system("Answer in one word.");
+    let result = client.transform("Loved it", "Classify", options).await;
+    assert!(result.is_success());
+    let user = &judge.requests()[0].user;
+    assert!(
+        user.contains("## Instructions the author was given (data)\n\"Answer in one word.\""),
+        "{user}"
+    );
+}
+
+#[tokio::test]
 async fn judge_problems_are_judge_issues_fed_back_to_the_model() {
     let (client, provider, _) = judged(
         &[r#"{"value":"Neutral"}"#, POSITIVE],

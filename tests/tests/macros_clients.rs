@@ -2,7 +2,11 @@
 //! they send (format, schema, sections, options) and the values they return.
 
 use intent_runtime::provider::{ResponseFormat, ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, IntentError, IssueSource, StrictCompatible, intents};
+use std::time::Duration;
+
+use intent_runtime::{
+    AIResult, IntentClient, IntentError, IssueSource, Overrides, StrictCompatible, intents,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -88,6 +92,11 @@ trait Documents {
     #[intent("Classify the sentiment of the review")]
     #[guardrail(max_model_calls = 1, time_budget_ms = 60000)]
     async fn one_shot(&self, review: &str) -> AIResult<Sentiment>;
+
+    #[intent("Classify the mood of the review")]
+    #[example(input = "Great", output = r#"{"value": "Positive"}"#)]
+    #[example(input = "Meh", output = r#"{"value": "Happy"}"#)]
+    async fn misfit_example(&self, review: &str) -> AIResult<Sentiment>;
 }
 
 fn documents<R: Into<ScriptedReply>>(
@@ -186,6 +195,58 @@ async fn max_attempts_from_the_attribute_limits_the_retries() {
     assert!(!result.is_success());
     assert_eq!(provider.request_count(), 2);
     assert_eq!(result.attempts.len(), 2);
+}
+
+#[tokio::test]
+async fn with_options_overrides_the_attributes_for_one_call_or_one_copy() {
+    let (docs, provider) = documents(["not json", "still not json", "nor this", INVOICE]);
+    let careful = docs.with_options(
+        Overrides::new()
+            .model("big-model")
+            .temperature(0.7)
+            .max_attempts(3),
+    );
+    // `max_attempts = 2` on the method gives way to the override's 3.
+    let result = careful.invoice("Invoice 7").await;
+    assert!(!result.is_success());
+    assert_eq!(result.attempts.len(), 3);
+    let sent = provider.requests();
+    assert_eq!(sent[0].model.as_deref(), Some("big-model"));
+    assert_eq!(sent[0].temperature, Some(0.7));
+
+    // One call with a tight budget; the original client keeps the attributes.
+    let slow = ScriptedReply::text(r#"{"value": "Positive"}"#).after(Duration::from_secs(5));
+    let (docs, provider) = documents([slow, ScriptedReply::text(r#"{"value": "Positive"}"#)]);
+    let cut = docs
+        .with_options(Overrides::new().time_budget(Duration::from_millis(20)))
+        .one_shot("Loved it")
+        .await;
+    assert!(!cut.is_success());
+    assert_eq!(cut.issues[0].source, IssueSource::Guardrail);
+    assert_eq!(
+        docs.sentiment("Loved it").await.unwrap(),
+        Sentiment::Positive
+    );
+    assert_eq!(provider.requests()[1].model.as_deref(), Some("small-model"));
+    assert_eq!(provider.requests()[1].temperature, Some(0.0));
+}
+
+#[tokio::test]
+async fn an_example_that_does_not_fit_the_target_fails_the_call_before_any_request() {
+    let (docs, provider) = documents([r#"{"value": "Positive"}"#]);
+    let result = docs.misfit_example("Loved it").await;
+    assert!(!result.is_success());
+    assert_eq!(provider.request_count(), 0);
+    assert_eq!(result.issues.len(), 1);
+    assert_eq!(result.issues[0].source, IssueSource::Input);
+    let message = &result.issues[0].message;
+    assert!(
+        message.starts_with(
+            "example 2 of the intent \"Classify the mood of the review\" (input \"Meh\") does not fit the target"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("Happy"), "{message}");
 }
 
 #[tokio::test]
@@ -332,6 +393,9 @@ impl Documents for FakeDocuments {
         Ok(Default::default())
     }
     async fn one_shot(&self, _: &str) -> AIResult<Sentiment> {
+        unimplemented!()
+    }
+    async fn misfit_example(&self, _: &str) -> AIResult<Sentiment> {
         unimplemented!()
     }
 }

@@ -217,15 +217,20 @@ impl<'a> Describer<'a> {
 
     /// A union branch: a string enum contributes its members bare (`Empty`), the way
     /// `schemars` writes the unit variants of a data-carrying enum.
+    ///
+    /// A documented variant (`schemars` gives it its own branch with a `description`, a
+    /// unit variant as a string `const`) is written bare too, with its doc comment.
     fn union_member(&mut self, branch: &'a Value, depth: usize) -> String {
-        match branch.get("enum").and_then(Value::as_array) {
-            Some(members) if branch.get("const").is_none() => members
+        let member = match (branch.get("enum"), branch.get("const")) {
+            (Some(Value::Array(members)), None) => members
                 .iter()
                 .map(member_text)
                 .collect::<Vec<_>>()
                 .join(", "),
+            (_, Some(Value::String(constant))) => constant.clone(),
             _ => self.expression(branch, depth),
-        }
+        };
+        with_note(member, branch)
     }
 
     fn all_of(&mut self, parts: &'a [Value], depth: usize) -> String {
@@ -314,10 +319,41 @@ impl<'a> Describer<'a> {
         }
         let fields: Vec<String> = properties
             .iter()
-            .map(|(name, schema)| format!("{name}: {}", self.expression(schema, depth + 1)))
+            .map(|(name, schema)| {
+                let field = format!("{name}: {}", self.expression(schema, depth + 1));
+                with_note(field, schema)
+            })
             .collect();
         format!("{{ {} }}", fields.join(", "))
     }
+}
+
+/// The longest doc comment written next to a field or variant, in characters; past it the
+/// first paragraph is cut with `…`. A description is a hint, not a manual: a long one
+/// would crowd out the shape it annotates.
+pub const MAX_NOTE_CHARS: usize = 160;
+
+/// `text` followed by the schema's `description` (the doc comment `schemars` copies from
+/// a field or variant) as a `/* ... */` note: only its first paragraph, on one line.
+fn with_note(text: String, schema: &Value) -> String {
+    let Some(description) = schema.get("description").and_then(Value::as_str) else {
+        return text;
+    };
+    let first_paragraph = description.split("\n\n").next().unwrap_or_default();
+    // One line, and no `*/` that would end the note early.
+    let mut note = first_paragraph
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("*/", "* /");
+    if note.is_empty() {
+        return text;
+    }
+    if let Some((cut, _)) = note.char_indices().nth(MAX_NOTE_CHARS) {
+        note.truncate(cut);
+        note.push('…');
+    }
+    format!("{text} /* {note} */")
 }
 
 /// Whether a titled root is a named type (struct or enum) rather than a container whose

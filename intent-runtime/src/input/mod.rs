@@ -26,7 +26,7 @@ use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use describe::{MAX_DEPTH, MAX_SUBSCHEMAS};
+pub use describe::{MAX_DEPTH, MAX_NOTE_CHARS, MAX_SUBSCHEMAS};
 
 use crate::schema::TargetSchema;
 use crate::schema::derived::DerivedCache;
@@ -241,6 +241,7 @@ impl NamedInputs {
 /// | `enum`, or a union (`anyOf` / `oneOf`) | `Name (one of: A, B)`; string members bare, others as JSON |
 /// | `const` | the constant as JSON (`"circle"`) |
 /// | `true`, `{}` | `any JSON value` |
+/// | a `description` (a field's or variant's doc comment) | after it, `/* first paragraph */` on one line, cut at [`MAX_NOTE_CHARS`] |
 /// | `$ref` to a definition | the definition's name; to an untitled root, `Self`; elsewhere, the shape it points at |
 ///
 /// Named structs (`$ref`s to definitions, and a root object with a `title`) are defined

@@ -410,3 +410,59 @@ proptest! {
         let _ = describe_schema(&schema);
     }
 }
+
+#[allow(dead_code)] // built only to be described
+#[derive(Serialize, JsonSchema)]
+enum Mood {
+    /// Happy with it.
+    Positive,
+    Neutral,
+    /// Tells why.
+    Other {
+        why: String,
+    },
+}
+
+#[allow(dead_code)] // built only to be described
+#[derive(Serialize, JsonSchema)]
+struct Documented {
+    /// The invoice number,   as printed.
+    ///
+    /// A second paragraph the model does not need.
+    number: String,
+    /// How the customer felt.
+    mood: Mood,
+    plain: u8,
+}
+
+#[test]
+fn doc_comments_of_fields_and_variants_are_described() {
+    assert_eq!(
+        describe_type::<Documented>(),
+        "Documented where Documented { number: String /* The invoice number, as printed. */, \
+         mood: Mood (one of: Neutral, Positive /* Happy with it. */, { Other: { why: String } } /* Tells why. */) /* How the customer felt. */, \
+         plain: u8 }"
+    );
+    let target = target_schema::<Documented>().unwrap();
+    assert!(
+        describe_target(&target).contains("number: String /* The invoice number, as printed. */")
+    );
+}
+
+#[test]
+fn a_long_doc_comment_is_cut_and_cannot_close_its_note() {
+    let long = format!("Ends */ early. {}", "word ".repeat(100));
+    let described = describe_schema(&json!({
+        "type": "object",
+        "properties": {"a": {"type": "string", "description": long}}
+    }));
+    assert!(
+        described.starts_with("{ a: String /* Ends * / early. word"),
+        "{described}"
+    );
+    assert!(described.ends_with("… */ }"), "{described}");
+    assert!(
+        described.chars().count() < MAX_NOTE_CHARS + 40,
+        "{described}"
+    );
+}

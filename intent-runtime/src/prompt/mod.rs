@@ -147,7 +147,9 @@ impl PromptPlan {
             ]
             .concat(),
             OutputTarget::Text => "Reply with plain text only.".to_owned(),
-            OutputTarget::Typed(schema) => {
+            // A runtime schema is described as readably as a Rust type: its field names
+            // are the model's only account of the shape when nothing enforces it.
+            OutputTarget::Typed(schema) | OutputTarget::RuntimeSchema(schema) => {
                 [OPEN, ENVELOPE_PROPERTY, CLOSE, &describe_target(schema)].concat()
             }
             OutputTarget::TypedJsonObject(schema) => [
@@ -156,13 +158,6 @@ impl PromptPlan {
                 CLOSE,
                 &describe_target(schema),
                 "\nUse JSON types faithfully: numbers, booleans and null unquoted.",
-            ]
-            .concat(),
-            OutputTarget::RuntimeSchema(_) => [
-                OPEN,
-                ENVELOPE_PROPERTY,
-                CLOSE,
-                "a JSON value that conforms to the provided JSON schema.",
             ]
             .concat(),
             OutputTarget::AnyJson => [OPEN, ENVELOPE_PROPERTY, CLOSE, "any JSON value."].concat(),

@@ -224,7 +224,7 @@ fn contracts_of_json_object_and_runtime_targets() {
     let plan = PromptPlan::new("Count.", text_input("a"), runtime);
     assert_eq!(
         plan.output_contract(),
-        "Reply with one JSON object {\"value\": <result>}.\n<result>: a JSON value that conforms to the provided JSON schema."
+        "Reply with one JSON object {\"value\": <result>}.\n<result>: i64"
     );
     assert_eq!(plan.response_format(), ResponseFormat::JsonSchema);
     assert_eq!(
@@ -245,6 +245,30 @@ fn contracts_of_json_object_and_runtime_targets() {
     assert_eq!(plan.schema(), None);
 
     assert!(OutputTarget::runtime(Some(&json!(1))).is_err());
+}
+
+#[test]
+fn a_runtime_schema_is_described_with_its_field_names() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "Who asks."},
+            "budget_eur": {"type": "integer"},
+            "tier": {"enum": ["basic", "pro"]},
+            "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}}
+        },
+        "required": ["name", "budget_eur", "tier", "lines"],
+        "$defs": {"Line": {"type": "object", "properties": {"sku": {"type": "string"}}}}
+    });
+    let plan = PromptPlan::new(
+        "Read the request.",
+        text_input("Ann, 5000 EUR"),
+        OutputTarget::runtime(Some(&schema)).unwrap(),
+    );
+    assert_eq!(
+        plan.output_contract(),
+        "Reply with one JSON object {\"value\": <result>}.\n<result>: { name: String /* Who asks. */, budget_eur: i64, tier: (one of: basic, pro), lines: Vec<Line> } where Line { sku: String }"
+    );
 }
 
 #[test]

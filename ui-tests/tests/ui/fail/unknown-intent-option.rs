@@ -2,7 +2,7 @@ use intent_runtime::{intents, IntentError};
 
 #[intents]
 trait Docs {
-    #[intent("Summarize", modle = "small")]
+    #[intent("Summarize", provider = "openai")]
     async fn summary(&self, text: &str) -> Result<String, IntentError>;
 }
 

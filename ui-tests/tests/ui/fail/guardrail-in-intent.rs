@@ -1,0 +1,9 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize", time_budget_ms = 300)]
+    async fn summary(&self, text: &str) -> Result<String, IntentError>;
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize")]
+    #[guardrail(model = "small")]
+    async fn summary(&self, text: &str) -> Result<String, IntentError>;
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use intent_runtime::{intents, IntentError};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize")]
+    #[guardrail(require_jugde)]
+    async fn summary(&self, text: &str) -> Result<String, IntentError>;
+}
+
+fn main() {}
