@@ -27,7 +27,8 @@ use crate::schema::{
 use crate::shared::{ClientInner, Totals};
 use crate::verify::schema_rules::compile_error;
 use crate::verify::{
-    AnswerRecovery, Verification, verify_text, verify_typed_with, verify_value_with,
+    AnswerRecovery, Verification, verify_text, verify_typed, verify_typed_with, verify_value,
+    verify_value_with,
 };
 
 /// The default number of attempts per call.
