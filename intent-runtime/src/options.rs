@@ -117,7 +117,7 @@ pub struct IntentOptions<T> {
     /// Answer recovery for this call, instead of the client's setting: read the one JSON
     /// answer of a reply that wraps it in prose (see [`AnswerRecovery`]).
     ///
-    /// [`AnswerRecovery`]: crate::verify::AnswerRecovery
+    /// [`AnswerRecovery`]: crate::AnswerRecovery
     pub recover_answer: Option<bool>,
 }
 
@@ -284,7 +284,7 @@ impl<T> IntentOptions<T> {
     /// it on, the one JSON answer of a reply that wraps it in prose is read and the repair
     /// recorded (see [`AnswerRecovery`] for when to turn it on and what it costs).
     ///
-    /// [`AnswerRecovery`]: crate::verify::AnswerRecovery
+    /// [`AnswerRecovery`]: crate::AnswerRecovery
     pub fn recover_answer(mut self, on: bool) -> Self {
         self.recover_answer = Some(on);
         self
