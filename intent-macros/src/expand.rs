@@ -166,7 +166,9 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     let intent = &method.intent;
     let attrs = &method.attrs;
     let guardrails = &attrs.guardrails;
-    let mut calls = Vec::new();
+    // The method's name names the call's telemetry span (`intent <method>`).
+    let name = method.item.sig.ident.to_string();
+    let mut calls = vec![quote!(.method(#name))];
     if let Some(model) = &intent.model {
         calls.push(quote!(.model(#model)));
     }

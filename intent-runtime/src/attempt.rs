@@ -1,16 +1,20 @@
 //! The attempt loop: render the prompt, call the provider, verify, ask the judge, feed
 //! every problem back, and stop on success, on the attempt limit, or at a guardrail.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use crate::cache::CacheKey;
-use crate::judge::{JudgeReading, JudgeRequest};
+use crate::judge::{JudgeReading, JudgeRequest, render_judge_request};
 use crate::limits::Deadline;
 use crate::prompt::{PromptPlan, render};
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
 use crate::shared::ClientInner;
+use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
 use crate::verify::Verification;
 
 /// The settings of one call, resolved from the client's and the call's options.
@@ -23,6 +27,10 @@ pub(crate) struct CallSettings {
     pub model: Option<String>,
     pub temperature: Option<f32>,
     pub max_output_tokens: Option<u32>,
+    /// The generated method's name, for telemetry (`None` for `transform`).
+    pub method: Option<Cow<'static, str>>,
+    /// The target type's name, for telemetry.
+    pub target_type: &'static str,
 }
 
 /// Why a provider call produced no reply.
@@ -36,6 +44,7 @@ enum CallFailure {
 struct Loop<'a> {
     client: &'a ClientInner,
     settings: &'a CallSettings,
+    trace: &'a CallTrace<'a>,
     model_calls: u32,
 }
 
@@ -118,12 +127,35 @@ impl Loop<'_> {
         }
     }
 
-    /// One model call through the rate limiter, retrying transient failures with backoff
-    /// inside the budget; every retry is noted on the record.
+    /// One model call in its own span (see [`Loop::call_with_retries`]).
     async fn call(
         &mut self,
         request: &ProviderRequest,
         record: &mut AttemptRecord,
+    ) -> Result<ProviderReply, CallFailure> {
+        let trace = self
+            .trace
+            .model_request(RequestKind::Answer, request, record.number);
+        let span = trace.span().clone();
+        let result = self
+            .call_with_retries(request, record, &trace)
+            .instrument(span)
+            .await;
+        match &result {
+            Ok(reply) => trace.replied(reply, self.trace.records_content()),
+            Err(CallFailure::Provider(error)) => trace.failed(error),
+            Err(CallFailure::Budget) => trace.out_of_time(),
+        }
+        result
+    }
+
+    /// One model call through the rate limiter, retrying transient failures with backoff
+    /// inside the budget; every retry is noted on the record.
+    async fn call_with_retries(
+        &mut self,
+        request: &ProviderRequest,
+        record: &mut AttemptRecord,
+        trace: &ModelRequest<'_>,
     ) -> Result<ProviderReply, CallFailure> {
         let mut retries = 0;
         loop {
@@ -154,7 +186,7 @@ impl Loop<'_> {
             if !self.settings.deadline.allows(wait) {
                 return Err(CallFailure::Provider(error));
             }
-            tracing::debug!(%error, ?wait, retry = retries, "transient provider failure; retrying");
+            trace.retrying(&error, wait, retries);
             record
                 .provider_retries
                 .push(format!("{error} (retried after {} ms)", wait.as_millis()));
@@ -194,12 +226,39 @@ fn refusal_before_sending(
     None
 }
 
-/// Runs the attempt loop for one call. `verify` checks a reply for attempt `n`.
+/// Runs the attempt loop for one call, in the call's span. `verify` checks a reply for
+/// attempt `n`.
 pub(crate) async fn run_attempts<T, V>(
+    client: &ClientInner,
+    plan: PromptPlan,
+    settings: &CallSettings,
+    verify: V,
+) -> AIResult<T>
+where
+    T: Send,
+    V: Fn(&ProviderReply, u32) -> Verification<T> + Send + Sync,
+{
+    let model = requested_model(client, settings);
+    let trace = CallTrace::start(
+        &client.telemetry,
+        settings.method.as_deref(),
+        settings.target_type,
+        model,
+    );
+    let span = trace.span().clone();
+    let result = attempt_loop(client, plan, settings, verify, &trace)
+        .instrument(span)
+        .await;
+    trace.finish(&result);
+    result
+}
+
+async fn attempt_loop<T, V>(
     client: &ClientInner,
     mut plan: PromptPlan,
     settings: &CallSettings,
     verify: V,
+    trace: &CallTrace<'_>,
 ) -> AIResult<T>
 where
     T: Send,
@@ -218,6 +277,7 @@ where
     let mut state = Loop {
         client,
         settings,
+        trace,
         model_calls: 0,
     };
     let mut attempts: Vec<AttemptRecord> = Vec::new();
@@ -291,6 +351,7 @@ where
                 }
                 let verification = verify(&reply, number);
                 let passed = verification.passed();
+                trace.verified(number, passed, &verification.issues, &verification.repairs);
                 record.issues = verification.issues;
                 record.repairs = verification.repairs;
                 let mut candidate = if passed { verification.value } else { None };
@@ -301,7 +362,11 @@ where
                     // Boxed: only judged calls carry the judge's state.
                     let judged =
                         Box::pin(judge_attempt(&mut state, &plan, &reply.text, &mut record));
-                    match judged.await {
+                    let step = judged.await;
+                    if let Some(verdict) = &record.judge {
+                        trace.judged(number, verdict);
+                    }
+                    match step {
                         JudgeStep::Accepted => {}
                         JudgeStep::Rejected => candidate = None,
                         JudgeStep::Stopped => {
@@ -334,15 +399,7 @@ where
             }
         };
         record.duration = attempt_started.elapsed();
-        tracing::debug!(
-            attempt = number,
-            passed = value.is_some(),
-            issues = record.issues.len(),
-            repairs = record.repairs.len(),
-            cached = record.cached,
-            elapsed_ms = record.duration.as_millis() as u64,
-            "attempt finished"
-        );
+        trace.attempt_finished(&record, value.is_some());
         issues.extend(record.issues.iter().cloned());
         attempts.push(record);
         if value.is_some() || stop {
@@ -407,8 +464,13 @@ async fn judge_attempt(
         output_requirements: plan.output_requirements.as_deref(),
         model: state.client.judge_model.as_deref(),
     };
+    let trace = state
+        .trace
+        .judge_request(request.model, number, || render_judge_request(&request));
     state.count_call(record);
-    let Some(result) = state.within_budget(judge.judge(&request)).await else {
+    let judged = judge.judge(&request).instrument(trace.span().clone());
+    let Some(result) = state.within_budget(judged).await else {
+        trace.out_of_time();
         record
             .issues
             .push(state.budget_issue(number, "while waiting for the judge"));
@@ -416,11 +478,13 @@ async fn judge_attempt(
     };
     let reading = match result {
         Ok(response) => {
+            trace.replied(&response.reply, state.trace.records_content());
             state.add_usage(record, response.reply.usage);
             response.reading
         }
         Err(error) => {
             state.uncount_unsent(record, &error);
+            trace.failed(&error);
             JudgeReading::Unreadable(format!("the judge call failed: {error}"))
         }
     };

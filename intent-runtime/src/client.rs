@@ -25,6 +25,7 @@ use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
 };
 use crate::shared::{ClientInner, Totals};
+use crate::telemetry::{Endpoint, Telemetry};
 use crate::verify::schema_rules::compile_error;
 use crate::verify::{
     AnswerRecovery, Verification, verify_text, verify_typed, verify_typed_with, verify_value,
@@ -410,6 +411,8 @@ impl IntentClient {
                 .or(options.temperature)
                 .or(inner.temperature),
             max_output_tokens: options.max_output_tokens.or(inner.max_output_tokens),
+            method: options.method.clone(),
+            target_type: std::any::type_name::<T>(),
         }
     }
 }
@@ -532,6 +535,9 @@ pub struct IntentClientBuilder {
     temperature: Option<f32>,
     max_output_tokens: Option<u32>,
     recover_answer: bool,
+    record_content: bool,
+    #[cfg(feature = "metrics")]
+    meter: Option<opentelemetry::metrics::Meter>,
 }
 
 impl fmt::Debug for IntentClientBuilder {
@@ -663,6 +669,22 @@ impl IntentClientBuilder {
         self
     }
 
+    /// Records prompts and replies on the model-request spans (`gen_ai.system_instructions`,
+    /// `gen_ai.input.messages`, `gen_ai.output.messages`); off by default, since they may
+    /// hold personal data. API keys are never recorded. See [`crate::telemetry`].
+    pub fn record_content(mut self, record: bool) -> Self {
+        self.record_content = record;
+        self
+    }
+
+    /// The meter the client records its metrics with, instead of one from the global
+    /// meter provider (read when the client is built).
+    #[cfg(feature = "metrics")]
+    pub fn meter(mut self, meter: opentelemetry::metrics::Meter) -> Self {
+        self.meter = Some(meter);
+        self
+    }
+
     /// Builds the client, or says what is wrong with the configuration.
     pub fn build(self) -> Result<IntentClient, BuildError> {
         let provider = self.provider.ok_or(BuildError::MissingProvider)?;
@@ -682,6 +704,17 @@ impl IntentClientBuilder {
         if let Some(value) = self.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
             return Err(BuildError::Temperature { value });
         }
+        let telemetry = Telemetry {
+            record_content: self.record_content,
+            primary: Endpoint::of(provider.as_ref()),
+            judge: match (&self.judge, &self.judge_provider) {
+                (Some(_), _) => Endpoint::custom_judge(),
+                (None, Some(judge_provider)) => Endpoint::of(judge_provider.as_ref()),
+                (None, None) => Endpoint::of(provider.as_ref()),
+            },
+            #[cfg(feature = "metrics")]
+            metrics: Some(crate::telemetry::Metrics::new(self.meter)),
+        };
         let judge = match (self.judge_mode, self.judge, self.judge_provider) {
             (JudgeMode::Never, None, None) => None,
             (JudgeMode::Never, _, _) => return Err(BuildError::JudgeNeverUsed),
@@ -710,6 +743,7 @@ impl IntentClientBuilder {
                 max_output_tokens: self.max_output_tokens,
                 recover_answer: self.recover_answer,
                 totals: Totals::default(),
+                telemetry,
                 runtime_schemas: Mutex::default(),
             }),
             overrides: None,

@@ -24,6 +24,7 @@ pub mod result;
 pub mod schema;
 mod shared;
 pub mod strict;
+pub mod telemetry;
 pub mod verify;
 
 #[doc(hidden)]

@@ -1,6 +1,7 @@
 //! Per-call options: validators, examples, instructions, output requirements, judge use
 //! and the per-call overrides of the client's settings.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,6 +120,9 @@ pub struct IntentOptions<T> {
     ///
     /// [`AnswerRecovery`]: crate::AnswerRecovery
     pub recover_answer: Option<bool>,
+    /// The name the call's telemetry carries (its span is exported as `intent <name>`);
+    /// the generated clients set the method's name. Unset, the call is a `transform`.
+    pub method: Option<Cow<'static, str>>,
 }
 
 impl<T> Default for IntentOptions<T> {
@@ -137,6 +141,7 @@ impl<T> Default for IntentOptions<T> {
             time_budget: None,
             json_mode: false,
             recover_answer: None,
+            method: None,
         }
     }
 }
@@ -157,6 +162,7 @@ impl<T> Clone for IntentOptions<T> {
             time_budget: self.time_budget,
             json_mode: self.json_mode,
             recover_answer: self.recover_answer,
+            method: self.method.clone(),
         }
     }
 }
@@ -177,6 +183,7 @@ impl<T> fmt::Debug for IntentOptions<T> {
             .field("time_budget", &self.time_budget)
             .field("json_mode", &self.json_mode)
             .field("recover_answer", &self.recover_answer)
+            .field("method", &self.method)
             .finish()
     }
 }
@@ -280,6 +287,11 @@ impl<T> IntentOptions<T> {
         self
     }
 
+    /// Names the call in telemetry: its span is exported as `intent <name>`.
+    pub fn method(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.method = Some(name.into());
+        self
+    }
     /// Turns answer recovery on or off for this call, whatever the client's setting: with
     /// it on, the one JSON answer of a reply that wraps it in prose is read and the repair
     /// recorded (see [`AnswerRecovery`] for when to turn it on and what it costs).

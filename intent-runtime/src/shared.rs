@@ -14,6 +14,7 @@ use crate::judge::{Judge, JudgeMode};
 use crate::limits::{RateLimiter, RetryPolicy};
 use crate::provider::Provider;
 use crate::schema::TargetSchema;
+use crate::telemetry::Telemetry;
 
 /// Running totals of a client and all its clones.
 #[derive(Debug, Default)]
@@ -44,6 +45,9 @@ pub(crate) struct ClientInner {
     /// say otherwise.
     pub recover_answer: bool,
     pub totals: Totals,
+    /// What the client's spans and metrics say about its providers, and whether content
+    /// is recorded.
+    pub telemetry: Telemetry,
     /// Wrapped runtime schemas by their JSON text. Callers pass the same schema on every
     /// call; wrapping it (and compiling its validator, cached by the wrapped schema's
     /// address) on every call cost four times the rest of the call.

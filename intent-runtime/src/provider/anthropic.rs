@@ -199,6 +199,10 @@ impl Provider for Anthropic {
         &self.model
     }
 
+    fn server_url(&self) -> Option<&str> {
+        Some(Anthropic::base_url(self))
+    }
+
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         let model = request.model.as_deref().unwrap_or(&self.model);
         let route = self.route()?;

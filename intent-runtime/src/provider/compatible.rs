@@ -274,6 +274,10 @@ impl Provider for OpenAiCompatible {
         &self.endpoint.model
     }
 
+    fn server_url(&self) -> Option<&str> {
+        Some(OpenAiCompatible::base_url(self))
+    }
+
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
     }

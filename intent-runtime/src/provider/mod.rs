@@ -202,6 +202,13 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// The model used when a request names none.
     fn default_model(&self) -> &str;
 
+    /// The API root requests go to (`https://api.openai.com/v1`), from which telemetry
+    /// takes `server.address` and `server.port`; `None` (the default) for a provider that
+    /// is not reached over the network. Never include credentials.
+    fn server_url(&self) -> Option<&str> {
+        None
+    }
+
     /// Sends one request and returns the reply, or a classified error.
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError>;
 
@@ -244,6 +251,9 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn default_model(&self) -> &str {
         (**self).default_model()
+    }
+    fn server_url(&self) -> Option<&str> {
+        (**self).server_url()
     }
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         (**self).complete(request).await

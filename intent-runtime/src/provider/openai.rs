@@ -128,6 +128,10 @@ impl Provider for OpenAi {
         &self.endpoint.model
     }
 
+    fn server_url(&self) -> Option<&str> {
+        Some(OpenAi::base_url(self))
+    }
+
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
     }

@@ -1,0 +1,676 @@
+//! Telemetry: the spans, attributes and events of a call as a subscriber sees them, for a
+//! success, a retried call, provider errors (scripted and over HTTP) and a judged call;
+//! content only when asked, and never an API key. A `fmt` subscriber's lines name the
+//! method and the model.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use intent_runtime::limits::RetryPolicy;
+use intent_runtime::provider::{
+    OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
+};
+use intent_runtime::{
+    AIResult, IntentClient, IntentError, IntentOptions, StrictCompatible, Usage, intents,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::{Layer, Registry};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+// ---------------------------------------------------------------------------------------
+// A capturing layer: every span with its fields and parent, every event with its span.
+
+#[derive(Debug, Clone)]
+struct SpanData {
+    id: u64,
+    parent: Option<u64>,
+    name: &'static str,
+    fields: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+struct EventData {
+    span: Option<u64>,
+    fields: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct Captured {
+    spans: Vec<SpanData>,
+    events: Vec<EventData>,
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Captured>>);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        let parent = ctx
+            .span(id)
+            .and_then(|span| span.parent())
+            .map(|parent| parent.id().into_u64());
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .spans
+            .push(SpanData {
+                id: id.into_u64(),
+                parent,
+                name: attrs.metadata().name(),
+                fields,
+            });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        let mut captured = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Ids are reused once a span closes; the latest span with the id is this one.
+        if let Some(span) = captured
+            .spans
+            .iter_mut()
+            .rev()
+            .find(|span| span.id == id.into_u64())
+        {
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let span = ctx.event_span(event).map(|span| span.id().into_u64());
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .events
+            .push(EventData { span, fields });
+    }
+}
+
+/// The `fmt` subscriber's output, as a newcomer sees it in a terminal.
+#[derive(Clone, Default)]
+struct Terminal(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Terminal {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The process-wide capture and terminal. Global rather than per test: `tracing` caches
+/// whether a call site is enabled, and per-thread subscribers race with parallel tests.
+/// Each test finds its own call by a method name no other test uses.
+fn capture() -> &'static (Capture, Terminal) {
+    static CAPTURE: OnceLock<(Capture, Terminal)> = OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        let capture = Capture::default();
+        let terminal = Terminal::default();
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer({
+                let terminal = terminal.clone();
+                move || terminal.clone()
+            });
+        let subscriber = Registry::default().with(capture.clone()).with(fmt);
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        (capture, terminal)
+    })
+}
+
+/// One call as captured: its span, the spans under it and the events in any of them.
+#[derive(Debug)]
+struct Call {
+    span: SpanData,
+    requests: Vec<SpanData>,
+    events: Vec<EventData>,
+}
+
+impl Call {
+    /// The call whose `intent.method` is `method`.
+    fn named(method: &str) -> Call {
+        let captured = capture().0.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let calls: Vec<&SpanData> = captured
+            .spans
+            .iter()
+            .filter(|s| s.name == "intent" && field(s, "intent.method") == Some(method))
+            .collect();
+        assert_eq!(calls.len(), 1, "calls named {method}: {calls:#?}");
+        let span = calls[0].clone();
+        let requests: Vec<SpanData> = captured
+            .spans
+            .iter()
+            .filter(|s| s.parent == Some(span.id))
+            .cloned()
+            .collect();
+        let ids: Vec<u64> = requests.iter().map(|s| s.id).chain([span.id]).collect();
+        let events = captured
+            .events
+            .iter()
+            .filter(|e| e.span.is_some_and(|id| ids.contains(&id)))
+            .cloned()
+            .collect();
+        Call {
+            span,
+            requests,
+            events,
+        }
+    }
+
+    fn events(&self, message: &str) -> Vec<&EventData> {
+        self.events
+            .iter()
+            .filter(|e| e.fields.get("message").map(String::as_str) == Some(message))
+            .collect()
+    }
+
+    /// Every field value recorded anywhere in the call, joined.
+    fn all_text(&self) -> String {
+        let spans = std::iter::once(&self.span).chain(&self.requests);
+        let span_values = spans.flat_map(|s| s.fields.values());
+        let event_values = self.events.iter().flat_map(|e| e.fields.values());
+        span_values
+            .chain(event_values)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn field<'a>(span: &'a SpanData, name: &str) -> Option<&'a str> {
+    span.fields.get(name).map(String::as_str)
+}
+
+fn event_field<'a>(event: &'a EventData, name: &str) -> Option<&'a str> {
+    event.fields.get(name).map(String::as_str)
+}
+
+const CONTENT_FIELDS: [&str; 3] = [
+    "gen_ai.system_instructions",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+];
+
+// ---------------------------------------------------------------------------------------
+// The client under test
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+pub enum Mood {
+    Happy,
+    Sad,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+pub struct Person {
+    pub name: String,
+    pub age: u32,
+}
+
+fn adult(person: &Person) -> Result<(), String> {
+    if person.age >= 18 {
+        Ok(())
+    } else {
+        Err("age must be at least 18".to_owned())
+    }
+}
+
+#[intents]
+pub trait Telemetered {
+    #[intent("Classify the mood", temperature = 0.25)]
+    async fn classify(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Extract the adult")]
+    #[validate(adult)]
+    async fn adult_person(&self, text: &str) -> AIResult<Person>;
+
+    #[intent("Classify the mood again")]
+    async fn classify_failing(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood, judged")]
+    #[guardrail(require_judge)]
+    async fn classify_judged(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood, quietly")]
+    async fn classify_quietly(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood, with content")]
+    async fn classify_with_content(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood over HTTP")]
+    async fn classify_over_http(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood for the terminal")]
+    async fn classify_in_terminal(&self, text: &str) -> Result<Mood, IntentError>;
+}
+
+fn client_for(provider: ScriptedProvider) -> TelemeteredClient {
+    capture();
+    TelemeteredClient::new(IntentClient::builder().provider(provider).build().unwrap())
+}
+
+fn reply(text: &str) -> ScriptedReply {
+    ScriptedReply::Reply(ProviderReply {
+        text: text.to_owned(),
+        stop_reason: Some("stop".to_owned()),
+        usage: Usage {
+            input_tokens: 120,
+            output_tokens: 7,
+            cached_input_tokens: 100,
+        },
+        model: "mood-model-2026-01-01".to_owned(),
+        request_id: Some("chatcmpl-42".to_owned()),
+        ..ProviderReply::default()
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests
+
+#[tokio::test]
+async fn a_successful_call_is_one_call_span_with_one_chat_span() {
+    let provider = ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)]).with_model("mood-model");
+    let result = client_for(provider).classify("What a day!").await;
+    assert!(result.is_success(), "{result:?}");
+
+    let call = Call::named("classify");
+    let span = &call.span;
+    assert_eq!(field(span, "otel.name"), Some("intent classify"));
+    assert!(
+        field(span, "intent.target.type").is_some_and(|t| t.ends_with("Mood")),
+        "{span:?}"
+    );
+    assert_eq!(field(span, "gen_ai.provider.name"), Some("scripted"));
+    assert_eq!(field(span, "gen_ai.request.model"), Some("mood-model"));
+    assert_eq!(field(span, "intent.outcome"), Some("success"));
+    assert_eq!(field(span, "intent.attempts"), Some("1"));
+    assert_eq!(field(span, "intent.model_calls"), Some("1"));
+    assert_eq!(field(span, "error.type"), None);
+
+    assert_eq!(call.requests.len(), 1, "{call:#?}");
+    let chat = &call.requests[0];
+    assert_eq!(chat.name, "chat");
+    let expected = [
+        ("otel.name", "chat mood-model"),
+        ("otel.kind", "client"),
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.provider.name", "scripted"),
+        ("gen_ai.request.model", "mood-model"),
+        ("gen_ai.request.temperature", "0.25"),
+        ("gen_ai.output.type", "json"),
+        ("gen_ai.response.model", "mood-model-2026-01-01"),
+        ("gen_ai.response.id", "chatcmpl-42"),
+        ("gen_ai.response.finish_reasons", r#"["stop"]"#),
+        ("gen_ai.usage.input_tokens", "120"),
+        ("gen_ai.usage.output_tokens", "7"),
+        ("gen_ai.usage.cache_read.input_tokens", "100"),
+        ("intent.request.kind", "answer"),
+        ("intent.attempt", "1"),
+    ];
+    for (name, value) in expected {
+        assert_eq!(field(chat, name), Some(value), "{name} in {chat:#?}");
+    }
+    // A scripted model is not reached over the network; nothing failed.
+    for absent in [
+        "server.address",
+        "server.port",
+        "error.type",
+        "gen_ai.request.max_tokens",
+    ] {
+        assert_eq!(field(chat, absent), None, "{absent} in {chat:#?}");
+    }
+
+    let verified = call.events("reply verified");
+    assert_eq!(verified.len(), 1, "{call:#?}");
+    assert_eq!(event_field(verified[0], "intent.passed"), Some("true"));
+    assert_eq!(
+        event_field(verified[0], "intent.verify.step"),
+        Some("passed")
+    );
+    assert_eq!(call.events("attempt finished").len(), 1);
+}
+
+#[tokio::test]
+async fn no_content_is_recorded_unless_asked() {
+    let provider = ScriptedProvider::new([reply(r#"{"value": "Sad"}"#)]);
+    client_for(provider)
+        .classify_quietly("A SECRET-INPUT-7 day")
+        .await;
+    let call = Call::named("classify_quietly");
+    for span in &call.requests {
+        for name in CONTENT_FIELDS {
+            assert_eq!(field(span, name), None, "{name} in {span:#?}");
+        }
+    }
+    let text = call.all_text();
+    assert!(!text.contains("SECRET-INPUT-7"), "{text}");
+    assert!(!text.contains("Sad"), "{text}");
+}
+
+#[tokio::test]
+async fn a_retried_call_has_a_chat_span_per_attempt_and_events_for_each_step() {
+    let transient = ProviderError::new(ProviderErrorKind::RateLimited, "scripted", "slow down");
+    let provider = ScriptedProvider::new([
+        ScriptedReply::Error(transient),
+        reply(r#"{"value": {"Name": "Ann", "age": 12}}"#),
+        reply(r#"{"value": {"name": "Ann", "age": 41}}"#),
+    ]);
+    capture();
+    let client = IntentClient::builder()
+        .provider(provider)
+        .retry_policy(RetryPolicy {
+            max_retries: 1,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+        })
+        .build()
+        .unwrap();
+    let result = TelemeteredClient::new(client).adult_person("Ann, 41").await;
+    assert!(result.is_success(), "{result:?}");
+
+    let call = Call::named("adult_person");
+    assert_eq!(field(&call.span, "intent.attempts"), Some("2"));
+    assert_eq!(field(&call.span, "intent.model_calls"), Some("3"));
+    assert_eq!(field(&call.span, "intent.outcome"), Some("success"));
+
+    // One span per model request, retries inside it: the first covers the rate-limited
+    // try and its retry.
+    let attempts: Vec<Option<&str>> = call
+        .requests
+        .iter()
+        .map(|s| field(s, "intent.attempt"))
+        .collect();
+    assert_eq!(attempts, [Some("1"), Some("2")], "{call:#?}");
+    let retries = call.events("transient provider failure; retrying");
+    assert_eq!(retries.len(), 1, "{call:#?}");
+    let retry = retries[0];
+    assert_eq!(retry.span, Some(call.requests[0].id));
+    assert_eq!(event_field(retry, "error.type"), Some("rate_limited"));
+    assert_eq!(event_field(retry, "intent.retry"), Some("1"));
+    assert!(
+        event_field(retry, "intent.backoff_ms").is_some(),
+        "{retry:?}"
+    );
+    // The retried request succeeded, so its span records no error.
+    assert_eq!(field(&call.requests[0], "error.type"), None);
+
+    let verified = call.events("reply verified");
+    assert_eq!(verified.len(), 2, "{call:#?}");
+    let first = verified[0];
+    assert_eq!(first.span, Some(call.span.id));
+    assert_eq!(event_field(first, "intent.attempt"), Some("1"));
+    assert_eq!(event_field(first, "intent.passed"), Some("false"));
+    assert_eq!(event_field(first, "intent.verify.step"), Some("validator"));
+    assert_eq!(event_field(first, "intent.issues.validator"), Some("1"));
+    assert_eq!(
+        event_field(first, "intent.repairs"),
+        Some("key_case_changed")
+    );
+    assert_eq!(event_field(verified[1], "intent.passed"), Some("true"));
+    assert_eq!(event_field(verified[1], "intent.repairs"), Some(""));
+
+    let finished = call.events("attempt finished");
+    let passed: Vec<Option<&str>> = finished
+        .iter()
+        .map(|e| event_field(e, "intent.passed"))
+        .collect();
+    assert_eq!(passed, [Some("false"), Some("true")]);
+}
+
+#[tokio::test]
+async fn a_provider_error_ends_the_request_span_and_the_call_span_in_error() {
+    let error = ProviderError::new(ProviderErrorKind::Authentication, "scripted", "bad key");
+    let provider = ScriptedProvider::new([ScriptedReply::Error(error)]);
+    let result = client_for(provider).classify_failing("x").await;
+    assert!(!result.is_success());
+    let _ = result;
+
+    let call = Call::named("classify_failing");
+    assert_eq!(call.requests.len(), 1);
+    let chat = &call.requests[0];
+    assert_eq!(field(chat, "error.type"), Some("authentication"));
+    assert_eq!(field(chat, "otel.status_code"), Some("error"));
+    assert_eq!(field(chat, "gen_ai.response.model"), None);
+    assert_eq!(field(&call.span, "intent.outcome"), Some("failure"));
+    assert_eq!(field(&call.span, "error.type"), Some("provider"));
+    assert_eq!(field(&call.span, "otel.status_code"), Some("error"));
+}
+
+const SECRET_KEY: &str = "sk-telemetry-secret-0123456789";
+
+#[tokio::test]
+async fn over_http_the_server_is_named_and_the_api_key_is_never_recorded() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
+            "error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                      "code": "invalid_api_key"}
+        })))
+        .mount(&server)
+        .await;
+    capture();
+    let provider = OpenAi::new(SECRET_KEY).with_base_url(format!("{}/v1", server.uri()));
+    let client = IntentClient::builder()
+        .provider(provider)
+        .model("gpt-4o-mini")
+        .record_content(true)
+        .build()
+        .unwrap();
+    let result = TelemeteredClient::new(client)
+        .classify_over_http("hello")
+        .await;
+    assert!(!result.is_success());
+
+    let call = Call::named("classify_over_http");
+    let chat = &call.requests[0];
+    let address = server.address();
+    assert_eq!(field(chat, "gen_ai.provider.name"), Some("openai"));
+    assert_eq!(field(chat, "gen_ai.request.model"), Some("gpt-4o-mini"));
+    assert_eq!(field(chat, "otel.name"), Some("chat gpt-4o-mini"));
+    assert_eq!(
+        field(chat, "server.address"),
+        Some(address.ip().to_string().as_str())
+    );
+    assert_eq!(
+        field(chat, "server.port"),
+        Some(address.port().to_string().as_str())
+    );
+    assert_eq!(field(chat, "error.type"), Some("authentication"));
+    // Content was asked for: the prompt is there, the key is not, anywhere.
+    assert!(field(chat, "gen_ai.input.messages").is_some(), "{chat:#?}");
+    let text = call.all_text();
+    assert!(!text.contains(SECRET_KEY), "{text}");
+    assert!(!text.contains("sk-telemetry"), "{text}");
+}
+
+#[tokio::test]
+async fn content_is_recorded_in_the_conventions_json_when_asked() {
+    capture();
+    let provider = ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)]);
+    let client = IntentClient::builder()
+        .provider(provider)
+        .record_content(true)
+        .build()
+        .unwrap();
+    TelemeteredClient::new(client)
+        .classify_with_content("A sunny INPUT-99 day")
+        .await;
+    let call = Call::named("classify_with_content");
+    let chat = &call.requests[0];
+    let parse = |name| -> Value { serde_json::from_str(field(chat, name).unwrap()).unwrap() };
+
+    let system = parse("gen_ai.system_instructions");
+    assert_eq!(system[0]["type"], "text");
+    assert!(
+        system[0]["content"].as_str().unwrap().len() > 10,
+        "{system}"
+    );
+    let input = parse("gen_ai.input.messages");
+    assert_eq!(input[0]["role"], "user");
+    assert_eq!(input[0]["parts"][0]["type"], "text");
+    assert!(
+        input[0]["parts"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("A sunny INPUT-99 day"),
+        "{input}"
+    );
+    let output = parse("gen_ai.output.messages");
+    assert_eq!(
+        output,
+        json!([{
+            "role": "assistant",
+            "parts": [{"type": "text", "content": r#"{"value": "Happy"}"#}],
+            "finish_reason": "stop"
+        }])
+    );
+}
+
+#[tokio::test]
+async fn a_judged_call_has_a_judge_span_and_a_verdict_event() {
+    capture();
+    let model =
+        ScriptedProvider::new([reply(r#"{"value": "Sad"}"#), reply(r#"{"value": "Happy"}"#)]);
+    let judge = ScriptedProvider::new([
+        r#"{"passes": false, "problems": ["The text is cheerful."]}"#,
+        r#"{"passes": true, "problems": []}"#,
+    ])
+    .with_model("judge-model");
+    let client = IntentClient::builder()
+        .provider(model)
+        .judge_provider(judge)
+        .build()
+        .unwrap();
+    let result = TelemeteredClient::new(client)
+        .classify_judged("What a day!")
+        .await;
+    assert_eq!(result.value, Some(Mood::Happy), "{result:?}");
+
+    let call = Call::named("classify_judged");
+    let kinds: Vec<Option<&str>> = call
+        .requests
+        .iter()
+        .map(|s| field(s, "intent.request.kind"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some("answer"), Some("judge"), Some("answer"), Some("judge")],
+        "{call:#?}"
+    );
+    let judge_span = &call.requests[1];
+    assert_eq!(field(judge_span, "otel.name"), Some("chat judge-model"));
+    assert_eq!(
+        field(judge_span, "gen_ai.request.model"),
+        Some("judge-model")
+    );
+    assert_eq!(field(judge_span, "gen_ai.provider.name"), Some("scripted"));
+    assert_eq!(field(judge_span, "gen_ai.request.temperature"), Some("0.0"));
+    assert!(field(judge_span, "gen_ai.request.max_tokens").is_some());
+    assert_eq!(field(judge_span, "gen_ai.output.type"), Some("json"));
+    assert_eq!(
+        field(judge_span, "gen_ai.response.model"),
+        Some("judge-model")
+    );
+    assert_eq!(field(judge_span, "intent.attempt"), Some("1"));
+
+    let verdicts: Vec<Option<&str>> = call
+        .events("judge verdict")
+        .iter()
+        .map(|e| event_field(e, "intent.judge.verdict"))
+        .collect();
+    assert_eq!(verdicts, [Some("fail"), Some("pass")]);
+    assert_eq!(field(&call.span, "intent.model_calls"), Some("4"));
+}
+
+#[tokio::test]
+async fn a_transform_call_is_named_transform() {
+    capture();
+    let provider = ScriptedProvider::new([r#"{"value": 3}"#, r#"{"value": 4}"#]);
+    let client = IntentClient::builder().provider(provider).build().unwrap();
+    let options = IntentOptions::<u32>::new().method("count_words_telemetry");
+    client
+        .transform("one two three", "Count the words", options)
+        .await;
+    let named = Call::named("count_words_telemetry");
+    assert_eq!(
+        field(&named.span, "otel.name"),
+        Some("intent count_words_telemetry")
+    );
+
+    // A plain `transform` carries no method: its exported name says so.
+    let before = capture()
+        .0
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .spans
+        .len();
+    client
+        .transform("four", "Count the words", IntentOptions::<u32>::new())
+        .await;
+    let captured = capture().0.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let transform = captured.spans[before..]
+        .iter()
+        .find(|s| s.name == "intent" && field(s, "otel.name") == Some("transform"));
+    assert!(transform.is_some(), "{:#?}", &captured.spans[before..]);
+    assert_eq!(field(transform.unwrap(), "intent.method"), None);
+}
+
+#[tokio::test]
+async fn a_fmt_subscriber_prints_attempts_inside_a_span_naming_the_method_and_model() {
+    let provider = ScriptedProvider::new([r#"{"value": "Happy"}"#]).with_model("terminal-model");
+    client_for(provider)
+        .classify_in_terminal("What a day!")
+        .await
+        .unwrap();
+    let terminal = String::from_utf8(
+        capture()
+            .1
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone(),
+    )
+    .unwrap();
+    let line = terminal
+        .lines()
+        .find(|line| line.contains("classify_in_terminal") && line.contains("attempt finished"))
+        .unwrap_or_else(|| panic!("no attempt line for the method:\n{terminal}"));
+    assert!(
+        line.contains(r#"intent.method="classify_in_terminal""#),
+        "{line}"
+    );
+    assert!(
+        line.contains(r#"gen_ai.request.model="terminal-model""#),
+        "{line}"
+    );
+    assert!(line.contains("intent.attempt=1"), "{line}");
+}
