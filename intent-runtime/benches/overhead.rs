@@ -2,7 +2,9 @@
 //! invoice through a provider that replies at once (with and without a retry), and the
 //! schema work (first build vs cached lookup, runtime schema and strict walk of a large
 //! schema: 200 properties over 5 levels). The `allocations` bench gives the same call's
-//! medians through the scripted provider, with allocation counts.
+//! medians through the scripted provider, with allocation counts. The `telemetry/` rows
+//! run the invoice call under a subscriber that records every span field and event
+//! (`transform/invoice` is the same call with no subscriber), with and without content.
 //!
 //! `cargo bench -p intent-runtime --bench overhead`; quick check: `-- --test`.
 
@@ -116,5 +118,89 @@ fn schema_work(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, per_call, schema_work);
+/// A subscriber that records everything: every field of every span, record and event is
+/// formatted into a buffer, as an exporting subscriber would copy it out.
+struct Recording {
+    buffer: std::sync::Mutex<String>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl Recording {
+    fn new() -> Self {
+        Self {
+            buffer: std::sync::Mutex::new(String::new()),
+            next_id: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    fn keep(&self, record: impl FnOnce(&mut dyn tracing::field::Visit)) {
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        buffer.clear();
+        record(&mut Fields(&mut buffer));
+        black_box(buffer.len());
+    }
+}
+
+struct Fields<'a>(&'a mut String);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        use std::fmt::Write;
+        let _ = write!(self.0, "{}={value:?} ", field.name());
+    }
+}
+
+impl tracing::Subscriber for Recording {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        self.keep(|visit| span.record(visit));
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::span::Id::from_u64(id)
+    }
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        self.keep(|visit| values.record(visit));
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        self.keep(|visit| event.record(visit));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn telemetry(c: &mut Criterion) {
+    let rt = runtime();
+    for (name, content) in [
+        ("telemetry/invoice_recording_subscriber", false),
+        ("telemetry/invoice_recording_content", true),
+    ] {
+        let client = IntentClient::builder()
+            .provider(InstantProvider::new(invoice_reply()))
+            .record_content(content)
+            .build()
+            .expect("client");
+        let _recording = tracing::subscriber::set_default(Recording::new());
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let result = rt.block_on(
+                    client.transform(
+                        INVOICE_DOCUMENT,
+                        "Extract the invoice",
+                        IntentOptions::<Invoice>::new()
+                            .validate(totals_add_up)
+                            .method("invoice"),
+                    ),
+                );
+                assert!(result.is_success());
+                black_box(result)
+            })
+        });
+    }
+}
+
+criterion_group!(benches, per_call, schema_work, telemetry);
 criterion_main!(benches);

@@ -276,11 +276,11 @@ impl<'a> CallTrace<'a> {
     ) {
         let step = first_failed_step(passed, issues);
         if tracing::event_enabled!(tracing::Level::DEBUG) {
-            let count = |source| issues.iter().filter(|i| i.source == source).count();
+            let count = |source| int(issues.iter().filter(|i| i.source == source).count());
             tracing::debug!(
                 parent: &self.span,
                 {
-                    { INTENT_ATTEMPT } = attempt,
+                    { INTENT_ATTEMPT } = i64::from(attempt),
                     { INTENT_PASSED } = passed,
                     { INTENT_VERIFY_STEP } = step,
                     { INTENT_ISSUES_PROVIDER } = count(IssueSource::Provider),
@@ -303,7 +303,7 @@ impl<'a> CallTrace<'a> {
         tracing::debug!(
             parent: &self.span,
             {
-                { INTENT_ATTEMPT } = attempt,
+                { INTENT_ATTEMPT } = i64::from(attempt),
                 { INTENT_JUDGE_VERDICT } = verdict,
             },
             "judge verdict"
@@ -316,15 +316,16 @@ impl<'a> CallTrace<'a> {
 
     /// An event for the end of an attempt.
     pub(crate) fn attempt_finished(&self, record: &AttemptRecord, passed: bool) {
+        let count = |source| int(record.issues.iter().filter(|i| i.source == source).count());
         tracing::debug!(
             parent: &self.span,
             {
-                { INTENT_ATTEMPT } = record.number,
+                { INTENT_ATTEMPT } = i64::from(record.number),
                 { INTENT_PASSED } = passed,
                 { INTENT_CACHED } = record.cached,
-                { INTENT_ISSUES_JUDGE } = record.issues.iter().filter(|i| i.source == IssueSource::Judge).count(),
-                { INTENT_ISSUES_GUARDRAIL } = record.issues.iter().filter(|i| i.source == IssueSource::Guardrail).count(),
-                { INTENT_ELAPSED_MS } = record.duration.as_millis() as u64,
+                { INTENT_ISSUES_JUDGE } = count(IssueSource::Judge),
+                { INTENT_ISSUES_GUARDRAIL } = count(IssueSource::Guardrail),
+                { INTENT_ELAPSED_MS } = int(record.duration.as_millis()),
             },
             "attempt finished"
         );
@@ -336,8 +337,10 @@ impl<'a> CallTrace<'a> {
         let outcome = if success { "success" } else { "failure" };
         if !self.span.is_disabled() {
             self.span.record(INTENT_OUTCOME, outcome);
-            self.span.record(INTENT_ATTEMPTS, result.attempts.len());
-            self.span.record(INTENT_MODEL_CALLS, result.model_calls());
+            self.span
+                .record(INTENT_ATTEMPTS, int(result.attempts.len()));
+            self.span
+                .record(INTENT_MODEL_CALLS, i64::from(result.model_calls()));
             if !success {
                 // The check that ended the call: the last issue's source.
                 let source = result.issues.last().map(|i| i.source);
@@ -391,12 +394,12 @@ impl<'a> ModelRequest<'a> {
             { GEN_AI_PROVIDER_NAME } = endpoint.provider.as_str(),
             { GEN_AI_REQUEST_MODEL } = model,
             { GEN_AI_REQUEST_TEMPERATURE } = request.and_then(|r| r.temperature).map(f64::from),
-            { GEN_AI_REQUEST_MAX_TOKENS } = request.and_then(|r| r.max_output_tokens),
+            { GEN_AI_REQUEST_MAX_TOKENS } = request.and_then(|r| r.max_output_tokens).map(i64::from),
             { GEN_AI_OUTPUT_TYPE } = output_type,
             { SERVER_ADDRESS } = endpoint.address.as_deref(),
-            { SERVER_PORT } = endpoint.port,
+            { SERVER_PORT } = endpoint.port.map(i64::from),
             { INTENT_REQUEST_KIND } = kind.as_str(),
-            { INTENT_ATTEMPT } = attempt,
+            { INTENT_ATTEMPT } = i64::from(attempt),
             { GEN_AI_RESPONSE_MODEL } = Empty,
             { GEN_AI_RESPONSE_ID } = Empty,
             { GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
@@ -447,8 +450,8 @@ impl<'a> ModelRequest<'a> {
             parent: &self.span,
             {
                 { ERROR_TYPE } = error_type(error).as_str(),
-                { INTENT_RETRY } = retry,
-                { INTENT_BACKOFF_MS } = wait.as_millis() as u64,
+                { INTENT_RETRY } = i64::from(retry),
+                { INTENT_BACKOFF_MS } = int(wait.as_millis()),
                 %error,
             },
             "transient provider failure; retrying"
@@ -468,12 +471,12 @@ impl<'a> ModelRequest<'a> {
             if let Some(reason) = &reply.stop_reason {
                 span.record(GEN_AI_RESPONSE_FINISH_REASONS, json!([reason]).to_string());
             }
-            span.record(GEN_AI_USAGE_INPUT_TOKENS, reply.usage.input_tokens);
-            span.record(GEN_AI_USAGE_OUTPUT_TOKENS, reply.usage.output_tokens);
+            span.record(GEN_AI_USAGE_INPUT_TOKENS, int(reply.usage.input_tokens));
+            span.record(GEN_AI_USAGE_OUTPUT_TOKENS, int(reply.usage.output_tokens));
             if reply.usage.cached_input_tokens > 0 {
                 span.record(
                     GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-                    reply.usage.cached_input_tokens,
+                    int(reply.usage.cached_input_tokens),
                 );
             }
             if record_content {
@@ -504,6 +507,12 @@ impl<'a> ModelRequest<'a> {
             metrics.failed(self.attributes, error_type, self.started.elapsed());
         }
     }
+}
+
+/// An integer as OpenTelemetry's attribute type (`i64`): `tracing-opentelemetry` exports
+/// unsigned fields as strings.
+fn int<N: TryInto<i64>>(n: N) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// `error.type` of a provider error: its kind in snake case (`rate_limited`).
