@@ -605,6 +605,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn repair_kinds_are_the_serialized_kinds() {
+        let text = || String::from("x");
+        let every_kind = [
+            Repair::FenceStripped,
+            Repair::CommentsSkipped,
+            Repair::TrailingCommasSkipped,
+            Repair::BarePrimitive,
+            Repair::MissingEnvelope,
+            Repair::JsonExtractedFromProse,
+            Repair::KeyCaseChanged {
+                path: text(),
+                from: text(),
+                to: text(),
+            },
+            Repair::NumberFromString { path: text() },
+            Repair::EnumCaseChanged {
+                path: text(),
+                from: text(),
+                to: text(),
+            },
+        ];
+        for repair in every_kind {
+            let serialized = serde_json::to_value(&repair).expect("a repair serializes");
+            assert_eq!(serialized["kind"], repair_kind(&repair), "{repair:?}");
+        }
+    }
+
+    #[test]
     fn host_and_port_come_from_the_url_or_its_scheme() {
         let cases = [
             ("https://api.openai.com/v1", Some(("api.openai.com", 443))),
