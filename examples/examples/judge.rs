@@ -20,8 +20,8 @@ trait Editor {
 fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
         let judging = request.schema_name == intent_runtime::judge::JUDGE_SCHEMA_NAME;
-        let retry = request.user.contains("## Previous attempt");
-        let reply = match (judging, request.user.contains("You Won't Believe")) {
+        let retry = request.is_retry();
+        let reply = match (judging, request.user().contains("You Won't Believe")) {
             (true, true) => {
                 r#"{"passes": false, "problems": ["The headline is clickbait; state the finding plainly."]}"#
             }

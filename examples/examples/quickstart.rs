@@ -58,14 +58,14 @@ trait Reviews {
 /// The offline model: answers by intent; its first sentiment answer is not a member.
 fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
-        let retry = request.user.contains("## Previous attempt");
-        let reply = if request.user.contains("Classify the sentiment") {
+        let retry = request.is_retry();
+        let reply = if request.user().contains("Classify the sentiment") {
             if retry {
                 r#"{"value": "Positive"}"#
             } else {
                 r#"{"value": "Very positive"}"#
             }
-        } else if request.user.contains("contact details") {
+        } else if request.user().contains("contact details") {
             r#"```json
 {"value": {"Name": "Ada Lovelace", "email": "ada@example.com", "company": null}}
 ```"#

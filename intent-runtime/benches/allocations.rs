@@ -224,7 +224,7 @@ fn stage_rows(calls: usize, whole: &Medians) {
         (
             "stage/render",
             measure(calls, || {
-                black_box(render(black_box(&plan), None));
+                black_box(render(black_box(&plan), &[]));
             }),
         ),
         (

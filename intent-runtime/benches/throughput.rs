@@ -218,7 +218,7 @@ fn typed_call(server: &Loopback) -> impl Fn() -> CallFuture + Clone + Send + 'st
                 },
                 Message {
                     role: "user",
-                    content: &request.user,
+                    content: request.user(),
                 },
             ],
             response_format: &response_format,

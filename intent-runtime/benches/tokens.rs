@@ -130,7 +130,7 @@ fn breakdown(bpe: &CoreBPE, request: &ProviderRequest, description: Option<&str>
         ..Breakdown::default()
     };
     // Sections start with `## Title` on their own line and are separated by blank lines.
-    for section in request.user.split("\n\n## ") {
+    for section in request.user().split("\n\n## ") {
         let section = section.strip_prefix("## ").unwrap_or(section);
         let (title, body) = section.split_once('\n').unwrap_or((section, ""));
         parts.headings += count(&format!("## {title}\n"));
@@ -146,7 +146,7 @@ fn breakdown(bpe: &CoreBPE, request: &ProviderRequest, description: Option<&str>
         }
     }
     parts.schema = response_format(request).map_or(0, |format| count(&format));
-    parts.total = count(&request.system) + count(&request.user) + parts.schema;
+    parts.total = count(&request.system) + count(request.user()) + parts.schema;
     parts
 }
 
@@ -308,7 +308,8 @@ fn main() {
         for (name, (request, _)) in &targets {
             println!(
                 "\n=== {name}: system ===\n{}\n=== user ===\n{}",
-                request.system, request.user
+                request.system,
+                request.user()
             );
             if let Some(format) = response_format(request) {
                 println!("=== response_format ===\n{format}");

@@ -10,7 +10,7 @@ use tracing::Instrument;
 use crate::cache::CacheKey;
 use crate::judge::{JudgeReading, JudgeRequest, render_judge_request};
 use crate::limits::Deadline;
-use crate::prompt::{PromptPlan, render};
+use crate::prompt::{PromptPlan, first_request, retry_turns};
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
 use crate::shared::ClientInner;
@@ -104,14 +104,7 @@ impl Loop<'_> {
 
     fn add_usage(&self, record: &mut AttemptRecord, usage: Usage) {
         record.usage += usage;
-        self.client
-            .totals
-            .input_tokens
-            .fetch_add(usage.input_tokens, Ordering::Relaxed);
-        self.client
-            .totals
-            .output_tokens
-            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+        self.client.totals.add(usage);
     }
 
     /// Runs `future` within the call's time budget.
@@ -160,8 +153,7 @@ impl Loop<'_> {
         let mut retries = 0;
         loop {
             if let Some(limiter) = &self.client.rate_limiter {
-                let estimated_tokens =
-                    (request.system.len() + request.user.len()).div_ceil(4) as u64;
+                let estimated_tokens = request.prompt_len().div_ceil(4) as u64;
                 // Boxed, as the timer above: only calls through a limiter carry its state.
                 self.within_budget(Box::pin(limiter.acquire(estimated_tokens)))
                     .await
@@ -283,12 +275,12 @@ where
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
     let mut value = None;
-    // Every attempt sends the same request but for its prompts, which are replaced each
-    // time. The provider is asked before the first render whether it shows and enforces
-    // the schema: once per call, and the contract never describes the type when it does.
+    // Every attempt sends the same request but for its conversation. The provider is asked
+    // before the first render whether it shows and enforces the schema: once per call, and
+    // the prompt never describes the type when it does.
     let mut request = ProviderRequest {
         system: String::new(),
-        user: String::new(),
+        messages: Vec::new(),
         response_format: plan.response_format(),
         schema: plan.schema(),
         schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
@@ -310,9 +302,21 @@ where
         }
         let attempt_started = Instant::now();
         let mut record = AttemptRecord::new(number);
-        let prompt = render(&plan, attempts.last());
-        request.system = prompt.system;
-        request.user = prompt.user;
+        // The first request is rendered once; a retry appends the previous reply and its
+        // problems, so every earlier turn goes out again byte for byte and the provider's
+        // prompt cache can serve it.
+        match attempts.last() {
+            None => {
+                let prompt = first_request(&plan);
+                request.system = prompt.system;
+                request.messages = prompt.messages;
+            }
+            Some(previous) => {
+                if let Some(turns) = retry_turns(previous) {
+                    request.messages.extend(turns);
+                }
+            }
+        }
 
         // Only a first attempt may be served from the cache: a retry's request carries the
         // previous failure, and asking again is the point of it.
@@ -552,7 +556,11 @@ mod tests {
     use serde::Deserialize;
 
     use crate::input::describe_target;
-    use crate::provider::{ResponseFormat, ScriptedProvider};
+    use crate::provider::{
+        Message, ProviderReply, ProviderRequest, ResponseFormat, Role, ScriptedProvider,
+        ScriptedReply,
+    };
+    use crate::result::Usage;
     use crate::schema::target_schema;
     use crate::{IntentClient, IntentOptions};
 
@@ -565,8 +573,8 @@ mod tests {
         age: u32,
     }
 
-    /// The user messages a `Contact` call sends when the first reply misses a field.
-    async fn contact_call_user_messages(provider: ScriptedProvider) -> Vec<String> {
+    /// The requests a `Contact` call sends when the first reply misses a field.
+    async fn contact_call_requests(provider: ScriptedProvider) -> Vec<ProviderRequest> {
         let client = IntentClient::builder()
             .provider(provider.clone())
             .build()
@@ -589,7 +597,8 @@ mod tests {
         assert!(requests.iter().all(|request| {
             request.response_format == ResponseFormat::JsonSchema && request.schema.is_some()
         }));
-        requests.into_iter().map(|request| request.user).collect()
+        assert_eq!(requests.len(), 2);
+        requests
     }
 
     const REPLIES: [&str; 2] = [
@@ -597,40 +606,90 @@ mod tests {
         r#"{"value": {"name": "Ann", "age": 41}}"#,
     ];
 
-    #[tokio::test]
-    async fn a_provider_that_enforces_the_schema_gets_the_short_contract_on_every_attempt() {
-        let provider = ScriptedProvider::new(REPLIES).with_schema_enforced(true);
-        let users = contact_call_user_messages(provider).await;
-        assert_eq!(users.len(), 2);
-        let contract = "## Output requirements\nReply with one JSON object {\"value\": <result>} matching the provided JSON schema.";
-        assert_eq!(
-            users[0],
-            format!("## Intent\nExtract the contact.\n\n## Input (String)\nAnn, 41\n\n{contract}")
-        );
+    /// The retry sends the first request's turns unchanged, then the reply and the problems.
+    fn assert_retry_continues(requests: &[ProviderRequest]) {
+        let [first, retry] = requests else {
+            panic!("two requests expected")
+        };
+        assert_eq!(retry.system, first.system);
+        assert_eq!(retry.messages[..1], first.messages[..]);
+        assert_eq!(retry.messages[1], Message::assistant(REPLIES[0]));
+        assert_eq!(retry.messages[2].role, Role::User);
         assert!(
-            users[1].starts_with(&format!("{}\n\n## Previous attempt\n", users[0])),
+            retry.messages[2].content.contains("\"age\" is missing"),
             "{}",
-            users[1]
+            retry.messages[2].content
         );
+        assert_eq!(retry.messages.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_provider_that_enforces_the_schema_gets_the_lean_layout_on_every_attempt() {
+        let provider = ScriptedProvider::new(REPLIES).with_schema_enforced(true);
+        let requests = contact_call_requests(provider).await;
+        assert_eq!(requests[0].system, "Extract the contact.");
+        assert_eq!(requests[0].messages, [Message::user("Ann, 41")]);
+        assert_retry_continues(&requests);
         let description = describe_target(&target_schema::<Contact>().unwrap());
-        assert!(users.iter().all(|user| !user.contains(&description)));
+        for request in &requests {
+            assert!(!request.system.contains(&description));
+            assert!(request.messages.iter().all(|m| !m.content.contains("## ")));
+        }
     }
 
     #[tokio::test]
     async fn a_provider_that_does_not_enforce_the_schema_gets_the_type_described() {
-        let users = contact_call_user_messages(ScriptedProvider::new(REPLIES)).await;
+        let requests = contact_call_requests(ScriptedProvider::new(REPLIES)).await;
         let description = describe_target(&target_schema::<Contact>().unwrap());
         let contract = format!(
             "## Output requirements\nReply with one JSON object {{\"value\": <result>}}.\n<result>: {description}"
         );
         assert_eq!(
-            users[0],
+            requests[0].user(),
             format!("## Intent\nExtract the contact.\n\n## Input (String)\nAnn, 41\n\n{contract}")
         );
-        assert!(users[1].contains(&contract), "{}", users[1]);
+        assert_retry_continues(&requests);
     }
 
     const REPLY: &str = r#"{"value": 3}"#;
+
+    #[tokio::test]
+    async fn cached_and_cache_written_tokens_add_up_in_the_record_and_the_totals() {
+        let reply = |text: &str, cached: u64, written: u64| {
+            ScriptedReply::Reply(ProviderReply {
+                text: text.to_owned(),
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 5,
+                    cached_input_tokens: cached,
+                    cache_write_input_tokens: written,
+                },
+                ..ProviderReply::default()
+            })
+        };
+        let provider = ScriptedProvider::new([
+            reply("not json", 0, 60),
+            reply(REPLY, 60, 10),
+            reply(REPLY, 70, 0),
+        ]);
+        let client = IntentClient::builder().provider(provider).build().unwrap();
+        let options = || IntentOptions::<u32>::new();
+        let first = client
+            .transform("a b c", "Count the words", options())
+            .await;
+        assert_eq!(first.value, Some(3));
+        assert_eq!(first.usage.cached_input_tokens, 60);
+        assert_eq!(first.usage.cache_write_input_tokens, 70);
+        let second = client
+            .transform("a b c", "Count the words", options())
+            .await;
+        assert_eq!(second.usage.cached_input_tokens, 70);
+        let totals = client.total_usage();
+        assert_eq!(totals.input_tokens, 300);
+        assert_eq!(totals.output_tokens, 15);
+        assert_eq!(totals.cached_input_tokens, 130);
+        assert_eq!(totals.cache_write_input_tokens, 70);
+    }
 
     #[tokio::test]
     async fn the_record_keeps_the_raw_reply_and_the_model_with_or_without_a_cache() {

@@ -9,7 +9,8 @@ use std::sync::{Mutex, PoisonError};
 use crate::provider::{ProviderReply, ProviderRequest, ResponseFormat};
 
 /// The key of a cached reply: a hash of every field of the request that can change the
-/// reply (prompts, format, schema and its name, model, output limit, temperature, log-probabilities asked for).
+/// reply (system prompt and every turn, format, schema and its name, model, output limit,
+/// temperature, log-probabilities asked for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CacheKey(u64);
 
@@ -19,7 +20,8 @@ impl CacheKey {
     pub fn of(request: &ProviderRequest, model: &str) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         request.system.hash(&mut hasher);
-        request.user.hash(&mut hasher);
+        // Every turn, roles included: a request whose turns differ is another request.
+        request.messages.hash(&mut hasher);
         match request.response_format {
             ResponseFormat::Text => 0u8,
             ResponseFormat::JsonObject => 1,
@@ -116,6 +118,7 @@ impl ResponseCache for InMemoryCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::Message;
 
     #[test]
     fn every_shaping_field_changes_the_key() {
@@ -127,7 +130,19 @@ mod tests {
                 ..base.clone()
             },
             ProviderRequest {
-                user: "u2".into(),
+                messages: vec![Message::user("u2")],
+                ..base.clone()
+            },
+            ProviderRequest {
+                messages: vec![Message::assistant("u")],
+                ..base.clone()
+            },
+            ProviderRequest {
+                messages: vec![
+                    Message::user("u"),
+                    Message::assistant("a"),
+                    Message::user("p"),
+                ],
                 ..base.clone()
             },
             ProviderRequest {

@@ -145,7 +145,16 @@ impl IntentClient {
         Usage {
             input_tokens: self.inner.totals.input_tokens.load(Ordering::Relaxed),
             output_tokens: self.inner.totals.output_tokens.load(Ordering::Relaxed),
-            cached_input_tokens: 0,
+            cached_input_tokens: self
+                .inner
+                .totals
+                .cached_input_tokens
+                .load(Ordering::Relaxed),
+            cache_write_input_tokens: self
+                .inner
+                .totals
+                .cache_write_input_tokens
+                .load(Ordering::Relaxed),
         }
     }
 

@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::provider::{Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat};
+use crate::provider::{
+    Message, Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat,
+};
 
 /// The schema name sent with the judge's strict schema.
 pub const JUDGE_SCHEMA_NAME: &str = "judge_verdict";
@@ -150,7 +152,7 @@ pub fn render_judge_request(request: &JudgeRequest<'_>) -> ProviderRequest {
     user.push_str(" and the output requirements.");
     ProviderRequest {
         system: JUDGE_SYSTEM.to_owned(),
-        user,
+        messages: vec![Message::user(user)],
         response_format: ResponseFormat::JsonSchema,
         schema: Some(verdict_schema()),
         schema_name: JUDGE_SCHEMA_NAME.to_owned(),
@@ -234,7 +236,7 @@ mod tests {
     fn judge_prompt_renders_each_part_as_encoded_data() {
         let rendered = render_judge_request(&request("fine"));
         assert_eq!(
-            rendered.user,
+            rendered.user(),
             "## Intent (data)\n\"Summarize\"\n\n## Output requirements (data)\n\"One sentence.\"\n\n\
              ## Input (data)\n<<<INPUT\n\"The input\"\nINPUT>>>\n\n## Candidate output (data)\n<<<CANDIDATE\n\"fine\"\nCANDIDATE>>>\n\n\
              ## Task\nJudge the candidate output above against the intent and the output requirements."
@@ -274,12 +276,12 @@ mod tests {
         assert!(!encoded.contains('\n'));
         assert!(
             rendered
-                .user
+                .user()
                 .contains(&format!("<<<CANDIDATE\n{encoded}\nCANDIDATE>>>"))
         );
-        assert_eq!(rendered.user.matches("\nCANDIDATE>>>").count(), 1);
+        assert_eq!(rendered.user().matches("\nCANDIDATE>>>").count(), 1);
         // Only the real heading starts a line; the attack's copy is inside the escaped string.
-        assert_eq!(rendered.user.matches("\n## Task\n").count(), 1);
+        assert_eq!(rendered.user().matches("\n## Task\n").count(), 1);
     }
 
     #[test]

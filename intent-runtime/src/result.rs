@@ -122,8 +122,14 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Output (completion) tokens.
     pub output_tokens: u64,
-    /// Input tokens served from the provider's prompt cache, when it reports them.
+    /// Input tokens read from the provider's prompt cache, billed at its cached rate
+    /// (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// `cache_read_input_tokens`); part of `input_tokens`.
     pub cached_input_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`, billed above the normal rate); part of
+    /// `input_tokens`. OpenAI reports none: its cache writes cost nothing extra.
+    pub cache_write_input_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -131,6 +137,7 @@ impl std::ops::AddAssign for Usage {
         self.input_tokens += rhs.input_tokens;
         self.output_tokens += rhs.output_tokens;
         self.cached_input_tokens += rhs.cached_input_tokens;
+        self.cache_write_input_tokens += rhs.cache_write_input_tokens;
     }
 }
 
@@ -287,13 +294,15 @@ mod tests {
             input_tokens: 1,
             output_tokens: 2,
             cached_input_tokens: 3,
+            cache_write_input_tokens: 4,
         };
         assert_eq!(
             a + a,
             Usage {
                 input_tokens: 2,
                 output_tokens: 4,
-                cached_input_tokens: 6
+                cached_input_tokens: 6,
+                cache_write_input_tokens: 8,
             }
         );
     }

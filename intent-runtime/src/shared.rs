@@ -5,7 +5,7 @@
 //! it), so that neither has to reach into the other.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use crate::cache::ResponseCache;
 use crate::judge::{Judge, JudgeMode};
 use crate::limits::{RateLimiter, RetryPolicy};
 use crate::provider::Provider;
+use crate::result::Usage;
 use crate::schema::TargetSchema;
 use crate::telemetry::Telemetry;
 
@@ -22,6 +23,22 @@ pub(crate) struct Totals {
     pub model_calls: AtomicU64,
     pub input_tokens: AtomicU64,
     pub output_tokens: AtomicU64,
+    pub cached_input_tokens: AtomicU64,
+    pub cache_write_input_tokens: AtomicU64,
+}
+
+impl Totals {
+    /// Adds one model call's tokens.
+    pub fn add(&self, usage: Usage) {
+        self.input_tokens
+            .fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.output_tokens
+            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+        self.cached_input_tokens
+            .fetch_add(usage.cached_input_tokens, Ordering::Relaxed);
+        self.cache_write_input_tokens
+            .fetch_add(usage.cache_write_input_tokens, Ordering::Relaxed);
+    }
 }
 
 /// The configuration behind an `IntentClient`, with the caches and totals its clones share.

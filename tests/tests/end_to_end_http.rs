@@ -120,25 +120,37 @@ async fn a_broken_envelope_is_fed_back_over_http_and_fixed() {
     let schema = &first["response_format"]["json_schema"]["schema"];
     assert_eq!(schema["required"], json!(["value"]));
     assert_eq!(schema["additionalProperties"], false);
-    // OpenAI shows the model the schema it enforces: the contract points at it rather
-    // than describing `Ticket` again.
-    let first_user = first["messages"][1]["content"]
-        .as_str()
-        .expect("user message");
-    assert!(
-        first_user.ends_with("## Output requirements\nReply with one JSON object {\"value\": <result>} matching the provided JSON schema."),
-        "{first_user}"
-    );
-    let retry_user = second["messages"][1]["content"]
-        .as_str()
-        .expect("user message");
-    assert!(
-        retry_user.contains(&format!("## Previous attempt\n{broken}")),
-        "{retry_user}"
+    // OpenAI shows the model the schema it enforces: the request is the intent and the
+    // input alone, with no preamble, headings or description of `Ticket`.
+    let first_messages = first["messages"].as_array().expect("messages");
+    assert_eq!(first_messages.len(), 2);
+    assert_eq!(first_messages[0]["role"], "system");
+    assert_eq!(first_messages[1]["role"], "user");
+    assert_eq!(
+        first_messages[1]["content"],
+        "The printer on floor 3 is on fire!"
     );
     assert!(
-        retry_user.contains(&format!("- {}", problem.message)),
-        "{retry_user}"
+        !first_messages[0]["content"]
+            .as_str()
+            .expect("system prompt")
+            .contains("## "),
+        "{first_messages:?}"
+    );
+    // The retry continues the conversation: the first request's messages unchanged, then
+    // the broken reply as the assistant's turn and the problems as the user's.
+    let retry_messages = second["messages"].as_array().expect("messages");
+    assert_eq!(retry_messages.len(), 4);
+    assert_eq!(retry_messages[..2], first_messages[..]);
+    assert_eq!(
+        retry_messages[2],
+        json!({"role": "assistant", "content": broken})
+    );
+    assert_eq!(retry_messages[3]["role"], "user");
+    let problems = retry_messages[3]["content"].as_str().expect("problems");
+    assert!(
+        problems.contains(&format!("- {}", problem.message)),
+        "{problems}"
     );
     assert_eq!(second["messages"][0]["role"], "system");
 }

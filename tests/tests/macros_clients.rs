@@ -134,12 +134,12 @@ async fn a_typed_method_sends_the_strict_envelope_and_its_options() {
     );
     assert!(
         request
-            .user
+            .user()
             .contains("## Intent\nClassify the sentiment of the review"),
         "{}",
-        request.user
+        request.user()
     );
-    assert!(request.user.contains("Loved it"), "{}", request.user);
+    assert!(request.user().contains("Loved it"), "{}", request.user());
 }
 
 #[tokio::test]
@@ -154,21 +154,21 @@ async fn every_section_attribute_reaches_the_prompt() {
         request.system
     );
     assert!(
-        request.user.contains("Keep the lines in document order."),
+        request.user().contains("Keep the lines in document order."),
         "{}",
-        request.user
+        request.user()
     );
     assert!(
         request
-            .user
+            .user()
             .contains("Example 1 input:\nInvoice 1: pen 100"),
         "{}",
-        request.user
+        request.user()
     );
     assert!(
-        request.user.contains(r#""item": "pen", "cents": 100"#),
+        request.user().contains(r#""item": "pen", "cents": 100"#),
         "{}",
-        request.user
+        request.user()
     );
 }
 
@@ -184,7 +184,7 @@ async fn a_validator_problem_is_fed_back_and_the_retry_fixes_it() {
         result.issues[0].message,
         "The lines add up to 100 cents; make total_cents match them."
     );
-    let retry = &provider.requests()[1].user;
+    let retry = provider.requests()[1].last_user().to_owned();
     assert!(retry.contains("The lines add up to 100 cents"), "{retry}");
 }
 
@@ -263,17 +263,17 @@ async fn several_inputs_are_sent_as_one_object_keyed_by_name() {
     assert_eq!(request.schema, None);
     assert!(
         request
-            .user
+            .user()
             .contains(r#"{"meeting":{"title":"Plan","minutes":30},"audience":"engineers"}"#),
         "{}",
-        request.user
+        request.user()
     );
     assert!(
         request
-            .user
+            .user()
             .contains("## Input (JSON object with keys meeting (Meeting where"),
         "{}",
-        request.user
+        request.user()
     );
 }
 

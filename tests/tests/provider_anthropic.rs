@@ -131,6 +131,7 @@ async fn text_reply_joins_text_blocks_and_maps_usage() {
     // input_tokens counts the whole prompt: uncached + cache writes + cache reads.
     assert_eq!(reply.usage.input_tokens, 35);
     assert_eq!(reply.usage.cached_input_tokens, 20);
+    assert_eq!(reply.usage.cache_write_input_tokens, 5);
     assert_eq!(reply.usage.output_tokens, 7);
 
     let received = server.received_requests().await.unwrap();

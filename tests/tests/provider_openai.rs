@@ -113,6 +113,7 @@ async fn text_reply_is_read_with_usage_model_and_request_id() {
     assert_eq!(reply.usage.input_tokens, 120);
     assert_eq!(reply.usage.output_tokens, 30);
     assert_eq!(reply.usage.cached_input_tokens, 64);
+    assert_eq!(reply.usage.cache_write_input_tokens, 0);
     assert_requests_valid(&server).await;
     let bodies = received_bodies(&server).await;
     assert_eq!(

@@ -35,24 +35,36 @@ where
     assert_eq!(result.attempts.len(), 2, "two attempts recorded");
     assert!(result.attempts[0].issues.iter().all(|i| i.attempt == 1));
     assert!(result.attempts[1].issues.is_empty());
-    let users = provider.requests().into_iter().map(|r| r.user).collect();
+    let users = provider.requests().iter().map(transcript).collect();
     (result, users)
+}
+
+/// Every turn of a request, each under its role.
+fn transcript(request: &intent_runtime::provider::ProviderRequest) -> String {
+    request
+        .messages
+        .iter()
+        .map(|m| format!("=== {} ===\n{}", m.role.as_str(), m.content))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The retry request must carry the previous raw output and every problem.
 fn assert_fed_back(users: &[String], raw: &str, result_issues: &[intent_runtime::ResultIssue]) {
     assert!(
-        !users[0].contains("## Previous attempt"),
-        "first request has no retry section"
+        !users[0].contains("=== assistant ==="),
+        "first request has no retry turns"
     );
     let retry = &users[1];
     assert!(
-        retry.contains(&format!("## Previous attempt\n{raw}")),
-        "retry carries the raw output:\n{retry}"
+        retry.starts_with(&users[0]),
+        "the retry starts with the first request:\n{retry}"
     );
     assert!(
-        retry.contains("## Problems with the previous attempt"),
-        "{retry}"
+        retry.contains(&format!(
+            "=== assistant ===\n{raw}\n=== user ===\nProblems with your previous reply:"
+        )),
+        "retry carries the raw output, then the problems:\n{retry}"
     );
     for issue in result_issues.iter().filter(|i| i.attempt == 1) {
         assert!(

@@ -215,7 +215,7 @@ pub fn invoice_request_body() -> String {
         "model": "gpt-4o-mini",
         "messages": [
             {"role": "system", "content": request.system},
-            {"role": "user", "content": request.user},
+            {"role": "user", "content": request.user()},
         ],
         "response_format": {
             "type": "json_schema",

@@ -1,17 +1,30 @@
-//! The prompt plan and its rendering: system preamble, sections, examples, retries.
+//! The prompt plan and its rendering: the first request, and the turns a retry adds.
 //!
-//! Every request is one system prompt and one user message. The user message has these
-//! sections, in order, separated by blank lines:
+//! A request is a system prompt and a conversation. The first request has one user turn;
+//! a retry keeps every earlier turn byte for byte and adds the previous reply as an
+//! assistant turn and the problems with it as a user turn (see [`retry_turns`]), so the
+//! provider's prompt cache can serve everything already sent.
+//!
+//! The first request takes one of two layouts.
+//!
+//! **The schema enforced** ([`PromptPlan::schema_enforced`]): the provider shows the model
+//! the strict schema and holds it to it, so nothing that the schema says is repeated. The
+//! system prompt is the trimmed intent, then the caller's system instructions, additional
+//! output requirements and examples, each when set; the user turn is the input (after an
+//! `Input (<label>):` line unless the input is a plain string). Intent and examples sit in
+//! the system prompt because they are the same for every call of a method: a stable prefix
+//! the provider can cache across calls.
+//!
+//! **Otherwise** the prompt is the model's only account of the shape. The system prompt
+//! is [`SYSTEM_PREAMBLE`] and the caller's instructions; the user turn has these sections,
+//! in order, separated by blank lines:
 //!
 //! 1. `## Intent`: the trimmed intent;
 //! 2. `## Input (<label>)`: the prepared input, unchanged;
 //! 3. `## Output requirements`: the output contract, then `Additional output
 //!    requirements: ...` when set;
 //! 4. `## Examples`, only when there are examples: each numbered from 1, then a line
-//!    asking for the same judgement and format;
-//! 5. on a retry whose previous attempt has issues, `## Previous attempt` (the raw reply,
-//!    cut at [`PREVIOUS_OUTPUT_MAX_CHARS`] characters) and `## Problems with the previous
-//!    attempt` (one bullet per issue, then a request for a corrected reply).
+//!    asking for the same judgement and format.
 //!
 //! Wording is kept short on purpose: every word is paid for in tokens on every call.
 
@@ -21,7 +34,7 @@ use serde_json::Value;
 
 use crate::input::{PreparedInput, describe_target};
 use crate::options::Example;
-use crate::provider::ResponseFormat;
+use crate::provider::{Message, ResponseFormat};
 use crate::result::AttemptRecord;
 use crate::schema::{ENVELOPE_PROPERTY, SchemaError, TargetSchema, runtime_target_schema};
 
@@ -86,9 +99,10 @@ pub struct PromptPlan {
     /// Requirements added to the output contract.
     pub output_requirements: Option<String>,
     /// Whether the provider shows the model the strict schema and holds it to it
-    /// ([`Provider::enforces_schema`](crate::provider::Provider::enforces_schema)): the
-    /// contract of a schema target then points at the schema instead of describing the
-    /// type. It has no effect on a target that sends no schema.
+    /// ([`Provider::enforces_schema`](crate::provider::Provider::enforces_schema)): a
+    /// schema target then gets the lean layout, which leaves out what the schema already
+    /// says (preamble, headings, output contract). It has no effect on a target that
+    /// sends no schema.
     pub schema_enforced: bool,
 }
 
@@ -127,25 +141,14 @@ impl PromptPlan {
     }
 
     /// What the reply must look like, as the `## Output requirements` section states it
-    /// (without the additional requirements).
-    ///
-    /// When [`schema_enforced`](Self::schema_enforced) is set, a target that sends a
-    /// schema gets one line that names the envelope and points at the schema; the type's
-    /// description is then never built.
+    /// (without the additional requirements). The lean layout of an enforced schema sends
+    /// no contract: the schema is the contract.
     pub fn output_contract(&self) -> String {
         // `concat` sizes the text once; `format!` grew it (a `realloc` per growth, which
         // takes the allocator's lock on a multi-threaded runtime) on every attempt.
         const OPEN: &str = "Reply with one JSON object {\"";
         const CLOSE: &str = "\": <result>}.\n<result>: ";
         match &self.target {
-            // The schema already carries the envelope, every field and its doc comment;
-            // the envelope is still named so that retries about it make sense.
-            OutputTarget::Typed(_) | OutputTarget::RuntimeSchema(_) if self.schema_enforced => [
-                OPEN,
-                ENVELOPE_PROPERTY,
-                "\": <result>} matching the provided JSON schema.",
-            ]
-            .concat(),
             OutputTarget::Text => "Reply with plain text only.".to_owned(),
             // A runtime schema is described as readably as a Rust type: its field names
             // are the model's only account of the shape when nothing enforces it.
@@ -165,23 +168,108 @@ impl PromptPlan {
     }
 }
 
-/// A rendered prompt: one system prompt and one user message.
+/// A rendered request: the system prompt and the conversation after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedPrompt {
     /// The system prompt.
     pub system: String,
-    /// The user message.
-    pub user: String,
+    /// The turns: the first request's user turn, then two turns per retry.
+    pub messages: Vec<Message>,
 }
 
-/// Renders `plan`; on a retry, `previous` is the failed attempt whose output and issues
-/// are fed back. A previous attempt without issues adds nothing.
-pub fn render(plan: &PromptPlan, previous: Option<&AttemptRecord>) -> RenderedPrompt {
-    RenderedPrompt {
-        system: system_prompt(plan),
-        user: user_message(plan, previous),
+impl RenderedPrompt {
+    /// The first user turn: the request as first asked.
+    pub fn user(&self) -> &str {
+        self.messages
+            .first()
+            .map_or("", |message| message.content.as_str())
     }
 }
+
+/// Renders the request that follows `previous` (the attempts made so far, in order): the
+/// first request, then the two [`retry_turns`] of every previous attempt that has issues.
+///
+/// The attempt loop renders the first request once and appends each retry's turns to it,
+/// which gives the same request without rendering the first one again.
+pub fn render(plan: &PromptPlan, previous: &[AttemptRecord]) -> RenderedPrompt {
+    let mut prompt = first_request(plan);
+    for attempt in previous {
+        if let Some(turns) = retry_turns(attempt) {
+            prompt.messages.extend(turns);
+        }
+    }
+    prompt
+}
+
+/// The first request of a call: the system prompt and one user turn.
+pub fn first_request(plan: &PromptPlan) -> RenderedPrompt {
+    let (system, user) = if plan.lean() {
+        (lean_system_prompt(plan), lean_user_message(plan))
+    } else {
+        (system_prompt(plan), user_message(plan))
+    };
+    RenderedPrompt {
+        system,
+        messages: vec![Message::user(user)],
+    }
+}
+
+/// The turns a retry adds after `previous` failed: its reply as the assistant's turn (cut
+/// at [`PREVIOUS_OUTPUT_MAX_CHARS`] characters) and the problems as the user's, one bullet
+/// per issue. `None` when the attempt has no issues: there is nothing to correct.
+pub fn retry_turns(previous: &AttemptRecord) -> Option<[Message; 2]> {
+    if previous.issues.is_empty() {
+        return None;
+    }
+    let raw = previous.raw_output.as_str();
+    let kept = cut_chars(raw, PREVIOUS_OUTPUT_MAX_CHARS);
+    // A provider refuses an empty turn; the placeholder also tells the model what happened.
+    let reply = if raw.is_empty() {
+        "(empty reply)"
+    } else {
+        kept
+    };
+    Some([
+        Message::assistant(reply),
+        Message::user(problems(previous, kept.len() < raw.len())),
+    ])
+}
+
+impl PromptPlan {
+    /// Whether the first request takes the lean layout: the provider enforces the strict
+    /// schema this target sends.
+    fn lean(&self) -> bool {
+        self.schema_enforced && self.schema().is_some()
+    }
+}
+
+fn lean_system_prompt(plan: &PromptPlan) -> String {
+    let mut parts = vec![plan.intent.trim()];
+    if let Some(instructions) = non_blank(plan.system.as_deref()) {
+        parts.push(instructions);
+    }
+    let requirements;
+    if let Some(extra) = non_blank(plan.output_requirements.as_deref()) {
+        requirements = ["Additional output requirements: ", extra].concat();
+        parts.push(&requirements);
+    }
+    let examples_text;
+    if !plan.examples.is_empty() {
+        examples_text = examples(&plan.examples);
+        parts.push(&examples_text);
+    }
+    parts.join("\n\n")
+}
+
+fn lean_user_message(plan: &PromptPlan) -> String {
+    if plan.input.label == STRING_LABEL {
+        return plan.input.text.clone();
+    }
+    ["Input (", &plan.input.label, "):\n", &plan.input.text].concat()
+}
+
+/// The label of a plain string input, which needs no label in the lean layout.
+const STRING_LABEL: &str = "String";
 
 fn system_prompt(plan: &PromptPlan) -> String {
     match non_blank(plan.system.as_deref()) {
@@ -190,7 +278,7 @@ fn system_prompt(plan: &PromptPlan) -> String {
     }
 }
 
-fn user_message(plan: &PromptPlan, previous: Option<&AttemptRecord>) -> String {
+fn user_message(plan: &PromptPlan) -> String {
     let mut sections = vec![
         section("Intent", plan.intent.trim()),
         section(
@@ -201,16 +289,6 @@ fn user_message(plan: &PromptPlan, previous: Option<&AttemptRecord>) -> String {
     ];
     if !plan.examples.is_empty() {
         sections.push(section("Examples", &examples(&plan.examples)));
-    }
-    if let Some(previous) = previous.filter(|attempt| !attempt.issues.is_empty()) {
-        sections.push(section(
-            "Previous attempt",
-            &previous_output(&previous.raw_output),
-        ));
-        sections.push(section(
-            "Problems with the previous attempt",
-            &problems(previous),
-        ));
     }
     sections.join("\n\n")
 }
@@ -242,33 +320,26 @@ fn examples(examples: &[Example]) -> String {
         })
         .collect();
     format!(
-        "{}\n\nApply the same judgement and format to the input above.",
+        "{}\n\nApply the same judgement and format to the input.",
         numbered.join("\n\n")
     )
 }
 
-fn previous_output(raw: &str) -> String {
-    if raw.is_empty() {
-        return "(empty reply)".to_owned();
+fn problems(previous: &AttemptRecord, cut: bool) -> String {
+    let mut text = String::from("Problems with your previous reply:");
+    if cut {
+        text.push_str(&format!(
+            " (it is shown cut after {PREVIOUS_OUTPUT_MAX_CHARS} characters)"
+        ));
     }
-    let kept = cut_chars(raw, PREVIOUS_OUTPUT_MAX_CHARS);
-    if kept.len() < raw.len() {
-        format!("{kept}\n[cut after {PREVIOUS_OUTPUT_MAX_CHARS} characters]")
-    } else {
-        kept.to_owned()
+    for issue in &previous.issues {
+        text.push_str("\n- ");
+        text.push_str(&issue.message);
     }
-}
-
-fn problems(previous: &AttemptRecord) -> String {
-    let bullets: Vec<String> = previous
-        .issues
-        .iter()
-        .map(|issue| format!("- {}", issue.message))
-        .collect();
-    format!(
-        "{}\nWrite a corrected response that fixes every problem above and still satisfies the intent.",
-        bullets.join("\n")
-    )
+    text.push_str(
+        "\nWrite a corrected reply that fixes every problem above and still satisfies the intent.",
+    );
+    text
 }
 
 /// The first `max_chars` characters of `text`; never splits a UTF-8 character.

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::input::prepare_input;
+use crate::provider::Role;
 use crate::result::{IssueSource, ResultIssue};
 use crate::schema::target_schema;
 
@@ -38,12 +39,18 @@ fn typed<T: JsonSchema + 'static>() -> OutputTarget {
     OutputTarget::typed(target_schema::<T>().unwrap(), false)
 }
 
-/// The whole prompt as one text, the way a snapshot shows it.
+/// The whole request as one text, the way a snapshot shows it: the system prompt, then
+/// every turn under its role.
 fn shown(prompt: &RenderedPrompt) -> String {
-    format!(
-        "=== system ===\n{}\n=== user ===\n{}",
-        prompt.system, prompt.user
-    )
+    let mut text = format!("=== system ===\n{}", prompt.system);
+    for message in &prompt.messages {
+        text.push_str(&format!(
+            "\n=== {} ===\n{}",
+            message.role.as_str(),
+            message.content
+        ));
+    }
+    text
 }
 
 fn failed_attempt(raw: &str, messages: &[&str]) -> AttemptRecord {
@@ -63,7 +70,7 @@ fn snapshot_string_target() {
         text_input("The battery lasts two days. The screen scratches easily."),
         OutputTarget::Text,
     );
-    insta::assert_snapshot!(shown(&render(&plan, None)));
+    insta::assert_snapshot!(shown(&render(&plan, &[])));
 }
 
 #[test]
@@ -75,7 +82,7 @@ fn snapshot_struct_target_with_system_and_output_requirements() {
     );
     plan.system = Some("You work for the accounts team.".to_owned());
     plan.output_requirements = Some("Use the SKU exactly as written.".to_owned());
-    insta::assert_snapshot!(shown(&render(&plan, None)));
+    insta::assert_snapshot!(shown(&render(&plan, &[])));
 }
 
 #[test]
@@ -85,7 +92,7 @@ fn snapshot_enum_target() {
         text_input("Loved it"),
         typed::<Sentiment>(),
     );
-    insta::assert_snapshot!(shown(&render(&plan, None)));
+    insta::assert_snapshot!(shown(&render(&plan, &[])));
 }
 
 #[test]
@@ -99,11 +106,10 @@ fn snapshot_with_examples() {
         Example::new(" Works great \n", r#"{"value": "Positive"}"#),
         Example::new("It is a phone.", "\n{\"value\": \"Neutral\"}\n"),
     ];
-    insta::assert_snapshot!(shown(&render(&plan, None)));
+    insta::assert_snapshot!(shown(&render(&plan, &[])));
 }
 
-#[test]
-fn snapshot_retry() {
+fn retry_plan(enforced: bool) -> PromptPlan {
     let mut plan = PromptPlan::new(
         "Extract the invoice fields.",
         text_input("Invoice 7: 2 x A-1"),
@@ -113,22 +119,97 @@ fn snapshot_retry() {
         "Invoice 1: 1 x Z-9",
         r#"{"value": {"number": "1", "lines": [{"sku": "Z-9", "qty": 1}], "due": null}}"#,
     )];
-    let previous = failed_attempt(
-        r#"{"value": {"number": 7, "lines": []}}"#,
-        &[
-            "`value.number` must be a string, not a number.",
-            "`value.lines` is empty; list every line of the invoice.",
-        ],
+    plan.schema_enforced = enforced;
+    plan
+}
+
+fn two_failures() -> [AttemptRecord; 2] {
+    [
+        failed_attempt(
+            r#"{"value": {"number": 7, "lines": []}}"#,
+            &[
+                "`value.number` must be a string, not a number.",
+                "`value.lines` is empty; list every line of the invoice.",
+            ],
+        ),
+        failed_attempt(
+            r#"{"value": {"number": "7", "lines": []}}"#,
+            &["`value.lines` is empty; list every line of the invoice."],
+        ),
+    ]
+}
+
+#[test]
+fn snapshot_retry() {
+    insta::assert_snapshot!(shown(&render(&retry_plan(false), &two_failures()[..1])));
+}
+
+#[test]
+fn snapshot_third_attempt() {
+    insta::assert_snapshot!(shown(&render(&retry_plan(false), &two_failures())));
+}
+
+#[test]
+fn snapshot_third_attempt_when_the_provider_enforces_the_schema() {
+    insta::assert_snapshot!(shown(&render(&retry_plan(true), &two_failures())));
+}
+
+#[test]
+fn a_retry_keeps_every_earlier_turn_byte_for_byte() {
+    for enforced in [false, true] {
+        let plan = retry_plan(enforced);
+        let failures = two_failures();
+        let first = render(&plan, &[]);
+        let second = render(&plan, &failures[..1]);
+        let third = render(&plan, &failures);
+        assert_eq!(first, first_request(&plan));
+        for (earlier, later) in [(&first, &second), (&second, &third)] {
+            assert_eq!(earlier.system, later.system);
+            assert_eq!(later.messages.len(), earlier.messages.len() + 2);
+            assert_eq!(
+                earlier.messages[..],
+                later.messages[..earlier.messages.len()]
+            );
+        }
+        let roles: Vec<Role> = third.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant,
+                Role::User
+            ]
+        );
+        assert_eq!(third.messages[1].content, failures[0].raw_output);
+        assert_eq!(third.messages[3].content, failures[1].raw_output);
+    }
+}
+
+#[test]
+fn the_problems_turn_lists_every_issue() {
+    let previous = failed_attempt("bad", &["wrong", "also wrong"]);
+    let [reply, problems] = retry_turns(&previous).unwrap();
+    assert_eq!(reply, Message::assistant("bad"));
+    assert_eq!(
+        problems,
+        Message::user(
+            "Problems with your previous reply:\n- wrong\n- also wrong\nWrite a corrected reply that fixes every problem above and still satisfies the intent."
+        )
     );
-    insta::assert_snapshot!(shown(&render(&plan, Some(&previous))));
 }
 
 #[test]
 fn sections_come_in_order() {
     let mut plan = PromptPlan::new("Do it.", text_input("x"), typed::<Invoice>());
     plan.examples = vec![Example::new("a", "b")];
-    let user = render(&plan, Some(&failed_attempt("bad", &["wrong"]))).user;
-    let headings: Vec<&str> = user.lines().filter(|l| l.starts_with("## ")).collect();
+    let prompt = render(&plan, &[failed_attempt("bad", &["wrong"])]);
+    let headings: Vec<&str> = prompt
+        .user()
+        .lines()
+        .filter(|l| l.starts_with("## "))
+        .collect();
     assert_eq!(
         headings,
         [
@@ -136,40 +217,44 @@ fn sections_come_in_order() {
             "## Input (String)",
             "## Output requirements",
             "## Examples",
-            "## Previous attempt",
-            "## Problems with the previous attempt"
         ]
     );
 }
 
 #[test]
-fn no_examples_and_no_issues_add_no_sections() {
+fn no_examples_and_no_issues_add_nothing() {
     let plan = PromptPlan::new("Do it.", text_input("x"), OutputTarget::Text);
-    let fresh = render(&plan, None);
+    let fresh = render(&plan, &[]);
     assert_eq!(
-        fresh.user,
+        fresh.user(),
         "## Intent\nDo it.\n\n## Input (String)\nx\n\n## Output requirements\nReply with plain text only."
     );
-    assert_eq!(render(&plan, Some(&failed_attempt("ok", &[]))), fresh);
+    assert_eq!(fresh.messages.len(), 1);
+    assert_eq!(render(&plan, &[failed_attempt("ok", &[])]), fresh);
+    assert_eq!(retry_turns(&failed_attempt("ok", &[])), None);
     assert_eq!(fresh.system, SYSTEM_PREAMBLE);
 }
 
 #[test]
 fn blank_system_instructions_and_requirements_are_left_out() {
-    let mut plan = PromptPlan::new("Do it.", text_input("x"), OutputTarget::Text);
-    plan.system = Some("  ".to_owned());
-    plan.output_requirements = Some("\n".to_owned());
-    let prompt = render(&plan, None);
-    assert_eq!(prompt.system, SYSTEM_PREAMBLE);
-    assert!(!prompt.user.contains("Additional output requirements"));
+    for enforced in [false, true] {
+        let mut plan = PromptPlan::new("Do it.", text_input("x"), typed::<Invoice>());
+        plan.system = Some("  ".to_owned());
+        plan.output_requirements = Some("\n".to_owned());
+        plan.schema_enforced = enforced;
+        let prompt = render(&plan, &[]);
+        let expected = if enforced { "Do it." } else { SYSTEM_PREAMBLE };
+        assert_eq!(prompt.system, expected);
+        assert!(!prompt.user().contains("Additional output requirements"));
+    }
 }
 
 #[test]
 fn the_input_text_is_not_trimmed() {
     let plan = PromptPlan::new("Do it.", text_input("  indented\n"), OutputTarget::Text);
     assert!(
-        render(&plan, None)
-            .user
+        render(&plan, &[])
+            .user()
             .contains("## Input (String)\n  indented\n\n\n## Output")
     );
 }
@@ -185,28 +270,27 @@ fn cut_chars_counts_characters_and_never_splits_one() {
 
 #[test]
 fn the_previous_output_is_cut_at_6000_characters() {
-    let plan = PromptPlan::new("Do it.", text_input("x"), OutputTarget::Text);
     let long = "\u{e9}".repeat(PREVIOUS_OUTPUT_MAX_CHARS + 5);
-    let user = render(&plan, Some(&failed_attempt(&long, &["too long"]))).user;
-    let kept = "\u{e9}".repeat(PREVIOUS_OUTPUT_MAX_CHARS);
-    assert!(user.contains(&format!(
-        "## Previous attempt\n{kept}\n[cut after 6000 characters]\n\n## Problems"
-    )));
+    let [reply, problems] = retry_turns(&failed_attempt(&long, &["too long"])).unwrap();
+    assert_eq!(reply.content, "\u{e9}".repeat(PREVIOUS_OUTPUT_MAX_CHARS));
+    assert!(
+        problems
+            .content
+            .starts_with("Problems with your previous reply: (it is shown cut after 6000 characters)\n- too long\n"),
+        "{}",
+        problems.content
+    );
 
     let exact = "a".repeat(PREVIOUS_OUTPUT_MAX_CHARS);
-    let user = render(&plan, Some(&failed_attempt(&exact, &["x"]))).user;
-    assert!(user.contains(&format!("## Previous attempt\n{exact}\n\n## Problems")));
+    let [reply, problems] = retry_turns(&failed_attempt(&exact, &["x"])).unwrap();
+    assert_eq!(reply.content, exact);
+    assert!(!problems.content.contains("cut after"));
 }
 
 #[test]
 fn an_empty_previous_reply_is_named() {
-    let plan = PromptPlan::new("Do it.", text_input("x"), OutputTarget::Text);
-    let user = render(
-        &plan,
-        Some(&failed_attempt("", &["The provider timed out."])),
-    )
-    .user;
-    assert!(user.contains("## Previous attempt\n(empty reply)\n\n"));
+    let [reply, _] = retry_turns(&failed_attempt("", &["The provider timed out."])).unwrap();
+    assert_eq!(reply, Message::assistant("(empty reply)"));
 }
 
 #[test]
@@ -301,47 +385,59 @@ fn snapshot_struct_target_when_the_provider_enforces_the_schema() {
     plan.system = Some("You work for the accounts team.".to_owned());
     plan.output_requirements = Some("Use the SKU exactly as written.".to_owned());
     plan.schema_enforced = true;
-    insta::assert_snapshot!(shown(&render(&plan, None)));
+    insta::assert_snapshot!(shown(&render(&plan, &[])));
 }
 
-const ENFORCED_CONTRACT: &str =
-    "Reply with one JSON object {\"value\": <result>} matching the provided JSON schema.";
-
 #[test]
-fn an_enforced_schema_shortens_the_contract_of_schema_targets_only() {
+fn an_enforced_schema_leaves_out_preamble_headings_and_contract() {
     let runtime = OutputTarget::runtime(Some(&json!({"type": "integer"}))).unwrap();
     for target in [typed::<Invoice>(), typed::<Sentiment>(), runtime] {
-        let mut plan = PromptPlan::new("Do it.", text_input("x"), target);
+        let mut plan = PromptPlan::new("  Do it.\n", text_input("x y"), target);
         plan.schema_enforced = true;
-        assert_eq!(
-            plan.output_contract(),
-            ENFORCED_CONTRACT,
-            "{:?}",
-            plan.target
-        );
+        let prompt = render(&plan, &[]);
+        assert_eq!(prompt.system, "Do it.", "{:?}", plan.target);
+        assert_eq!(prompt.messages, [Message::user("x y")]);
         assert_eq!(plan.response_format(), ResponseFormat::JsonSchema);
     }
-    // Targets that send no schema keep their contract whatever the flag says: the
+    // Targets that send no schema keep the full layout whatever the flag says: the
     // prompt is all the model has.
     let json_object = OutputTarget::typed(target_schema::<Invoice>().unwrap(), true);
     for target in [json_object, OutputTarget::AnyJson, OutputTarget::Text] {
         let mut plan = PromptPlan::new("Do it.", text_input("x"), target);
-        let full = plan.output_contract();
+        let full = render(&plan, &[]);
         plan.schema_enforced = true;
-        assert_eq!(plan.output_contract(), full, "{:?}", plan.target);
-        assert_ne!(full, ENFORCED_CONTRACT);
+        assert_eq!(render(&plan, &[]), full, "{:?}", plan.target);
+        assert_eq!(full.system, SYSTEM_PREAMBLE);
+        assert!(full.user().contains("## Output requirements\n"));
     }
 }
 
 #[test]
-fn a_retry_under_an_enforced_schema_keeps_the_short_contract_and_adds_the_problems() {
-    let mut plan = PromptPlan::new("Do it.", text_input("x"), typed::<Invoice>());
+fn the_lean_layout_labels_inputs_that_are_not_plain_strings() {
+    #[derive(Serialize, JsonSchema)]
+    struct Order {
+        id: u32,
+    }
+    let mut plan = PromptPlan::new(
+        "Do it.",
+        prepare_input(&Order { id: 7 }).unwrap(),
+        typed::<Sentiment>(),
+    );
     plan.schema_enforced = true;
-    let user = render(&plan, Some(&failed_attempt("{}", &["`value` is missing."]))).user;
+    let label = plan.input.label.clone();
     assert_eq!(
-        user,
-        format!(
-            "## Intent\nDo it.\n\n## Input (String)\nx\n\n## Output requirements\n{ENFORCED_CONTRACT}\n\n## Previous attempt\n{{}}\n\n## Problems with the previous attempt\n- `value` is missing.\nWrite a corrected response that fixes every problem above and still satisfies the intent."
-        )
+        render(&plan, &[]).user(),
+        format!("Input ({label}):\n{{\"id\":7}}")
+    );
+}
+
+#[test]
+fn the_lean_system_prompt_keeps_instructions_requirements_and_examples_in_order() {
+    let mut plan = retry_plan(true);
+    plan.system = Some("Be exact.".to_owned());
+    plan.output_requirements = Some("Keep SKUs as written.".to_owned());
+    assert_eq!(
+        render(&plan, &[]).system,
+        "Extract the invoice fields.\n\nBe exact.\n\nAdditional output requirements: Keep SKUs as written.\n\nExample 1 input:\nInvoice 1: 1 x Z-9\nExample 1 output:\n{\"value\": {\"number\": \"1\", \"lines\": [{\"sku\": \"Z-9\", \"qty\": 1}], \"due\": null}}\n\nApply the same judgement and format to the input."
     );
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::cache_breakpoints::{Breakpoints, minimum_cacheable_tokens};
 use super::env::set_variable;
 use super::error::bounded_message;
 use super::http::{
@@ -65,6 +66,7 @@ pub struct Anthropic {
     base_url: String,
     model: String,
     max_tokens: u32,
+    prompt_cache: bool,
     transport: HttpTransport,
     route: RouteCell,
 }
@@ -77,6 +79,7 @@ impl Anthropic {
             base_url: ANTHROPIC_DEFAULT_BASE_URL.to_owned(),
             model: ANTHROPIC_DEFAULT_MODEL.to_owned(),
             max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+            prompt_cache: true,
             transport: HttpTransport::default(),
             route: RouteCell::default(),
         }
@@ -123,6 +126,19 @@ impl Anthropic {
     /// The `max_tokens` sent when a request sets no limit (default 4096).
     pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Whether requests mark their stable prefixes with `cache_control` breakpoints
+    /// (default `true`): the system prompt, the first turn and, on a retry, the last turn,
+    /// each when it may reach the model's minimum cacheable length.
+    ///
+    /// Anthropic bills a cache write at 1.25 times the input price and a cache read at a
+    /// tenth of it, so the marks pay for themselves when a prefix is sent again within the
+    /// cache's lifetime (five minutes): by a retry, or by another call of the same method
+    /// with the same system prompt. Turn them off for one-off calls that never repeat.
+    pub fn with_prompt_cache(mut self, enabled: bool) -> Self {
+        self.prompt_cache = enabled;
         self
     }
 
@@ -184,6 +200,7 @@ impl fmt::Debug for Anthropic {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
+            .field("prompt_cache", &self.prompt_cache)
             .field("transport", &self.transport)
             .finish()
     }
@@ -207,7 +224,14 @@ impl Provider for Anthropic {
         let model = request.model.as_deref().unwrap_or(&self.model);
         let route = self.route()?;
         let schema = output_schema(request);
-        let body = request_body(request, model, self.max_tokens, schema.as_deref());
+        let cache_minimum = self.prompt_cache.then(|| minimum_cacheable_tokens(model));
+        let body = request_body(
+            request,
+            model,
+            self.max_tokens,
+            schema.as_deref(),
+            cache_minimum,
+        );
         let secret = Some(self.api_key.as_str());
         tracing::debug!(provider = "anthropic", %model, url = %route.url(), "sending a message request");
         let started = Instant::now();
@@ -245,7 +269,6 @@ impl Provider for Anthropic {
     }
 }
 
-/// The JSON body of one Messages request.
 /// The body of one Messages request, serialized straight from the request: the prompts
 /// and the schema are borrowed, never deep-copied into a `Value` tree.
 #[derive(Serialize)]
@@ -253,8 +276,8 @@ struct MessagesBody<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
-    messages: [UserMessage<'a>; 1],
+    system: Option<Content<'a>>,
+    messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,9 +285,53 @@ struct MessagesBody<'a> {
 }
 
 #[derive(Serialize)]
-struct UserMessage<'a> {
+struct Turn<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+/// A turn's or the system prompt's content: a plain string, or one text block when it
+/// carries a cache breakpoint (only a block can).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Cached([CachedText<'a>; 1]),
+}
+
+impl<'a> Content<'a> {
+    fn new(text: &'a str, cached: bool) -> Self {
+        if cached {
+            Content::Cached([CachedText {
+                kind: "text",
+                text,
+                cache_control: CacheControl { kind: "ephemeral" },
+            }])
+        } else {
+            Content::Text(text)
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Content::Text(text) => text.len(),
+            Content::Cached([block]) => block.text.len() + 48,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct CachedText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Serialize)]
@@ -282,7 +349,12 @@ impl MessagesBody<'_> {
     /// About how long the JSON will be: the prompts, the schema and room for escapes and
     /// the other fields.
     fn size_hint(&self) -> usize {
-        let prompts = self.system.map_or(0, str::len) + self.messages[0].content.len();
+        let prompts = self.system.as_ref().map_or(0, Content::len)
+            + self
+                .messages
+                .iter()
+                .map(|turn| turn.content.len() + 32)
+                .sum::<usize>();
         let schema = self
             .output_config
             .as_ref()
@@ -291,21 +363,35 @@ impl MessagesBody<'_> {
     }
 }
 
-/// The body of one request; `schema` is what [`output_schema`] gave for it.
+/// The body of one request; `schema` is what [`output_schema`] gave for it, and
+/// `cache_minimum` the model's minimum cacheable prompt in tokens (`None`: no breakpoints).
 fn request_body<'a>(
     request: &'a ProviderRequest,
     model: &'a str,
     default_max_tokens: u32,
     schema: Option<&'a RawValue>,
+    cache_minimum: Option<u64>,
 ) -> MessagesBody<'a> {
+    let marks = cache_minimum.map_or_else(Breakpoints::default, |minimum| {
+        let turns: Vec<usize> = request.messages.iter().map(|m| m.content.len()).collect();
+        Breakpoints::place(request.system.len(), &turns, minimum)
+    });
+    let count = request.messages.len();
     MessagesBody {
         model,
         max_tokens: request.max_output_tokens.unwrap_or(default_max_tokens),
-        system: Some(request.system.as_str()).filter(|system| !system.is_empty()),
-        messages: [UserMessage {
-            role: "user",
-            content: &request.user,
-        }],
+        system: Some(request.system.as_str())
+            .filter(|system| !system.is_empty())
+            .map(|system| Content::new(system, marks.system)),
+        messages: request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| Turn {
+                role: message.role.as_str(),
+                content: Content::new(&message.content, marks.marks_turn(index, count)),
+            })
+            .collect(),
         temperature: request.temperature.and_then(http::temperature_value),
         output_config: schema.map(|schema| OutputConfig {
             format: SchemaFormat { schema },
@@ -528,12 +614,12 @@ fn parse_reply(
 /// so `input_tokens` means the whole prompt, as it does for OpenAI.
 fn usage(usage: MessagesUsage) -> Usage {
     let cache_read = usage.cache_read_input_tokens.unwrap_or(0);
+    let cache_write = usage.cache_creation_input_tokens.unwrap_or(0);
     Usage {
-        input_tokens: usage.input_tokens.unwrap_or(0)
-            + usage.cache_creation_input_tokens.unwrap_or(0)
-            + cache_read,
+        input_tokens: usage.input_tokens.unwrap_or(0) + cache_write + cache_read,
         output_tokens: usage.output_tokens.unwrap_or(0),
         cached_input_tokens: cache_read,
+        cache_write_input_tokens: cache_write,
     }
 }
 
@@ -677,6 +763,7 @@ mod tests {
             "m",
             4096,
             output_schema(&request).as_deref(),
+            None,
         ))
         .unwrap();
         assert_eq!(
@@ -689,7 +776,8 @@ mod tests {
                 &request,
                 "m",
                 4096,
-                output_schema(&request).as_deref()
+                output_schema(&request).as_deref(),
+                None,
             ))
             .unwrap()
             .get("output_config")
@@ -702,7 +790,8 @@ mod tests {
                 &request,
                 "m",
                 4096,
-                output_schema(&request).as_deref()
+                output_schema(&request).as_deref(),
+                None,
             ))
             .unwrap()
             .get("output_config")

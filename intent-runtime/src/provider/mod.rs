@@ -5,6 +5,7 @@
 //! failures with backoff is the attempt loop's job, so every provider gets the same policy.
 
 pub mod anthropic;
+mod cache_breakpoints;
 pub mod compatible;
 mod env;
 mod error;
@@ -48,13 +49,64 @@ pub enum ResponseFormat {
 /// The default schema name sent with a strict schema.
 pub const DEFAULT_SCHEMA_NAME: &str = "intent_output";
 
+/// Who speaks a turn of the conversation that follows the system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The caller: the request, and on a retry the problems with the previous reply.
+    User,
+    /// The model: on a retry, its previous reply.
+    Assistant,
+}
+
+impl Role {
+    /// The role's name on the wire (`"user"`, `"assistant"`), the same for every provider.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One turn of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+}
+
+impl Message {
+    /// A user turn.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+
+    /// An assistant turn.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
 /// One fully rendered model call.
+///
+/// The conversation is the system prompt and then `messages`, which start with the user's
+/// request and alternate between user and assistant. A retry sends the first request's
+/// messages unchanged, followed by the previous reply (an assistant turn) and the problems
+/// with it (a user turn), so the provider's prompt cache can serve the repeated prefix.
 #[derive(Clone, PartialEq)]
 pub struct ProviderRequest {
-    /// The system prompt.
+    /// The system prompt (empty for none).
     pub system: String,
-    /// The user message.
-    pub user: String,
+    /// The turns after the system prompt: user first, alternating, user last.
+    pub messages: Vec<Message>,
     /// The reply format to ask for.
     pub response_format: ResponseFormat,
     /// The strict schema, when `response_format` is [`ResponseFormat::JsonSchema`].
@@ -74,11 +126,12 @@ pub struct ProviderRequest {
 }
 
 impl ProviderRequest {
-    /// A plain-text request with the given prompts and nothing else set.
+    /// A plain-text request with the given system prompt and one user turn, and nothing
+    /// else set.
     pub fn text(system: impl Into<String>, user: impl Into<String>) -> Self {
         Self {
             system: system.into(),
-            user: user.into(),
+            messages: vec![Message::user(user)],
             response_format: ResponseFormat::Text,
             schema: None,
             schema_name: DEFAULT_SCHEMA_NAME.to_owned(),
@@ -88,16 +141,57 @@ impl ProviderRequest {
             top_logprobs: None,
         }
     }
+
+    /// The first user turn: the request as first asked (empty when there is none).
+    pub fn user(&self) -> &str {
+        self.messages
+            .iter()
+            .find(|message| message.role == Role::User)
+            .map_or("", |message| message.content.as_str())
+    }
+
+    /// The last user turn: the request itself on a first attempt, the problems with the
+    /// previous reply on a retry (empty when there is none).
+    pub fn last_user(&self) -> &str {
+        self.messages
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::User)
+            .map_or("", |message| message.content.as_str())
+    }
+
+    /// Whether this request continues an earlier one (it carries a previous reply).
+    pub fn is_retry(&self) -> bool {
+        self.messages
+            .iter()
+            .any(|message| message.role == Role::Assistant)
+    }
+
+    /// The length in bytes of the system prompt and every turn: what a provider reads
+    /// as the prompt, without the schema.
+    pub fn prompt_len(&self) -> usize {
+        self.system.len()
+            + self
+                .messages
+                .iter()
+                .map(|message| message.content.len())
+                .sum::<usize>()
+    }
 }
 
 impl fmt::Debug for ProviderRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let turns: Vec<(&str, usize)> = self
+            .messages
+            .iter()
+            .map(|message| (message.role.as_str(), message.content.len()))
+            .collect();
         f.debug_struct("ProviderRequest")
             .field("model", &self.model)
             .field("response_format", &self.response_format)
             .field("schema_name", &self.schema_name)
             .field("system_chars", &self.system.len())
-            .field("user_chars", &self.user.len())
+            .field("message_chars", &turns)
             .field("max_output_tokens", &self.max_output_tokens)
             .field("temperature", &self.temperature)
             .field("top_logprobs", &self.top_logprobs)
@@ -216,7 +310,7 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// the prompt need not describe the type again.
     ///
     /// The runtime asks once per call, before any prompt is rendered: `request` then
-    /// carries everything but the prompts (`system` and `user` are empty). When this is
+    /// carries everything but the prompts (`system` and `messages` are empty). When this is
     /// `true`, the output contract of a schema target shrinks to one line that points at
     /// the schema; when `false` it describes the type in full.
     ///

@@ -124,7 +124,7 @@ struct Inner {
 /// let provider = ScriptedProvider::new(["{\"value\": 42}"]);
 /// let reply = provider.complete(&ProviderRequest::text("system", "user")).await.unwrap();
 /// assert_eq!(reply.text, "{\"value\": 42}");
-/// assert_eq!(provider.requests()[0].user, "user");
+/// assert_eq!(provider.requests()[0].user(), "user");
 /// # });
 /// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
 /// #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
@@ -241,9 +241,9 @@ impl ScriptedProvider {
         let estimate = |chars: usize| chars.div_ceil(4) as u64;
         let schema_chars = request.schema.as_deref().map_or(0, serialized_len);
         Usage {
-            input_tokens: estimate(request.system.len() + request.user.len() + schema_chars),
+            input_tokens: estimate(request.prompt_len() + schema_chars),
             output_tokens: estimate(output.len()),
-            cached_input_tokens: 0,
+            ..Usage::default()
         }
     }
 
@@ -397,7 +397,11 @@ mod tests {
         let first = block_on(provider.complete(&ProviderRequest::text("s", "one"))).unwrap();
         let second = block_on(provider.complete(&ProviderRequest::text("s", "two"))).unwrap();
         assert_eq!((first.text.as_str(), second.text.as_str()), ("a", "b"));
-        let users: Vec<_> = provider.requests().into_iter().map(|r| r.user).collect();
+        let users: Vec<_> = provider
+            .requests()
+            .into_iter()
+            .map(|r| r.user().to_owned())
+            .collect();
         assert_eq!(users, ["one", "two"]);
     }
 
@@ -423,8 +427,9 @@ mod tests {
 
     #[test]
     fn closure_sees_the_request_and_its_index() {
-        let provider =
-            ScriptedProvider::from_fn(|request, index| format!("{index}:{}", request.user).into());
+        let provider = ScriptedProvider::from_fn(|request, index| {
+            format!("{index}:{}", request.user()).into()
+        });
         let reply = block_on(provider.complete(&ProviderRequest::text("s", "hi"))).unwrap();
         assert_eq!(reply.text, "0:hi");
     }

@@ -143,8 +143,12 @@ impl ChatBody<'_> {
     /// About how long the JSON will be: the prompts, the schema and room for escapes and
     /// the other fields.
     fn size_hint(&self) -> usize {
-        let prompts = self.request.system.len() + self.request.user.len();
-        prompts + prompts / 16 + self.schema.map_or(0, |schema| schema.get().len()) + 256
+        let prompts = self.request.prompt_len();
+        prompts
+            + prompts / 16
+            + self.schema.map_or(0, |schema| schema.get().len())
+            + 32 * self.request.messages.len()
+            + 256
     }
 }
 
@@ -177,17 +181,17 @@ impl Serialize for ChatBody<'_> {
         let mut written: Vec<&str> = vec!["model", "messages"];
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
-        let mut messages = Vec::with_capacity(2);
+        let mut messages = Vec::with_capacity(1 + request.messages.len());
         if !request.system.is_empty() {
             messages.push(Message {
                 role: "system",
                 content: &request.system,
             });
         }
-        messages.push(Message {
-            role: "user",
-            content: &request.user,
-        });
+        messages.extend(request.messages.iter().map(|message| Message {
+            role: message.role.as_str(),
+            content: &message.content,
+        }));
         map.serialize_entry("messages", &messages)?;
         if let Some(limit) = request.max_output_tokens {
             let key = self.settings.max_tokens_field.key();
@@ -328,6 +332,7 @@ pub(crate) fn parse_reply(
             .prompt_tokens_details
             .and_then(|details| details.cached_tokens)
             .unwrap_or(0),
+        cache_write_input_tokens: 0,
     });
     Ok(ProviderReply {
         text,
