@@ -1,29 +1,43 @@
-//! Token economy: the input tokens of whole requests for five representative targets,
-//! counted with the o200k encoding (GPT-4o and later), and where they go.
+//! Token economy: the prompt tokens of whole requests, counted with the o200k encoding
+//! (GPT-4o and later), next to the requests two peer libraries send for the same target;
+//! then what retries cost and how much of them a provider's prompt cache can serve.
 //!
-//! Each request is captured from a scripted provider, so what is counted is exactly what
-//! a provider receives: the system prompt, the user message and the strict schema. The
-//! user message is split into its parts: section headings, the caller's intent and input,
-//! the output contract and, inside it, the type's description.
+//! Every intent-rs request is captured from a provider, so what is counted is exactly what
+//! the provider receives. Counting, the same for every row: the messages' text, OpenAI's
+//! framing of a chat (3 tokens per message plus its role, 3 to prime the reply), and the
+//! JSON text of the schema as the request carries it (`response_format`, or `tools` and
+//! `tool_choice`). OpenAI renders schemas into the prompt its own way, so absolute figures
+//! differ from its bills; the comparison between rows holds.
 //!
-//! The scripted provider enforces the schema as OpenAI does (`with_schema_enforced`), so
-//! the prompts are the ones OpenAI is sent; a last table compares them with the prompts a
-//! provider that does not read the schema gets (the type described in full).
+//! Parts:
+//! 1. Requests per target, with the schema enforced (the OpenAI provider) and described
+//!    (a provider that does not show the model the schema).
+//! 2. The invoice as each peer would send it, rebuilt from their public source:
+//!    Instructor (Python, OpenAI in its default `TOOLS` mode and in `TOOLS_STRICT`) and
+//!    rstructor (Rust, OpenAI structured outputs).
+//! 3. A three-attempt call with a 2 KB input: the share of the retries' prompt tokens that
+//!    repeat, byte for byte, a prefix of an earlier request.
+//! 4. The same call through the real `OpenAi` provider against a loopback server that
+//!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
+//!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
 //!
 //! `cargo bench -p intent-runtime --bench tokens`; `-- --quick` (or `--test`) prints the
-//! same table (it is fast) without the rendered prompts.
+//! same tables (it is fast) without the rendered requests.
 
 mod support;
 
+use std::sync::{Arc, Mutex};
+
 use intent_runtime::IntentOptions;
-use intent_runtime::input::describe_target;
-use intent_runtime::provider::ProviderRequest;
+use intent_runtime::provider::{OpenAi, ProviderRequest, Role, ScriptedProvider};
 use intent_runtime::schema::target_schema;
+use intent_runtime::{AIResult, IntentClient};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::{INVOICE_DOCUMENT, Invoice, Line, captured};
+use support::loopback::Loopback;
+use support::{INVOICE_DOCUMENT, Invoice, Line, captured, invoice, totals_add_up};
 use tiktoken_rs::CoreBPE;
 
 /// The sentiment of a review.
@@ -55,6 +69,7 @@ struct Contact {
 const REVIEW: &str =
     "The battery lasts two days and the screen is sharp, but the case scratches easily.";
 const SIGNATURE: &str = "Best regards,\nMaria Lopez\nHead of Procurement, Example Industries Ltd\n+44 20 7946 0000 | maria.lopez@example.com";
+const INVOICE_INTENT: &str = "Extract the invoice.";
 
 fn product_schema() -> Value {
     json!({
@@ -69,154 +84,344 @@ fn product_schema() -> Value {
     })
 }
 
-/// Token counts of one request, by part.
-#[derive(Default)]
-struct Breakdown {
-    preamble: usize,
-    headings: usize,
-    intent: usize,
-    input: usize,
-    contract: usize,
-    description: usize,
-    schema: usize,
-    /// The system prompt, the user message and the schema each counted whole.
-    total: usize,
+/// One request as OpenAI receives it: the messages and the JSON that carries the schema.
+struct Wire {
+    messages: Vec<(&'static str, String)>,
+    /// `response_format`, or `tools` with `tool_choice`, as JSON text.
+    schema: Option<String>,
 }
 
-fn typed_request<T, I>(enforced: bool, input: &I, intent: &str) -> (ProviderRequest, Option<String>)
+impl Wire {
+    /// What the OpenAI provider sends for `request` (an empty system prompt is left out).
+    fn of(request: &ProviderRequest) -> Wire {
+        let mut messages = Vec::new();
+        if !request.system.is_empty() {
+            messages.push(("system", request.system.clone()));
+        }
+        for message in &request.messages {
+            messages.push((message.role.as_str(), message.content.clone()));
+        }
+        let schema = request.schema.as_deref().map(|schema| {
+            json!({"type": "json_schema", "json_schema": {
+                "name": request.schema_name, "schema": schema, "strict": true
+            }})
+            .to_string()
+        });
+        Wire { messages, schema }
+    }
+
+    /// The text a prefix cache sees, in order: the schema, then each message.
+    fn linear(&self) -> String {
+        let mut text = self.schema.clone().unwrap_or_default();
+        for (role, content) in &self.messages {
+            text.push('\n');
+            text.push_str(role);
+            text.push('\n');
+            text.push_str(content);
+        }
+        text
+    }
+}
+
+/// Token counts of one request, by part.
+struct Tokens {
+    system: usize,
+    turns: usize,
+    schema: usize,
+    framing: usize,
+}
+
+impl Tokens {
+    fn of(bpe: &CoreBPE, wire: &Wire) -> Tokens {
+        let count = |text: &str| bpe.encode_ordinary(text).len();
+        let system = wire
+            .messages
+            .iter()
+            .filter(|(role, _)| *role == "system")
+            .map(|(_, text)| count(text))
+            .sum();
+        let turns = wire
+            .messages
+            .iter()
+            .filter(|(role, _)| *role != "system")
+            .map(|(_, text)| count(text))
+            .sum();
+        let schema = wire.schema.as_deref().map_or(0, count);
+        // OpenAI's published counting: 3 per message, plus the role (1), plus 3 for the reply.
+        let framing = 4 * wire.messages.len() + 3;
+        Tokens {
+            system,
+            turns,
+            schema,
+            framing,
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.system + self.turns + self.schema + self.framing
+    }
+}
+
+fn typed_request<T, I>(enforced: bool, input: &I, intent: &str) -> ProviderRequest
 where
     T: DeserializeOwned + JsonSchema + Send + 'static,
     I: Serialize + JsonSchema + ?Sized + Sync,
 {
-    let request = captured(enforced, |client| async move {
+    captured(enforced, |client| async move {
         let _ = client
             .transform(input, intent, IntentOptions::<T>::new())
             .await;
-    });
-    let description = describe_target(&target_schema::<T>().expect("schema"));
-    (request, Some(description))
+    })
 }
 
-fn runtime_request(
-    enforced: bool,
-    input: &str,
-    intent: &str,
-    schema: &Value,
-) -> (ProviderRequest, Option<String>) {
-    let request = captured(enforced, |client| async move {
+fn runtime_request(enforced: bool, input: &str, intent: &str, schema: &Value) -> ProviderRequest {
+    captured(enforced, |client| async move {
         let _ = client
             .transform_value(input, intent, Some(schema), IntentOptions::new())
             .await;
+    })
+}
+
+/// The user's message to a peer library: the intent, then the input.
+fn peer_prompt(intent: &str, input: &str) -> String {
+    format!("{intent}\n\n{input}")
+}
+
+/// What Instructor (Python) sends OpenAI for the invoice.
+///
+/// Rebuilt from `instructor/processing/schema.py` (`generate_openai_schema`): the Pydantic
+/// model's `model_json_schema()`, its root `title` and `description` moved into the
+/// function's `name` and `description`, sent as the one tool the model must call. The
+/// schema below is what Pydantic 2 gives for the invoice written as Pydantic models, each
+/// field with `Field(description=...)` holding the same doc comment as the Rust type:
+/// every property gets a `title`, an `Option` becomes `anyOf` with `null`, enums go to
+/// `$defs`. `TOOLS_STRICT` adds `strict: true`, which needs `additionalProperties: false`.
+fn instructor_wire(strict: bool) -> Wire {
+    let prop = |title: &str, description: &str, schema: Value| {
+        let mut schema = schema;
+        schema["title"] = json!(title);
+        schema["description"] = json!(description);
+        schema
+    };
+    let nullable_string = json!({"anyOf": [{"type": "string"}, {"type": "null"}]});
+    let mut line = json!({
+        "description": "One line of an invoice.",
+        "properties": {
+            "description": prop("Description", "What was sold.", json!({"type": "string"})),
+            "quantity": prop("Quantity", "How many.", json!({"type": "integer"})),
+            "unit_cents": prop("Unit Cents", "Price per unit, in cents.", json!({"type": "integer"})),
+            "tax_code": prop("Tax Code", "Tax category, when one applies.", nullable_string.clone()),
+        },
+        "required": ["description", "quantity", "unit_cents", "tax_code"],
+        "title": "Line",
+        "type": "object"
     });
-    (request, None)
+    let mut parameters = json!({
+        "$defs": {
+            "PaymentTerms": {
+                "description": "How an invoice is paid.",
+                "enum": ["OnReceipt", "Net30", "Net60"],
+                "title": "PaymentTerms",
+                "type": "string"
+            }
+        },
+        "properties": {
+            "number": prop("Number", "Invoice number.", json!({"type": "string"})),
+            "customer": prop("Customer", "Who is billed.", json!({"type": "string"})),
+            "terms": {"$ref": "#/$defs/PaymentTerms", "description": "Payment terms."},
+            "lines": prop("Lines", "The lines.", json!({"type": "array", "items": {"$ref": "#/$defs/Line"}})),
+            "total_cents": prop("Total Cents", "Sum of the lines, in cents.", json!({"type": "integer", "minimum": 0})),
+            "due": prop("Due", "Due date (ISO 8601), when stated.", nullable_string),
+        },
+        "required": ["customer", "due", "lines", "number", "terms", "total_cents"],
+        "type": "object"
+    });
+    if strict {
+        line["additionalProperties"] = json!(false);
+        parameters["additionalProperties"] = json!(false);
+    }
+    parameters["$defs"]["Line"] = line;
+    let mut function = json!({
+        "name": "Invoice",
+        "description": "The medium target of the benches: 20 lines, an enum, optional fields.",
+        "parameters": parameters
+    });
+    if strict {
+        function["strict"] = json!(true);
+    }
+    let tools = json!({
+        "tools": [{"type": "function", "function": function}],
+        "tool_choice": {"type": "function", "function": {"name": "Invoice"}}
+    });
+    Wire {
+        messages: vec![("user", peer_prompt(INVOICE_INTENT, INVOICE_DOCUMENT))],
+        schema: Some(tools.to_string()),
+    }
 }
 
-/// The `response_format` the OpenAI provider sends with a strict schema.
-fn response_format(request: &ProviderRequest) -> Option<String> {
-    let schema = request.schema.as_deref()?;
-    Some(
-        json!({
-            "type": "json_schema",
-            "json_schema": {"name": request.schema_name, "schema": schema, "strict": true}
+/// What rstructor sends OpenAI for the invoice.
+///
+/// Rebuilt from `src/backend/openai.rs` (`materialize_internal`) and `request.rs`: the
+/// prompt as the one user message, and `response_format` `json_schema` named after the type,
+/// with a fixed description and the type's schema made strict (every object closed, every
+/// property required) at the root, with no envelope. The type's schema here is the one
+/// schemars derives for the same Rust type, made strict the same way.
+fn rstructor_wire() -> Wire {
+    let strict = target_schema::<Invoice>().expect("schema");
+    let mut inner = strict.strict["properties"]["value"].clone();
+    if let Some(defs) = strict.strict.get("$defs") {
+        inner["$defs"] = defs.clone();
+    }
+    let format = json!({"type": "json_schema", "json_schema": {
+        "name": "Invoice",
+        "description": "Output in the specified format. Include ALL required fields and follow the schema exactly.",
+        "schema": inner,
+        "strict": true
+    }});
+    Wire {
+        messages: vec![("user", peer_prompt(INVOICE_INTENT, INVOICE_DOCUMENT))],
+        schema: Some(format.to_string()),
+    }
+}
+
+/// A 2 KB invoice document: the header and every line written out.
+fn invoice_document_2kb() -> String {
+    let invoice = invoice();
+    let mut text = format!(
+        "Invoice {} for {}. Payment terms: net 30 days. Due 2026-12-30.\nLines:\n",
+        invoice.number, invoice.customer
+    );
+    for (n, line) in (1..).zip(&invoice.lines) {
+        text.push_str(&format!(
+            "{n}. {}: {} hours at EUR {}.{:02} per hour{}\n",
+            line.description,
+            line.quantity,
+            line.unit_cents / 100,
+            line.unit_cents % 100,
+            line.tax_code
+                .as_deref()
+                .map(|code| format!(", tax {code}"))
+                .unwrap_or_default()
+        ));
+    }
+    text.push_str("Please pay by bank transfer quoting the invoice number.");
+    text
+}
+
+/// Replies for a three-attempt call: two whose total does not add up, then a right one.
+fn three_attempt_replies() -> [String; 3] {
+    let right = invoice();
+    let wrong = |off: i64| {
+        let mut wrong = right.clone();
+        wrong.total_cents += off;
+        json!({ "value": wrong }).to_string()
+    };
+    [wrong(100), wrong(1), json!({ "value": right }).to_string()]
+}
+
+fn three_attempt_options() -> IntentOptions<Invoice> {
+    IntentOptions::<Invoice>::new().validate(totals_add_up)
+}
+
+/// The requests of one three-attempt call, as the OpenAI provider would send them.
+fn three_attempt_requests(input: &str) -> Vec<ProviderRequest> {
+    let provider =
+        Arc::new(ScriptedProvider::new(three_attempt_replies()).with_schema_enforced(true));
+    let client = IntentClient::builder()
+        .shared_provider(provider.clone())
+        .max_attempts(3)
+        .build()
+        .expect("client");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result = rt.block_on(client.transform(input, INVOICE_INTENT, three_attempt_options()));
+    assert!(result.is_success(), "{:?}", result.issues);
+    assert_eq!(result.attempts.len(), 3);
+    provider.requests()
+}
+
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    let bytes = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    // Back to a character boundary of both.
+    (0..=bytes)
+        .rev()
+        .find(|&end| a.is_char_boundary(end) && b.is_char_boundary(end))
+        .unwrap_or(0)
+}
+
+/// OpenAI's documented prompt-cache rule, applied by the loopback server: the longest
+/// prefix of earlier prompts, when it is at least 1,024 tokens, in steps of 128.
+fn cached_tokens(seen: &[Vec<u32>], tokens: &[u32]) -> usize {
+    let longest = seen
+        .iter()
+        .map(|earlier| {
+            earlier
+                .iter()
+                .zip(tokens)
+                .take_while(|(a, b)| a == b)
+                .count()
         })
-        .to_string(),
-    )
-}
-
-fn breakdown(bpe: &CoreBPE, request: &ProviderRequest, description: Option<&str>) -> Breakdown {
-    let count = |text: &str| bpe.encode_ordinary(text).len();
-    let mut parts = Breakdown {
-        preamble: count(&request.system),
-        ..Breakdown::default()
-    };
-    // Sections start with `## Title` on their own line and are separated by blank lines.
-    for section in request.user().split("\n\n## ") {
-        let section = section.strip_prefix("## ").unwrap_or(section);
-        let (title, body) = section.split_once('\n').unwrap_or((section, ""));
-        parts.headings += count(&format!("## {title}\n"));
-        let body_tokens = count(body);
-        if title == "Intent" {
-            parts.intent += body_tokens;
-        } else if title.starts_with("Input") {
-            parts.input += body_tokens;
-        } else {
-            let described = description.filter(|d| body.contains(*d)).map_or(0, &count);
-            parts.description += described;
-            parts.contract += body_tokens.saturating_sub(described);
-        }
+        .max()
+        .unwrap_or(0);
+    if longest >= 1024 {
+        longest / 128 * 128
+    } else {
+        0
     }
-    parts.schema = response_format(request).map_or(0, |format| count(&format));
-    parts.total = count(&request.system) + count(request.user()) + parts.schema;
-    parts
 }
 
-/// Parts of a request that say again what the strict schema already enforces.
-struct Repeated {
-    /// The type's description in the contract: the schema describes the same type.
-    description: usize,
-    /// The rest of the output contract (`Reply with one JSON object {"value": <result>}`
-    /// and its joints): the schema's envelope says the same.
-    contract: usize,
-    /// `title` members in the schema (type names such as `Array_of_Line`).
-    titles: usize,
-    /// The preamble's `Reply with the result alone: no preamble, no explanation, no code
-    /// fences.`, which structured output makes true by construction.
-    format_rules: usize,
-}
-
-fn repeated_in_strict_requests(
-    bpe: &CoreBPE,
-    request: &ProviderRequest,
-    parts: &Breakdown,
-) -> Repeated {
-    let count = |text: &str| bpe.encode_ordinary(text).len();
-    let Some(format) = response_format(request) else {
-        return Repeated {
-            description: 0,
-            contract: 0,
-            titles: 0,
-            format_rules: 0,
+/// A loopback Chat Completions server that answers a three-attempt call (by the number of
+/// assistant turns the request carries) and reports prompt and cached tokens.
+fn caching_server(bpe: Arc<CoreBPE>) -> Loopback {
+    let replies = three_attempt_replies();
+    let seen: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+    Loopback::start_fn(move |body| {
+        let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let messages: Vec<(&'static str, String)> = body["messages"]
+            .as_array()
+            .map(|messages| {
+                messages
+                    .iter()
+                    .map(|m| {
+                        let role = match m["role"].as_str() {
+                            Some("system") => "system",
+                            Some("assistant") => "assistant",
+                            _ => "user",
+                        };
+                        (role, m["content"].as_str().unwrap_or_default().to_owned())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let retries = messages
+            .iter()
+            .filter(|(role, _)| *role == "assistant")
+            .count();
+        let wire = Wire {
+            schema: body.get("response_format").map(Value::to_string),
+            messages,
         };
-    };
-    let mut untitled: Value = serde_json::from_str(&format).expect("json");
-    remove_titles(&mut untitled);
-    let format_rules = request
-        .system
-        .find("Reply with the result alone")
-        .map_or(0, |start| count(&request.system[start..]));
-    Repeated {
-        description: parts.description,
-        contract: parts.contract,
-        titles: count(&format).saturating_sub(count(&untitled.to_string())),
-        format_rules,
-    }
+        let tokens: Vec<u32> = bpe.encode_ordinary(&wire.linear());
+        let mut seen = seen.lock().expect("lock");
+        let cached = cached_tokens(&seen, &tokens);
+        let prompt = Tokens::of(&bpe, &wire).total();
+        seen.push(tokens);
+        json!({
+            "id": "chatcmpl-cache",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant",
+                "content": replies[retries.min(2)], "refusal": null}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 600,
+                "prompt_tokens_details": {"cached_tokens": cached}}
+        })
+        .to_string()
+    })
 }
 
-/// Removes every `title` member of the schema's objects (not properties named `title`).
-fn remove_titles(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            if map.get("title").is_some_and(Value::is_string) {
-                map.remove("title");
-            }
-            for (key, child) in map.iter_mut() {
-                if key == "properties" || key == "$defs" {
-                    if let Value::Object(named) = child {
-                        named.values_mut().for_each(remove_titles);
-                    }
-                } else {
-                    remove_titles(child);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(remove_titles),
-        _ => {}
-    }
-}
-
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
-    let bpe = tiktoken_rs::o200k_base().expect("the o200k encoding is embedded");
+fn print_targets(bpe: &CoreBPE) {
     let product = product_schema();
     let requests = |enforced: bool| {
         [
@@ -234,7 +439,7 @@ fn main() {
             ),
             (
                 "invoice (Invoice)",
-                typed_request::<Invoice, str>(enforced, INVOICE_DOCUMENT, "Extract the invoice."),
+                typed_request::<Invoice, str>(enforced, INVOICE_DOCUMENT, INVOICE_INTENT),
             ),
             (
                 "list (Vec<Line>)",
@@ -255,65 +460,177 @@ fn main() {
             ),
         ]
     };
-    let targets = requests(true);
-    println!("## input tokens per request (o200k_base), by part");
+    println!("## 1. prompt tokens per request (o200k_base), by part");
     println!(
-        "{:<26} {:>6} {:>8} {:>6} {:>6} {:>8} {:>11} {:>6} {:>6}",
-        "target", "total", "preamble", "heads", "intent", "input", "contract", "descr", "schema"
+        "{:<26} {:>9} {:>7} {:>6} {:>7} {:>8} {:>10}",
+        "target", "enforced", "system", "turns", "schema", "framing", "described"
     );
-    for (name, (request, description)) in &targets {
-        let b = breakdown(&bpe, request, description.as_deref());
+    for ((name, enforced), (_, described)) in requests(true).iter().zip(&requests(false)) {
+        let parts = Tokens::of(bpe, &Wire::of(enforced));
+        let described = Tokens::of(bpe, &Wire::of(described)).total();
         println!(
-            "{name:<26} {:>6} {:>8} {:>6} {:>6} {:>8} {:>11} {:>6} {:>6}",
-            b.total, b.preamble, b.headings, b.intent, b.input, b.contract, b.description, b.schema
+            "{name:<26} {:>9} {:>7} {:>6} {:>7} {:>8} {:>10}",
+            parts.total(),
+            parts.system,
+            parts.turns,
+            parts.schema,
+            parts.framing,
+            described
         );
     }
+}
+
+fn print_peers(bpe: &CoreBPE, quick: bool) {
+    let ours = Wire::of(&typed_request::<Invoice, str>(
+        true,
+        INVOICE_DOCUMENT,
+        INVOICE_INTENT,
+    ));
+    let peers = [
+        ("Instructor, TOOLS", instructor_wire(false)),
+        ("Instructor, TOOLS_STRICT", instructor_wire(true)),
+        ("rstructor", rstructor_wire()),
+    ];
     println!();
-    println!("## what a strict-schema request repeats (tokens it could save)");
+    println!("## 2. the invoice as each library sends it to OpenAI (schema enforced)");
     println!(
-        "{:<26} {:>6} {:>8} {:>8} {:>14} {:>13} {:>6}",
-        "target", "total", "descr.", "contract", "schema titles", "format rules", "share"
+        "{:<26} {:>6} {:>9} {:>7} {:>8}",
+        "request", "total", "messages", "schema", "framing"
     );
-    for (name, (request, description)) in &targets {
-        let parts = breakdown(&bpe, request, description.as_deref());
-        let trims = repeated_in_strict_requests(&bpe, request, &parts);
-        let repeated = trims.description + trims.contract + trims.titles + trims.format_rules;
+    let row = |name: &str, wire: &Wire| {
+        let t = Tokens::of(bpe, wire);
         println!(
-            "{name:<26} {:>6} {:>8} {:>8} {:>14} {:>13} {:>5.0}%",
-            parts.total,
-            trims.description,
-            trims.contract,
-            trims.titles,
-            trims.format_rules,
-            100.0 * repeated as f64 / parts.total.max(1) as f64
+            "{name:<26} {:>6} {:>9} {:>7} {:>8}",
+            t.total(),
+            t.system + t.turns,
+            t.schema,
+            t.framing
         );
-    }
-    println!();
-    println!("## the schema enforced (OpenAI) against the type described in full");
+        t.total()
+    };
+    let ours_total = row("intent-rs", &ours);
+    let leanest = peers
+        .iter()
+        .map(|(name, wire)| row(name, wire))
+        .min()
+        .unwrap_or(0);
     println!(
-        "{:<26} {:>9} {:>9} {:>6}",
-        "target", "enforced", "described", "saved"
+        "intent-rs minus the leanest peer: {:+} tokens (target: at most +15)",
+        ours_total as i64 - leanest as i64
     );
-    for ((name, (request, _)), (_, (described, description))) in
-        targets.iter().zip(&requests(false))
-    {
-        let enforced = breakdown(&bpe, request, None).total;
-        let described = breakdown(&bpe, described, description.as_deref()).total;
-        println!(
-            "{name:<26} {enforced:>9} {described:>9} {:>5.0}%",
-            100.0 * described.saturating_sub(enforced) as f64 / described.max(1) as f64
-        );
-    }
     if !quick {
-        for (name, (request, _)) in &targets {
-            println!(
-                "\n=== {name}: system ===\n{}\n=== user ===\n{}",
-                request.system,
-                request.user()
-            );
-            if let Some(format) = response_format(request) {
-                println!("=== response_format ===\n{format}");
+        for (name, wire) in
+            std::iter::once(("intent-rs", &ours)).chain(peers.iter().map(|(n, w)| (*n, w)))
+        {
+            println!("\n=== {name} ===");
+            for (role, content) in &wire.messages {
+                println!("--- {role} ---\n{content}");
+            }
+            if let Some(schema) = &wire.schema {
+                println!("--- schema ---\n{schema}");
             }
         }
     }
+}
+
+fn print_retries(bpe: &CoreBPE, quick: bool) {
+    let input = invoice_document_2kb();
+    let requests = three_attempt_requests(&input);
+    let wires: Vec<Wire> = requests.iter().map(Wire::of).collect();
+    println!();
+    println!(
+        "## 3. a three-attempt call, invoice from a {}-byte input: prefix repeated by retries",
+        input.len()
+    );
+    println!(
+        "{:<8} {:>7} {:>15} {:>7}",
+        "attempt", "prompt", "repeated prefix", "share"
+    );
+    let (mut repeated_sum, mut retry_sum) = (0, 0);
+    for (n, wire) in wires.iter().enumerate() {
+        let total = Tokens::of(bpe, wire).total();
+        let linear = wire.linear();
+        // The longest byte-identical prefix of any earlier request.
+        let shared = wires[..n]
+            .iter()
+            .map(|earlier| common_prefix_len(&earlier.linear(), &linear))
+            .max()
+            .unwrap_or(0);
+        let repeated = bpe.encode_ordinary(&linear[..shared]).len();
+        if n > 0 {
+            repeated_sum += repeated;
+            retry_sum += total;
+        }
+        println!(
+            "{:<8} {:>7} {:>15} {:>6.1}%",
+            n + 1,
+            total,
+            repeated,
+            100.0 * repeated as f64 / total as f64
+        );
+    }
+    println!(
+        "retries: {repeated_sum} of {retry_sum} prompt tokens repeat an earlier request's prefix: {:.1}% (target: at least 90%)",
+        100.0 * repeated_sum as f64 / retry_sum.max(1) as f64
+    );
+    let roles: Vec<Vec<Role>> = requests
+        .iter()
+        .map(|r| r.messages.iter().map(|m| m.role).collect())
+        .collect();
+    if !quick {
+        println!("turns per attempt: {roles:?}");
+    }
+}
+
+fn print_cached(bpe: Arc<CoreBPE>) {
+    let server = caching_server(Arc::clone(&bpe));
+    let client = IntentClient::builder()
+        .provider(OpenAi::new("sk-bench").with_base_url(server.base_url()))
+        .max_attempts(3)
+        .build()
+        .expect("client");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let input = invoice_document_2kb();
+    println!();
+    println!(
+        "## 4. the same call through the OpenAi provider, against a loopback server applying OpenAI's caching rule"
+    );
+    println!(
+        "{:<10} {:<8} {:>7} {:>7} {:>7}",
+        "call", "attempt", "prompt", "cached", "share"
+    );
+    for call in ["first", "repeated"] {
+        let result: AIResult<Invoice> =
+            rt.block_on(client.transform(&input, INVOICE_INTENT, three_attempt_options()));
+        assert!(result.is_success(), "{:?}", result.issues);
+        for attempt in &result.attempts {
+            let usage = attempt.usage;
+            println!(
+                "{call:<10} {:<8} {:>7} {:>7} {:>6.1}%",
+                attempt.number,
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                100.0 * usage.cached_input_tokens as f64 / usage.input_tokens.max(1) as f64
+            );
+        }
+    }
+    let totals = client.total_usage();
+    println!(
+        "client totals: {} prompt tokens, {} at the cached rate ({:.1}%)",
+        totals.input_tokens,
+        totals.cached_input_tokens,
+        100.0 * totals.cached_input_tokens as f64 / totals.input_tokens.max(1) as f64
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
+    let bpe = Arc::new(tiktoken_rs::o200k_base().expect("the o200k encoding is embedded"));
+    print_targets(&bpe);
+    print_peers(&bpe, quick);
+    print_retries(&bpe, quick);
+    print_cached(bpe);
 }

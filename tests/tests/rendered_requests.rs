@@ -123,9 +123,8 @@ fn assert_each_retry_continues(bodies: &[Value]) {
         let earlier = pair[0]["messages"].as_array().expect("messages");
         let later = pair[1]["messages"].as_array().expect("messages");
         assert_eq!(later.len(), earlier.len() + 2);
-        let unmarked = |messages: &[Value]| -> Vec<Value> {
-            messages.iter().map(strip_cache_marks).collect()
-        };
+        let unmarked =
+            |messages: &[Value]| -> Vec<Value> { messages.iter().map(strip_cache_marks).collect() };
         assert_eq!(unmarked(&later[..earlier.len()]), unmarked(earlier));
         assert_eq!(pair[0]["system"], pair[1]["system"]);
     }
@@ -192,7 +191,11 @@ async fn openai_compatible_requests() {
     .await;
     // A local server constrains decoding without showing the model the schema: the prompt
     // describes the type in full.
-    three_attempts(OpenAiCompatible::new(format!("{}/v1", server.uri()), "local-model")).await;
+    three_attempts(OpenAiCompatible::new(
+        format!("{}/v1", server.uri()),
+        "local-model",
+    ))
+    .await;
     let bodies = bodies(&server).await;
     assert_each_retry_continues(&bodies);
     let bodies: Vec<Value> = bodies.into_iter().map(without_schema).collect();

@@ -1,12 +1,14 @@
 //! An in-process loopback HTTP/1.1 server that answers every request with one canned Chat
-//! Completions reply, optionally after a fixed delay, plus the process measurements the
-//! HTTP benches report (peak RSS, CPU time by thread, percentiles).
+//! Completions reply (or one computed from the request), optionally after a fixed delay,
+//! plus the process measurements the HTTP benches report (peak RSS, CPU time by thread,
+//! percentiles).
 //!
 //! The server runs on its own single-threaded runtime in a thread named
 //! [`SERVER_THREAD_NAME`], so its CPU time can be told apart from the client's.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -44,6 +46,15 @@ impl Loopback {
     /// allocation bench uses it to leave the server's allocations uncounted).
     pub fn start_with(reply: String, delay: Option<Duration>, on_thread_start: fn()) -> Loopback {
         let reply = Bytes::from(reply);
+        Loopback::start_inner(Reply::Canned(reply), delay, on_thread_start)
+    }
+
+    /// Starts a server answering each request with what `reply` returns for its body.
+    pub fn start_fn(reply: impl Fn(&[u8]) -> String + Send + Sync + 'static) -> Loopback {
+        Loopback::start_inner(Reply::Computed(Arc::new(reply)), None, || {})
+    }
+
+    fn start_inner(reply: Reply, delay: Option<Duration>, on_thread_start: fn()) -> Loopback {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -87,8 +98,20 @@ impl Drop for Loopback {
     }
 }
 
+/// Computes a reply body from a request body.
+type ReplyFn = dyn Fn(&[u8]) -> String + Send + Sync;
+
+/// What the server answers.
+#[derive(Clone)]
+enum Reply {
+    /// The same body every time.
+    Canned(Bytes),
+    /// A body computed from the request's body.
+    Computed(Arc<ReplyFn>),
+}
+
 async fn serve(
-    reply: Bytes,
+    reply: Reply,
     delay: Option<Duration>,
     addr_tx: std::sync::mpsc::Sender<SocketAddr>,
     mut stop: oneshot::Receiver<()>,
@@ -117,7 +140,14 @@ async fn serve(
                 let reply = reply.clone();
                 async move {
                     // Read the whole request as a real server would before answering.
-                    let _ = request.into_body().collect().await;
+                    let body = request.into_body().collect().await;
+                    let reply = match reply {
+                        Reply::Canned(reply) => reply,
+                        Reply::Computed(reply) => {
+                            let body = body.map(|b| b.to_bytes()).unwrap_or_default();
+                            Bytes::from(reply(&body))
+                        }
+                    };
                     if let Some(delay) = delay {
                         tokio::time::sleep(delay).await;
                     }
