@@ -15,6 +15,9 @@
 //! - `latency`: 1,000 calls at concurrency 1,000 against a server that waits 200 ms. The
 //!   total must stay under 400 ms: nothing may serialize the calls.
 //!
+//! The typed and intent loops are measured in alternating rounds, so that other work on
+//! the machine weighs on both alike; `THROUGHPUT_CALLS` sets N for a shorter run.
+//!
 //! `cargo bench -p intent-runtime --bench throughput` (both parts, N = 10,000);
 //! `-- latency` or `-- throughput` for one part; `-- --quick` (or `--test`) for a short
 //! run that checks everything works without judging the figures.
@@ -64,6 +67,55 @@ impl Run {
     fn cpu_per_call(&self, cpu: Duration) -> Duration {
         cpu / self.calls.max(1) as u32
     }
+
+    /// Two runs of the same loop as one: calls, time and CPU added, latencies pooled.
+    fn merge(mut self, other: Run) -> Run {
+        self.calls += other.calls;
+        self.failures += other.failures;
+        self.wall += other.wall;
+        self.cpu.process += other.cpu.process;
+        self.cpu.server += other.cpu.server;
+        self.latencies.extend(other.latencies);
+        self.latencies.sort_unstable();
+        self.peak_rss_kib = self.peak_rss_kib.max(other.peak_rss_kib);
+        self
+    }
+}
+
+/// How many alternating rounds the typed and intent loops are measured in.
+///
+/// Other work on the machine changes over a run; measured in alternating rounds (typed,
+/// intent, intent, typed, ...), both loops see the same mix of quiet and busy moments.
+const ROUNDS: usize = 4;
+
+/// Runs the typed and intent loops in [`ROUNDS`] alternating rounds of `calls / ROUNDS`.
+fn interleaved<T, I, FT, FI>(
+    rt: &tokio::runtime::Runtime,
+    calls: usize,
+    concurrency: usize,
+    typed: T,
+    intent: I,
+) -> (Run, Run)
+where
+    T: Fn() -> FT + Clone + Send + 'static,
+    FT: Future<Output = bool> + Send,
+    I: Fn() -> FI + Clone + Send + 'static,
+    FI: Future<Output = bool> + Send,
+{
+    let chunk = (calls / ROUNDS).max(1);
+    let mut typed_runs = Vec::with_capacity(ROUNDS);
+    let mut intent_runs = Vec::with_capacity(ROUNDS);
+    for round in 0..ROUNDS {
+        if round % 2 == 0 {
+            typed_runs.push(run_concurrent(rt, chunk, concurrency, typed.clone()));
+            intent_runs.push(run_concurrent(rt, chunk, concurrency, intent.clone()));
+        } else {
+            intent_runs.push(run_concurrent(rt, chunk, concurrency, intent.clone()));
+            typed_runs.push(run_concurrent(rt, chunk, concurrency, typed.clone()));
+        }
+    }
+    let merge = |runs: Vec<Run>| runs.into_iter().reduce(Run::merge).expect("one round");
+    (merge(typed_runs), merge(intent_runs))
 }
 
 /// Runs `calls` calls of `call` with at most `concurrency` in flight, on `rt`.
@@ -314,8 +366,8 @@ fn throughput(calls: usize) {
         run_concurrent(&rt, concurrency * 2, concurrency, typed.clone());
         run_concurrent(&rt, concurrency * 2, concurrency, intent.clone());
         let raw_run = run_concurrent(&rt, calls, concurrency, raw.clone());
-        let typed_run = run_concurrent(&rt, calls, concurrency, typed.clone());
-        let intent_run = run_concurrent(&rt, calls, concurrency, intent.clone());
+        let (typed_run, intent_run) =
+            interleaved(&rt, calls, concurrency, typed.clone(), intent.clone());
         print_run("raw", concurrency, &raw_run);
         print_run("typed", concurrency, &typed_run);
         print_run("intent", concurrency, &intent_run);
@@ -402,7 +454,11 @@ pub fn main() {
         .collect();
     let wants = |part: &str| parts.is_empty() || parts.contains(&part);
     if wants("throughput") {
-        throughput(if quick { 512 } else { 10_000 });
+        let calls = std::env::var("THROUGHPUT_CALLS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(if quick { 512 } else { 10_000 });
+        throughput(calls);
     }
     if wants("latency") {
         // Also in quick mode: the burst takes well under a second.
