@@ -34,7 +34,7 @@ fn reply(text: &str, input_tokens: u64) -> ScriptedReply {
         usage: Usage {
             input_tokens,
             output_tokens: 3,
-            cached_input_tokens: 0,
+            ..Usage::default()
         },
         ..ProviderReply::default()
     })
@@ -265,8 +265,8 @@ async fn a_judge_grades_in_the_harness_with_the_original_prompt() {
     assert_eq!(report.cases[0].status, Status::Passed);
     assert_eq!(report.summary.validation_tokens.input, 50);
     let request = &judge_model.requests()[0];
-    assert!(request.user.contains("Name the capital"));
-    assert!(request.user.contains("France"));
+    assert!(request.user().contains("Name the capital"));
+    assert!(request.user().contains("France"));
 }
 
 fn mixed_report() -> Report {

@@ -44,7 +44,7 @@ fn judge_reply(verdict: Value, input_tokens: u64) -> ScriptedReply {
         usage: Usage {
             input_tokens,
             output_tokens: 7,
-            cached_input_tokens: 0,
+            ..Usage::default()
         },
         model: "judge-model".into(),
         ..ProviderReply::default()
@@ -169,9 +169,9 @@ async fn a_boolean_judge_records_verdict_provenance_and_usage() {
     assert_eq!(request.model.as_deref(), Some("judge-1"));
     let schema = request.schema.as_ref().unwrap().to_string();
     assert!(schema.contains("\"verdict\""), "{schema}");
-    assert!(request.user.contains("positive, clearly"));
-    assert!(request.user.contains("Positive"));
-    assert!(request.user.contains("Classify the review"));
+    assert!(request.user().contains("positive, clearly"));
+    assert!(request.user().contains("Positive"));
+    assert!(request.user().contains("Classify the review"));
 }
 
 #[tokio::test]

@@ -260,7 +260,7 @@ impl ProviderReply {
 ///     }
 ///
 ///     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
-///         if request.user.is_empty() {
+///         if request.user().is_empty() {
 ///             // Classify failures: the runtime retries only the transient ones.
 ///             return Err(ProviderError::new(
 ///                 ProviderErrorKind::InvalidRequest,
@@ -272,7 +272,7 @@ impl ProviderReply {
 ///             // Schema targets are asked for in the `{"value": ...}` envelope.
 ///             text: r#"{"value": 3}"#.to_owned(),
 ///             model: request.model.clone().unwrap_or_else(|| self.default_model().to_owned()),
-///             usage: Usage { input_tokens: 120, output_tokens: 4, cached_input_tokens: 0 },
+///             usage: Usage { input_tokens: 120, output_tokens: 4, ..Usage::default() },
 ///             ..ProviderReply::default()
 ///         })
 ///     }
