@@ -119,6 +119,7 @@ fn reply(text: &str) -> ScriptedReply {
             input_tokens: 300,
             output_tokens: 20,
             cached_input_tokens: 0,
+            ..Usage::default()
         },
         model: "people-model-1".to_owned(),
         stop_reason: Some("stop".to_owned()),

@@ -265,6 +265,9 @@ pub trait Telemetered {
     #[intent("Classify the mood, with content")]
     async fn classify_with_content(&self, text: &str) -> AIResult<Mood>;
 
+    #[intent("Classify the mood, with content, twice")]
+    async fn classify_again_with_content(&self, text: &str) -> AIResult<Mood>;
+
     #[intent("Classify the mood over HTTP")]
     async fn classify_over_http(&self, text: &str) -> AIResult<Mood>;
 
@@ -285,6 +288,7 @@ fn reply(text: &str) -> ScriptedReply {
             input_tokens: 120,
             output_tokens: 7,
             cached_input_tokens: 100,
+            cache_write_input_tokens: 12,
         },
         model: "mood-model-2026-01-01".to_owned(),
         request_id: Some("chatcmpl-42".to_owned()),
@@ -332,6 +336,7 @@ async fn a_successful_call_is_one_call_span_with_one_chat_span() {
         ("gen_ai.usage.input_tokens", "120"),
         ("gen_ai.usage.output_tokens", "7"),
         ("gen_ai.usage.cache_read.input_tokens", "100"),
+        ("gen_ai.usage.cache_creation.input_tokens", "12"),
         ("intent.request.kind", "answer"),
         ("intent.attempt", "1"),
     ];
@@ -551,6 +556,41 @@ async fn content_is_recorded_in_the_conventions_json_when_asked() {
             "parts": [{"type": "text", "content": r#"{"value": "Happy"}"#}],
             "finish_reason": "stop"
         }])
+    );
+}
+
+#[tokio::test]
+async fn a_retry_records_every_turn_of_the_conversation() {
+    capture();
+    let first = r#"{"value": "Furious"}"#;
+    let provider = ScriptedProvider::new([reply(first), reply(r#"{"value": "Happy"}"#)]);
+    let client = IntentClient::builder()
+        .provider(provider)
+        .record_content(true)
+        .build()
+        .unwrap();
+    TelemeteredClient::new(client)
+        .classify_again_with_content("A sunny INPUT-77 day")
+        .await;
+    let call = Call::named("classify_again_with_content");
+    assert_eq!(call.requests.len(), 2, "{call:#?}");
+    let retry = &call.requests[1];
+    let input: Value =
+        serde_json::from_str(field(retry, "gen_ai.input.messages").unwrap()).unwrap();
+    let roles: Vec<&str> = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| turn["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"], "{input}");
+    assert_eq!(input[1]["parts"][0]["content"], first, "{input}");
+    assert!(
+        input[2]["parts"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Furious"),
+        "the problems name the rejected member: {input}"
     );
 }
 

@@ -53,7 +53,7 @@ use std::time::Duration;
 #[cfg(feature = "metrics")]
 use std::time::Instant;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -406,6 +406,7 @@ impl<'a> ModelRequest<'a> {
             { GEN_AI_USAGE_INPUT_TOKENS } = Empty,
             { GEN_AI_USAGE_OUTPUT_TOKENS } = Empty,
             { GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS } = Empty,
+            { GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS } = Empty,
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
             { GEN_AI_SYSTEM_INSTRUCTIONS } = Empty,
@@ -419,11 +420,18 @@ impl<'a> ModelRequest<'a> {
                     GEN_AI_SYSTEM_INSTRUCTIONS,
                     json!([{"type": "text", "content": request.system}]).to_string(),
                 );
-                span.record(
-                    GEN_AI_INPUT_MESSAGES,
-                    json!([{"role": "user", "parts": [{"type": "text", "content": request.user}]}])
-                        .to_string(),
-                );
+                // Every turn, so a retry's span shows the previous reply and the problems.
+                let turns: Vec<Value> = request
+                    .messages
+                    .iter()
+                    .map(|turn| {
+                        json!({
+                            "role": turn.role.as_str(),
+                            "parts": [{"type": "text", "content": turn.content}],
+                        })
+                    })
+                    .collect();
+                span.record(GEN_AI_INPUT_MESSAGES, Value::Array(turns).to_string());
             }
         }
         Self {
@@ -477,6 +485,12 @@ impl<'a> ModelRequest<'a> {
                 span.record(
                     GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
                     int(reply.usage.cached_input_tokens),
+                );
+            }
+            if reply.usage.cache_write_input_tokens > 0 {
+                span.record(
+                    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+                    int(reply.usage.cache_write_input_tokens),
                 );
             }
             if record_content {
