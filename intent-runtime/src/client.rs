@@ -896,7 +896,7 @@ mod tests {
             .transform_value("Cy, 20", "Read the request", Some(&schema), options)
             .await;
         assert_eq!(model.request_count(), 1);
-        assert!(model.requests()[0].user.contains("Ann, 5000"));
+        assert!(model.requests()[0].user().contains("Ann, 5000"));
     }
 
     #[tokio::test]

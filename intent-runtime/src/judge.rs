@@ -251,20 +251,20 @@ mod tests {
         };
         let rendered = render_judge_request(&request);
         assert!(
-            rendered.user.contains(
+            rendered.user().contains(
                 "## Intent (data)\n\"Summarize\"\n\n## Instructions the author was given (data)\n\"Answer in French.\"\n\n## Output requirements"
             ),
             "{}",
-            rendered.user
+            rendered.user()
         );
-        assert!(rendered.user.ends_with(
+        assert!(rendered.user().ends_with(
             "against the intent, the instructions the author was given and the output requirements."
         ));
         let blank = JudgeRequest {
             instructions: Some(" "),
             ..request
         };
-        assert!(!render_judge_request(&blank).user.contains("Instructions"));
+        assert!(!render_judge_request(&blank).user().contains("Instructions"));
     }
 
     #[test]

@@ -72,7 +72,7 @@ async fn several_answers_fail_the_attempt_and_the_retry_asks_for_one() {
     assert_eq!(result.attempts.len(), 2);
     let issue = &result.attempts[0].issues[0].message;
     assert!(issue.contains("2 different answers"), "{issue}");
-    assert!(provider.requests()[1].user.contains(issue.as_str()));
+    assert!(provider.requests()[1].last_user().contains(issue.as_str()));
     assert_eq!(result.into_result().unwrap(), ann());
 }
 

@@ -69,7 +69,7 @@ async fn the_judge_judges_against_the_methods_system_instructions() {
     let options = with_judge().system("Answer in one word.");
     let result = client.transform("Loved it", "Classify", options).await;
     assert!(result.is_success());
-    let user = &judge.requests()[0].user;
+    let user = judge.requests()[0].user().to_owned();
     assert!(
         user.contains("## Instructions the author was given (data)\n\"Answer in one word.\""),
         "{user}"
