@@ -15,9 +15,12 @@
 //! 2. The invoice as each peer would send it, rebuilt from their public source:
 //!    Instructor (Python, OpenAI in its default `TOOLS` mode and in `TOOLS_STRICT`) and
 //!    rstructor (Rust, OpenAI structured outputs).
-//! 3. A three-attempt call with a 2 KB input: the share of the retries' prompt tokens that
-//!    repeat, byte for byte, a prefix of an earlier request.
-//! 4. The same call through the real `OpenAi` provider against a loopback server that
+//! 3. Three-attempt calls with a 2 KB input: the share of the retries' prompt tokens that
+//!    repeat, byte for byte, a prefix of an earlier request. Two targets: the invoice,
+//!    whose every reply is as long as the input, and a short answer about the same
+//!    document. A retry's new turns are the previous reply and its problems, so the share
+//!    falls as the replies grow.
+//! 4. The same calls through the real `OpenAi` provider against a loopback server that
 //!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
 //!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
 //!
@@ -284,7 +287,7 @@ fn rstructor_wire() -> Wire {
     }
 }
 
-/// A 2 KB invoice document: the header and every line written out.
+/// A 2 KB invoice document: the header, every line written out and the terms.
 fn invoice_document_2kb() -> String {
     let invoice = invoice();
     let mut text = format!(
@@ -304,29 +307,96 @@ fn invoice_document_2kb() -> String {
                 .unwrap_or_default()
         ));
     }
-    text.push_str("Please pay by bank transfer quoting the invoice number.");
+    text.push_str("Please pay by bank transfer quoting the invoice number.\n");
+    // The terms printed under every invoice bring the document to 2 KB.
+    let terms = [
+        "Late payments accrue interest at 8 percentage points above the base rate.",
+        "Queries about this invoice must be raised within 14 days of its date.",
+        "Work packages are billed monthly in arrears at the rates agreed in the contract.",
+        "Travel and expenses are billed separately at cost, with receipts on request.",
+        "Bank: Example Bank plc, IBAN GB33 BUKB 2020 1555 5555 55, BIC BUKBGB22.",
+    ];
+    for line in terms.iter().cycle() {
+        if text.len() >= 2048 {
+            break;
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
     text
 }
 
-/// Replies for a three-attempt call: two whose total does not add up, then a right one.
-fn three_attempt_replies() -> [String; 3] {
+/// The amount due on an invoice: a short answer read from a long document.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct AmountDue {
+    /// Invoice number.
+    number: String,
+    /// The total due, in cents.
+    total_cents: i64,
+}
+
+const AMOUNT_INTENT: &str = "Read the invoice number and the total due.";
+
+/// A three-attempt call: two replies whose total is off, then the right one, checked by a
+/// validator; a retry's turns carry the whole previous reply.
+struct RetriedCall<T> {
+    label: &'static str,
+    intent: &'static str,
+    replies: [String; 3],
+    options: fn() -> IntentOptions<T>,
+}
+
+/// The invoice: every reply repeats the input's 20 lines.
+fn invoice_call() -> RetriedCall<Invoice> {
     let right = invoice();
     let wrong = |off: i64| {
         let mut wrong = right.clone();
         wrong.total_cents += off;
         json!({ "value": wrong }).to_string()
     };
-    [wrong(100), wrong(1), json!({ "value": right }).to_string()]
+    RetriedCall {
+        label: "invoice (each reply as long as the input)",
+        intent: INVOICE_INTENT,
+        replies: [wrong(100), wrong(1), json!({ "value": right }).to_string()],
+        options: || IntentOptions::<Invoice>::new().validate(totals_add_up),
+    }
 }
 
-fn three_attempt_options() -> IntentOptions<Invoice> {
-    IntentOptions::<Invoice>::new().validate(totals_add_up)
+/// The amount due: short replies about the same document.
+fn amount_call() -> RetriedCall<AmountDue> {
+    let right = AmountDue {
+        number: invoice().number,
+        total_cents: invoice().total_cents,
+    };
+    let wrong = |off: i64| {
+        json!({ "value": AmountDue { total_cents: right.total_cents + off, ..right.clone() } })
+            .to_string()
+    };
+    RetriedCall {
+        label: "amount due (short replies)",
+        intent: AMOUNT_INTENT,
+        replies: [wrong(100), wrong(1), json!({ "value": right }).to_string()],
+        options: || {
+            IntentOptions::<AmountDue>::new().validate(|due: &AmountDue| {
+                let expected = invoice().total_cents;
+                if due.total_cents == expected {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "total_cents must be the sum of the lines, {expected}"
+                    ))
+                }
+            })
+        },
+    }
 }
 
 /// The requests of one three-attempt call, as the OpenAI provider would send them.
-fn three_attempt_requests(input: &str) -> Vec<ProviderRequest> {
-    let provider =
-        Arc::new(ScriptedProvider::new(three_attempt_replies()).with_schema_enforced(true));
+fn three_attempt_requests<T>(input: &str, call: &RetriedCall<T>) -> Vec<ProviderRequest>
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let provider = Arc::new(ScriptedProvider::new(call.replies.clone()).with_schema_enforced(true));
     let client = IntentClient::builder()
         .shared_provider(provider.clone())
         .max_attempts(3)
@@ -336,7 +406,7 @@ fn three_attempt_requests(input: &str) -> Vec<ProviderRequest> {
         .enable_all()
         .build()
         .expect("runtime");
-    let result = rt.block_on(client.transform(input, INVOICE_INTENT, three_attempt_options()));
+    let result = rt.block_on(client.transform(input, call.intent, (call.options)()));
     assert!(result.is_success(), "{:?}", result.issues);
     assert_eq!(result.attempts.len(), 3);
     provider.requests()
@@ -374,8 +444,7 @@ fn cached_tokens(seen: &[Vec<u32>], tokens: &[u32]) -> usize {
 
 /// A loopback Chat Completions server that answers a three-attempt call (by the number of
 /// assistant turns the request carries) and reports prompt and cached tokens.
-fn caching_server(bpe: Arc<CoreBPE>) -> Loopback {
-    let replies = three_attempt_replies();
+fn caching_server(bpe: Arc<CoreBPE>, replies: [String; 3]) -> Loopback {
     let seen: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
     Loopback::start_fn(move |body| {
         let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
@@ -535,13 +604,22 @@ fn print_peers(bpe: &CoreBPE, quick: bool) {
 
 fn print_retries(bpe: &CoreBPE, quick: bool) {
     let input = invoice_document_2kb();
-    let requests = three_attempt_requests(&input);
-    let wires: Vec<Wire> = requests.iter().map(Wire::of).collect();
     println!();
     println!(
-        "## 3. a three-attempt call, invoice from a {}-byte input: prefix repeated by retries",
+        "## 3. three-attempt calls on a {}-byte input: prefix repeated by retries",
         input.len()
     );
+    print_retried_call(bpe, quick, &input, &invoice_call());
+    print_retried_call(bpe, quick, &input, &amount_call());
+}
+
+fn print_retried_call<T>(bpe: &CoreBPE, quick: bool, input: &str, call: &RetriedCall<T>)
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let requests = three_attempt_requests(input, call);
+    let wires: Vec<Wire> = requests.iter().map(Wire::of).collect();
+    println!("{}:", call.label);
     println!(
         "{:<8} {:>7} {:>15} {:>7}",
         "attempt", "prompt", "repeated prefix", "share"
@@ -573,17 +651,29 @@ fn print_retries(bpe: &CoreBPE, quick: bool) {
         "retries: {repeated_sum} of {retry_sum} prompt tokens repeat an earlier request's prefix: {:.1}% (target: at least 90%)",
         100.0 * repeated_sum as f64 / retry_sum.max(1) as f64
     );
-    let roles: Vec<Vec<Role>> = requests
-        .iter()
-        .map(|r| r.messages.iter().map(|m| m.role).collect())
-        .collect();
     if !quick {
+        let roles: Vec<Vec<Role>> = requests
+            .iter()
+            .map(|r| r.messages.iter().map(|m| m.role).collect())
+            .collect();
         println!("turns per attempt: {roles:?}");
     }
 }
 
 fn print_cached(bpe: Arc<CoreBPE>) {
-    let server = caching_server(Arc::clone(&bpe));
+    println!();
+    println!(
+        "## 4. the same calls through the OpenAi provider, against a loopback server applying OpenAI's caching rule"
+    );
+    print_cached_call(Arc::clone(&bpe), &invoice_call());
+    print_cached_call(bpe, &amount_call());
+}
+
+fn print_cached_call<T>(bpe: Arc<CoreBPE>, call: &RetriedCall<T>)
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let server = caching_server(bpe, call.replies.clone());
     let client = IntentClient::builder()
         .provider(OpenAi::new("sk-bench").with_base_url(server.base_url()))
         .max_attempts(3)
@@ -594,22 +684,19 @@ fn print_cached(bpe: Arc<CoreBPE>) {
         .build()
         .expect("runtime");
     let input = invoice_document_2kb();
-    println!();
-    println!(
-        "## 4. the same call through the OpenAi provider, against a loopback server applying OpenAI's caching rule"
-    );
+    println!("{}:", call.label);
     println!(
         "{:<10} {:<8} {:>7} {:>7} {:>7}",
         "call", "attempt", "prompt", "cached", "share"
     );
-    for call in ["first", "repeated"] {
-        let result: AIResult<Invoice> =
-            rt.block_on(client.transform(&input, INVOICE_INTENT, three_attempt_options()));
+    for repetition in ["first", "repeated"] {
+        let result: AIResult<T> =
+            rt.block_on(client.transform(&input, call.intent, (call.options)()));
         assert!(result.is_success(), "{:?}", result.issues);
         for attempt in &result.attempts {
             let usage = attempt.usage;
             println!(
-                "{call:<10} {:<8} {:>7} {:>7} {:>6.1}%",
+                "{repetition:<10} {:<8} {:>7} {:>7} {:>6.1}%",
                 attempt.number,
                 usage.input_tokens,
                 usage.cached_input_tokens,
