@@ -57,6 +57,15 @@ pub fn print_attempts<T>(result: &intent_runtime::AIResult<T>) {
         for issue in &attempt.issues {
             println!("    {} issue: {}", issue.source, issue.message);
         }
+        if let Some(gate) = &attempt.gate {
+            println!(
+                "    decision gate: {:?}, p(yes) = {}, threshold {:.2}",
+                gate.outcome,
+                gate.probability
+                    .map_or("none".to_owned(), |p| format!("{p:.2}")),
+                gate.threshold
+            );
+        }
         if let Some(judge) = &attempt.judge {
             println!("    judge: {judge:?}");
         }

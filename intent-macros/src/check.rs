@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use syn::LitStr;
 
+use crate::attr;
 use crate::ctxt::Errors;
 use crate::model::{IntentMethod, IntentTrait, SchemaFile, TargetKind};
 
@@ -17,6 +18,10 @@ pub(crate) fn check(model: &mut IntentTrait<'_>, errors: &mut Errors) {
 
 fn check_method(method: &mut IntentMethod<'_>, errors: &mut Errors) {
     let kind = method.output.kind;
+    if let TargetKind::Decision(_) = kind {
+        check_decision(method, errors);
+        return;
+    }
     if let Some(json_mode) = &method.intent.json_mode {
         match kind {
             TargetKind::Text => errors.spanned(
@@ -27,7 +32,7 @@ fn check_method(method: &mut IntentMethod<'_>, errors: &mut Errors) {
                 json_mode,
                 "`json_mode` does not apply to a `serde_json::Value` target: without `schema` it is asked for as a JSON object already",
             ),
-            TargetKind::Typed => {}
+            TargetKind::Typed | TargetKind::Decision(_) => {}
         }
     }
     if let Some((recover_answer, _)) = &method.intent.recover_answer
@@ -100,4 +105,39 @@ fn load_schema(path: &LitStr) -> syn::Result<SchemaFile> {
         })?
         .to_owned();
     Ok(SchemaFile { absolute })
+}
+
+/// A decision question is one request: the attempt loop's options and attributes do not
+/// apply to it, and each one present is an error at its token.
+fn check_decision(method: &IntentMethod<'_>, errors: &mut Errors) {
+    let not_for_decisions = |what: &str| {
+        format!(
+            "{what} does not apply to a decision question, which is answered in one request with probabilities; a decision question takes `#[intent(\"question\", model = \"...\")]` only"
+        )
+    };
+    for attribute in &method.item.attrs {
+        let path = attribute.path();
+        if attr::is_intent_attr(attribute) && !path.is_ident(attr::name::INTENT) {
+            let name = path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            errors.spanned(attribute, not_for_decisions(&format!("`#[{name}]`")));
+        }
+    }
+    let intent = &method.intent;
+    if let Some(schema) = &intent.schema {
+        errors.spanned(schema, not_for_decisions("`schema`"));
+    }
+    if let Some(json_mode) = &intent.json_mode {
+        errors.spanned(json_mode, not_for_decisions("`json_mode`"));
+    }
+    for (set, name) in [
+        (intent.max_attempts.is_some(), "`max_attempts`"),
+        (intent.temperature.is_some(), "`temperature`"),
+    ] {
+        if set {
+            errors.spanned(&intent.text, not_for_decisions(name));
+        }
+    }
 }

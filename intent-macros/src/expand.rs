@@ -9,7 +9,8 @@ use syn::{Attribute, Ident, ItemTrait, ReturnType, Signature, TraitItem, Type};
 use crate::attr;
 use crate::check;
 use crate::ctxt::Errors;
-use crate::model::{Input, IntentMethod, IntentTrait, TargetKind, Wrapper};
+use crate::decision::DecisionKind;
+use crate::model::{self, Input, IntentMethod, IntentTrait, TargetKind, Wrapper};
 
 /// Parses, checks and generates; every mistake comes back as one combined error.
 pub(crate) fn intents(args: TokenStream, item: &ItemTrait) -> syn::Result<TokenStream> {
@@ -125,6 +126,9 @@ pub(crate) fn client_header(item: &ItemTrait, extra: &TokenStream) -> TokenStrea
 
 /// One method of the client's `impl`.
 fn method(method: &IntentMethod<'_>) -> TokenStream {
+    if let TargetKind::Decision(kind) = method.output.kind {
+        return decision_method(method, kind);
+    }
     let kept: &[Attribute] = &method.attrs.kept;
     let sig = send_signature(&method.item.sig);
     let target = method.output.target;
@@ -140,7 +144,7 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
         TargetKind::Text | TargetKind::Typed => {
             quote!(self.client.transform_input(__intent_input, #text, __intent_options).await)
         }
-        TargetKind::Value => {
+        TargetKind::Decision(_) | TargetKind::Value => {
             let schema = runtime_schema(method);
             quote!(::intent_runtime::__private::transform_value(&self.client, __intent_input, #text, #schema, __intent_options).await)
         }
@@ -155,6 +159,55 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
                 let __intent_input = #input;
                 let __intent_options = #options;
                 #call #finish
+            }
+        }
+    }
+}
+
+/// One decision method of the client's `impl`.
+fn decision_method(method: &IntentMethod<'_>, kind: DecisionKind) -> TokenStream {
+    let kept: &[Attribute] = &method.attrs.kept;
+    let sig = send_signature(&method.item.sig);
+    let id = method.item.sig.ident.to_string();
+    let question = &method.intent.text;
+    let model = match &method.intent.model {
+        Some(model) => quote!(::core::option::Option::Some(#model)),
+        None => quote!(::core::option::Option::None),
+    };
+    let state = match method.inputs.as_slice() {
+        [single] => {
+            let arg = by_ref(single);
+            quote!(::intent_runtime::__private::state(#arg))
+        }
+        several => {
+            let adds = several.iter().map(|input| {
+                let name = input.name.to_string();
+                let arg = by_ref(input);
+                quote!(.with(#name, #arg))
+            });
+            quote!(::intent_runtime::__private::named_state(|state| state #(#adds)?*))
+        }
+    };
+    let call = match (kind, model::options_type(method.output.target)) {
+        (DecisionKind::Choice, Some(options)) => {
+            let check = quote_spanned!(options.span()=> ::intent_runtime::__private::assert_decision_enum::<#options>(););
+            quote!(#check ::intent_runtime::__private::decide_choice::<#options>(&self.client, #id, #question, __intent_state, #model).await)
+        }
+        (DecisionKind::Score, Some(options)) => {
+            let check = quote_spanned!(options.span()=> ::intent_runtime::__private::assert_decision_enum::<#options>(););
+            quote!(#check ::intent_runtime::__private::decide_score::<#options>(&self.client, #id, #question, __intent_state, #model).await)
+        }
+        _ => {
+            quote!(::intent_runtime::__private::decide_binary(&self.client, #id, #question, __intent_state, #model).await)
+        }
+    };
+    quote! {
+        #(#kept)*
+        #[allow(clippy::manual_async_fn)]
+        #sig {
+            async move {
+                let __intent_state = #state;
+                #call
             }
         }
     }

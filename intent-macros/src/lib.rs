@@ -9,6 +9,7 @@
 mod attr;
 mod check;
 mod ctxt;
+mod decision;
 mod expand;
 mod fallback;
 mod model;
@@ -94,6 +95,15 @@ use proc_macro::TokenStream;
 /// - `#[system("...")]` (added to the system prompt) and `#[output("...")]` (additional
 ///   output requirements).
 ///
+/// # Decision questions
+///
+/// A method returning `Result<Binary, DecisionError>`, `Result<Choice<E>, DecisionError>`
+/// or `Result<Score<E>, DecisionError>` is a decision question: its `#[intent("...")]` is
+/// the question, its parameters are the state (one as itself, several as an object), and
+/// it is answered with probabilities by the client's decision client. `E` is an enum
+/// deriving `DecisionEnum`. It takes `#[intent("...", model = "...")]` and no other
+/// option or attribute.
+///
 /// Every mistake is a compile error at the offending token, all of them in one build.
 ///
 /// [`IntentClient`]: https://docs.rs/intent-runtime/latest/intent_runtime/client/struct.IntentClient.html
@@ -136,6 +146,36 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
 /// #[derive(StrictCompatible)]
 /// struct Counts { by_word: std::collections::HashMap<String, u32> }
 /// ```
+/// Derives `DecisionEnum` for an enum of two or more variants without data: its variants
+/// are the choices of a `Choice<E>` or the levels of a `Score<E>` (lowest first), and
+/// their doc comments describe them to the model.
+///
+/// ```
+/// use intent_runtime::DecisionEnum;
+///
+/// #[derive(Debug, PartialEq, DecisionEnum)]
+/// enum Route {
+///     /// Payments, invoices and refunds.
+///     Billing,
+///     /// Anything that does not work.
+///     Support,
+/// }
+/// ```
+///
+/// ```compile_fail
+/// use intent_runtime::DecisionEnum;
+///
+/// #[derive(DecisionEnum)]
+/// enum Route { Billing(u32), Support }
+/// ```
+#[proc_macro_derive(DecisionEnum)]
+pub fn derive_decision_enum(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    decision::derive(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 #[proc_macro_derive(StrictCompatible, attributes(serde, schemars))]
 pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);

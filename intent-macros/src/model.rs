@@ -9,6 +9,7 @@ use syn::{
 
 use crate::attr::{self, Intent, MethodAttrs};
 use crate::ctxt::Errors;
+use crate::decision;
 
 /// A trait and its methods.
 pub(crate) struct IntentTrait<'a> {
@@ -65,6 +66,8 @@ pub(crate) enum TargetKind {
     Value,
     /// Any other type: a strict schema from `schemars`.
     Typed,
+    /// `Binary`, `Choice<E>` or `Score<E>` with `DecisionError`: a decision question.
+    Decision(decision::DecisionKind),
 }
 
 const RETURN_HELP: &str = "an intent method returns `Result<T, IntentError>` or `AIResult<T>` (written with these names: type aliases cannot be seen by the macro)";
@@ -243,6 +246,9 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
             return None;
         }
     };
+    if let Some(decision) = decision_output(ty, errors) {
+        return decision;
+    }
     let parsed = last_segment(ty).and_then(|segment| {
         let args = generic_types(&segment.arguments);
         match (segment.ident.to_string().as_str(), args.as_slice()) {
@@ -266,6 +272,54 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
     })
 }
 
+const DECISION_RETURN_HELP: &str = "a decision question returns `Result<Binary, DecisionError>`, `Result<Choice<E>, DecisionError>` or `Result<Score<E>, DecisionError>`: it is answered with probabilities, in one request, without attempts";
+
+/// The output of a method whose return type involves a decision type or
+/// `DecisionError`: `None` when it involves neither, `Some(None)` when it is wrong (the
+/// error is recorded).
+pub(crate) fn decision_output<'a>(ty: &'a Type, errors: &mut Errors) -> Option<Option<Output<'a>>> {
+    let segment = last_segment(ty)?;
+    let args = generic_types(&segment.arguments);
+    let (target, decision_error) = match (segment.ident.to_string().as_str(), args.as_slice()) {
+        ("Result", [target, error]) => (
+            *target,
+            last_segment(error).is_some_and(|s| s.ident == "DecisionError"),
+        ),
+        ("AIResult", [target]) => (*target, false),
+        _ => return None,
+    };
+    let kind = last_segment(target).and_then(|s| decision::kind_named(&s.ident.to_string()));
+    match (kind, decision_error) {
+        (None, false) => None,
+        (Some(kind), true) => {
+            if kind != decision::DecisionKind::Binary && options_type(target).is_none() {
+                errors.spanned(
+                    target,
+                    "`Choice` and `Score` name the enum of their options, like `Choice<Route>`",
+                );
+                return Some(None);
+            }
+            Some(Some(Output {
+                wrapper: Wrapper::Result,
+                target,
+                kind: TargetKind::Decision(kind),
+            }))
+        }
+        _ => {
+            errors.spanned(ty, DECISION_RETURN_HELP);
+            Some(None)
+        }
+    }
+}
+
+/// `E` of `Choice<E>` / `Score<E>`.
+pub(crate) fn options_type(target: &Type) -> Option<&Type> {
+    match generic_types(&last_segment(target)?.arguments).as_slice() {
+        [options] => Some(*options),
+        _ => None,
+    }
+}
+
 fn target_kind(target: &Type) -> TargetKind {
     match last_segment(target) {
         Some(segment) if segment.arguments.is_none() && segment.ident == "String" => {
@@ -279,7 +333,7 @@ fn target_kind(target: &Type) -> TargetKind {
 }
 
 /// The last segment of a plain path type (`a::b::C<..>` gives `C<..>`).
-fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+pub(crate) fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     match ty {
         Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
         Type::Group(group) => last_segment(&group.elem),
@@ -288,7 +342,7 @@ fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     }
 }
 
-fn generic_types(arguments: &PathArguments) -> Vec<&Type> {
+pub(crate) fn generic_types(arguments: &PathArguments) -> Vec<&Type> {
     match arguments {
         PathArguments::AngleBracketed(args) => args
             .args

@@ -10,6 +10,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::IntentClient;
+use crate::decision::typed::{options, to_state, variant, variants};
+use crate::decision::{
+    Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError, DecisionQuestion,
+    DecisionRequest, DecisionResponse, Score, ScoreQuestion,
+};
 use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
@@ -105,6 +110,124 @@ pub async fn transform_value(
     client
         .transform_value_input(input, intent, schema, options)
         .await
+}
+
+/// Compiles only when `E` can be the options of a decision question; the macro spans the
+/// call on the user's type.
+#[inline(always)]
+pub fn assert_decision_enum<E: DecisionEnum>() {}
+
+/// A decision method's only parameter as its state.
+pub fn state<T: Serialize + ?Sized>(value: &T) -> Result<Value, DecisionError> {
+    to_state(value)
+}
+
+/// Several parameters as one state object keyed by parameter name, in declaration order.
+pub fn named_state(
+    add: impl FnOnce(StateFields) -> Result<StateFields, DecisionError>,
+) -> Result<Value, DecisionError> {
+    add(StateFields::default()).map(StateFields::finish)
+}
+
+/// The state of a decision method with several parameters.
+#[derive(Debug, Default)]
+pub struct StateFields {
+    fields: serde_json::Map<String, Value>,
+}
+
+impl StateFields {
+    /// Adds the parameter `name`.
+    pub fn with<T: Serialize + ?Sized>(
+        mut self,
+        name: &str,
+        value: &T,
+    ) -> Result<Self, DecisionError> {
+        self.fields.insert(name.to_owned(), to_state(value)?);
+        Ok(self)
+    }
+
+    fn finish(self) -> Value {
+        Value::Object(self.fields)
+    }
+}
+
+/// Asks one question through the client's decision client.
+async fn ask(
+    client: &IntentClient,
+    state: Result<Value, DecisionError>,
+    question: Result<DecisionQuestion, DecisionError>,
+    model: Option<&str>,
+) -> Result<DecisionResponse, DecisionError> {
+    let mut request = DecisionRequest::new(state?, [question?])?;
+    if let Some(model) = model {
+        request = request.with_model(model);
+    }
+    client.decide(&request).await
+}
+
+fn missing(id: &str) -> DecisionError {
+    DecisionError::invalid_response(format!(
+        "the response has no answer of the right kind to `{id}`"
+    ))
+}
+
+/// A yes/no question with this id and text about `state`.
+pub async fn decide_binary(
+    client: &IntentClient,
+    id: &str,
+    question: &str,
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+) -> Result<Binary, DecisionError> {
+    let asked = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
+    let response = ask(client, state, asked, model).await?;
+    let answer = response.binary(id).ok_or_else(|| missing(id))?;
+    Ok(Binary {
+        probability: answer.probability(),
+        source: response.source(),
+    })
+}
+
+/// A choice among `E`'s variants.
+pub async fn decide_choice<E: DecisionEnum>(
+    client: &IntentClient,
+    id: &str,
+    question: &str,
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+) -> Result<Choice<E>, DecisionError> {
+    let asked = ChoiceQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
+    let response = ask(client, state, asked, model).await?;
+    let answer = response.choice(id).ok_or_else(|| missing(id))?;
+    let selected = answer
+        .probabilities()
+        .iter()
+        .position(|(name, _)| name == answer.selected())
+        .ok_or_else(|| missing(id))?;
+    Ok(Choice {
+        probabilities: variants(answer.probabilities())?,
+        selected: variant(selected)?,
+        source: response.source(),
+    })
+}
+
+/// A level among `E`'s variants, lowest first.
+pub async fn decide_score<E: DecisionEnum>(
+    client: &IntentClient,
+    id: &str,
+    question: &str,
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+) -> Result<Score<E>, DecisionError> {
+    let asked = ScoreQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
+    let response = ask(client, state, asked, model).await?;
+    let answer = response.score(id).ok_or_else(|| missing(id))?;
+    Ok(Score {
+        probabilities: variants(answer.probabilities())?,
+        most_likely: variant(answer.most_likely_index())?,
+        expected: answer.expected(),
+        source: response.source(),
+    })
 }
 
 /// A result with no attempt, for a request that could not be built.

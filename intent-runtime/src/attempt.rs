@@ -8,6 +8,7 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use crate::cache::CacheKey;
+use crate::decision::{self, GateStep};
 use crate::judge::{JudgeReading, JudgeRequest, render_judge_request};
 use crate::limits::Deadline;
 use crate::prompt::{PromptPlan, first_request, retry_turns};
@@ -446,6 +447,34 @@ async fn judge_attempt(
             .issues
             .push(state.ceiling_issue(number, "the judge could check the reply"));
         return JudgeStep::Stopped;
+    }
+    // A cheap decision first: only a candidate it finds likely to pass reaches the judge.
+    if let Some(gate) = &state.client.decision_gate {
+        let asked = Box::pin(decision::gate(gate, plan, candidate, number));
+        let Some((gate_record, step)) = state.within_budget(asked).await else {
+            let issue = state.budget_issue(number, "while waiting for the decision gate");
+            record.issues.push(issue);
+            return JudgeStep::Stopped;
+        };
+        state.count_call(record);
+        state.add_usage(record, gate_record.usage);
+        record.gate = Some(gate_record);
+        match step {
+            GateStep::Judge if state.ceiling_reached() => {
+                let issue = state.ceiling_issue(number, "the judge could check the reply");
+                record.issues.push(issue);
+                return JudgeStep::Stopped;
+            }
+            GateStep::Judge => {}
+            GateStep::Rejected(issue) => {
+                record.issues.push(issue);
+                return JudgeStep::Rejected;
+            }
+            GateStep::Stopped(issue) => {
+                record.issues.push(issue);
+                return JudgeStep::Stopped;
+            }
+        }
     }
     if let Some(limiter) = &state.client.rate_limiter {
         let estimated_tokens = (plan.input.text.len() + candidate.len()).div_ceil(4) as u64;

@@ -14,6 +14,10 @@ use serde_json::Value;
 
 use crate::attempt::{CallSettings, run_attempts};
 use crate::cache::{InMemoryCache, ResponseCache};
+use crate::decision::{
+    DecisionClient, DecisionError, DecisionEvaluator, DecisionRequest, DecisionResponse,
+    decision_client_for,
+};
 use crate::input::{InputError, PreparedInput, check_input_size, prepare_input};
 use crate::judge::{Judge, JudgeMode, ModelJudge};
 use crate::limits::{Deadline, RateLimiter, RetryPolicy};
@@ -76,6 +80,8 @@ impl fmt::Debug for IntentClient {
             .field("provider", &inner.provider)
             .field("judge_mode", &inner.judge_mode)
             .field("judge_model", &inner.judge_model)
+            .field("decisions", &inner.decisions)
+            .field("decision_gate", &inner.decision_gate)
             .field("max_attempts", &inner.max_attempts)
             .field("max_model_calls", &inner.max_model_calls)
             .field("time_budget", &inner.time_budget)
@@ -133,6 +139,22 @@ impl IntentClient {
     /// [`IntentClient::with_options`]); `None` for a client straight from its builder.
     pub fn overrides(&self) -> Option<&Overrides> {
         self.overrides.as_deref()
+    }
+
+    /// Answers `request` with the client's decision client (see
+    /// [`IntentClientBuilder::decision_client`]). The call is made once: a decision
+    /// client never retries.
+    pub async fn decide(
+        &self,
+        request: &DecisionRequest,
+    ) -> Result<DecisionResponse, DecisionError> {
+        self.inner.decisions.decide(request).await
+    }
+
+    /// The decision client that answers [`decide`](Self::decide) and the generated
+    /// decision methods.
+    pub fn decision_client(&self) -> &Arc<dyn DecisionClient> {
+        &self.inner.decisions
     }
 
     /// Model calls made so far by this client and its clones, judge calls included.
@@ -522,6 +544,12 @@ pub enum BuildError {
         "a judge was configured but the judge mode is `Never`; remove the judge or change the mode"
     )]
     JudgeNeverUsed,
+    /// A decision gate was configured while the judge mode is `Never`: the gate only
+    /// runs in front of the judge.
+    #[error(
+        "a decision gate was configured but the judge mode is `Never`, so it would never run; remove the gate or change the mode"
+    )]
+    GateWithoutJudge,
 }
 
 /// Builds an [`IntentClient`]. Errors are reported by [`IntentClientBuilder::build`].
@@ -533,6 +561,8 @@ pub struct IntentClientBuilder {
     judge_mode: JudgeMode,
     judge_model: Option<String>,
     judge_fail_closed: bool,
+    decisions: Option<Arc<dyn DecisionClient>>,
+    decision_gate: Option<DecisionEvaluator>,
     max_attempts: Option<u32>,
     max_model_calls: Option<u32>,
     time_budget: Option<Duration>,
@@ -599,6 +629,28 @@ impl IntentClientBuilder {
     /// without a verdict (the default, so that a broken judge cannot block results).
     pub fn judge_fail_closed(mut self, fail_closed: bool) -> Self {
         self.judge_fail_closed = fail_closed;
+        self
+    }
+
+    /// The client that answers decision questions (default: from the provider,
+    /// log-probabilities when it reports them and stated probabilities otherwise; see
+    /// [`decision_client_for`]).
+    pub fn decision_client(mut self, client: impl DecisionClient + 'static) -> Self {
+        self.decisions = Some(Arc::new(client));
+        self
+    }
+
+    /// A cheap decision asked before the generative judge, on every call that uses the
+    /// judge: below the evaluator's threshold the attempt is rejected with feedback and
+    /// the judge is not called; at or above it the judge confirms. A failing decision
+    /// client is handled as the evaluator's failure behaviours say, never read as a
+    /// rejection. Each decision is recorded on the attempt
+    /// ([`AttemptRecord::gate`](crate::AttemptRecord::gate)).
+    ///
+    /// Unless the evaluator was given a question, the gate asks whether the candidate
+    /// output carries out the intent on the input and meets every output requirement.
+    pub fn decision_gate(mut self, evaluator: DecisionEvaluator) -> Self {
+        self.decision_gate = Some(evaluator);
         self
     }
 
@@ -724,6 +776,12 @@ impl IntentClientBuilder {
             #[cfg(feature = "metrics")]
             metrics: Some(crate::telemetry::Metrics::new(self.meter)),
         };
+        if self.judge_mode == JudgeMode::Never && self.decision_gate.is_some() {
+            return Err(BuildError::GateWithoutJudge);
+        }
+        let decisions = self
+            .decisions
+            .unwrap_or_else(|| decision_client_for(provider.clone()));
         let judge = match (self.judge_mode, self.judge, self.judge_provider) {
             (JudgeMode::Never, None, None) => None,
             (JudgeMode::Never, _, _) => return Err(BuildError::JudgeNeverUsed),
@@ -740,6 +798,8 @@ impl IntentClientBuilder {
                 judge_mode: self.judge_mode,
                 judge_model: self.judge_model,
                 judge_fail_closed: self.judge_fail_closed,
+                decisions,
+                decision_gate: self.decision_gate,
                 max_attempts: self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                 max_model_calls: self.max_model_calls,
                 time_budget: self.time_budget,

@@ -12,6 +12,7 @@
 pub mod attempt;
 pub mod cache;
 pub mod client;
+pub mod decision;
 pub mod error;
 pub mod input;
 pub mod judge;
@@ -31,14 +32,17 @@ pub mod verify;
 pub mod __private;
 
 pub use client::{BuildError, IntentClient, IntentClientBuilder};
+pub use decision::{Binary, Choice, DecisionEnum, DecisionError, Score};
 pub use error::IntentError;
 pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
-pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
+pub use result::{
+    AIResult, AttemptRecord, GateOutcome, GateRecord, IssueSource, Repair, ResultIssue, Usage,
+};
 pub use strict::StrictCompatible;
 pub use verify::AnswerRecovery;
 
-pub use intent_macros::{StrictCompatible, intents};
+pub use intent_macros::{DecisionEnum, StrictCompatible, intents};
 
 /// The attribute a [`Provider`](provider::Provider) or [`Judge`](judge::Judge)
 /// implementation needs (`#[intent_runtime::async_trait]` on the `impl`), re-exported so

@@ -170,6 +170,119 @@ pub enum JudgeRecord {
     },
 }
 
+// The decision module's failure kind and failure behaviour live here, below it, because
+// the gate's record names them; `decision` re-exports both.
+
+/// What kind of failure a decision met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecisionFailureKind {
+    /// The request was refused before or by the provider: bad state, bad questions, a
+    /// question the provider cannot answer this way, or a 400 from the provider.
+    InvalidRequest,
+    /// The key is missing, wrong or not allowed to use the model.
+    Authentication,
+    /// Too many requests.
+    RateLimited,
+    /// The provider is overloaded.
+    Overloaded,
+    /// The provider failed or is down (5xx).
+    Unavailable,
+    /// The call took longer than its timeout.
+    Timeout,
+    /// The reply could not be read as answers (no log-probabilities, too little of the
+    /// probability on the allowed answers, a stated answer that did not verify).
+    InvalidResponse,
+    /// The connection failed or dropped.
+    Transport,
+}
+
+impl DecisionFailureKind {
+    /// Whether failures of this kind may pass if the same request is sent again later:
+    /// rate limits, overload, outages, timeouts and dropped connections.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            DecisionFailureKind::RateLimited
+                | DecisionFailureKind::Overloaded
+                | DecisionFailureKind::Unavailable
+                | DecisionFailureKind::Timeout
+                | DecisionFailureKind::Transport
+        )
+    }
+}
+
+impl fmt::Display for DecisionFailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DecisionFailureKind::InvalidRequest => "invalid request",
+            DecisionFailureKind::Authentication => "authentication failed",
+            DecisionFailureKind::RateLimited => "rate limited",
+            DecisionFailureKind::Overloaded => "overloaded",
+            DecisionFailureKind::Unavailable => "unavailable",
+            DecisionFailureKind::Timeout => "timeout",
+            DecisionFailureKind::InvalidResponse => "invalid response",
+            DecisionFailureKind::Transport => "transport error",
+        })
+    }
+}
+
+/// What to do when the decision client fails. A failure is never read as "not
+/// satisfied": the answer is missing, not negative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureBehavior {
+    /// Return the error: an evaluator's `evaluate` fails, the gate fails the call.
+    #[default]
+    Fail,
+    /// Try again: the caller's loop makes another iteration, the gate makes another
+    /// attempt (the output was not assessed).
+    Retry,
+    /// Leave the verdict to whatever comes next: the gate hands the candidate to the
+    /// generative judge.
+    Defer,
+}
+
+/// What the decision gate in front of the judge decided about one attempt.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GateRecord {
+    /// The id of the yes/no question asked.
+    pub question_id: String,
+    /// The probability of yes, when the decision client answered.
+    pub probability: Option<f64>,
+    /// The threshold it was compared with.
+    pub threshold: f64,
+    /// What the gate did.
+    pub outcome: GateOutcome,
+    /// Tokens the decision used.
+    pub usage: Usage,
+    /// How long the decision took.
+    pub duration: Duration,
+}
+
+/// What the decision gate did with an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum GateOutcome {
+    /// The probability reached the threshold: the generative judge was asked to confirm.
+    Passed,
+    /// The probability fell short: the attempt was rejected without asking the judge.
+    Rejected,
+    /// The decision client failed, and this behaviour was applied (never read as a
+    /// rejection).
+    Failed {
+        /// The failure's kind.
+        kind: DecisionFailureKind,
+        /// The HTTP status, when there was one.
+        status: Option<u16>,
+        /// Whether the failure was transient.
+        transient: bool,
+        /// What was done about it.
+        behavior: FailureBehavior,
+    },
+}
+
 /// One attempt: the request's reply exactly as it came, and what was found.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AttemptRecord {
@@ -183,6 +296,8 @@ pub struct AttemptRecord {
     pub repairs: Vec<Repair>,
     /// The judge's verdict, when the judge ran.
     pub judge: Option<JudgeRecord>,
+    /// The decision gate's decision, when a gate ran before the judge.
+    pub gate: Option<GateRecord>,
     /// Tokens used by this attempt, judge call included.
     pub usage: Usage,
     /// Model calls made by this attempt (the primary call, plus the judge's).
@@ -206,6 +321,7 @@ impl AttemptRecord {
             issues: Vec::new(),
             repairs: Vec::new(),
             judge: None,
+            gate: None,
             usage: Usage::default(),
             model_calls: 0,
             provider_retries: Vec::new(),

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cache::ResponseCache;
+use crate::decision::{DecisionClient, DecisionEvaluator};
 use crate::judge::{Judge, JudgeMode};
 use crate::limits::{RateLimiter, RetryPolicy};
 use crate::provider::Provider;
@@ -48,6 +49,10 @@ pub(crate) struct ClientInner {
     pub judge_mode: JudgeMode,
     pub judge_model: Option<String>,
     pub judge_fail_closed: bool,
+    /// Answers decision questions (the DSL's `Binary`, `Choice`, `Score` methods).
+    pub decisions: Arc<dyn DecisionClient>,
+    /// Asked before the judge, when configured.
+    pub decision_gate: Option<DecisionEvaluator>,
     pub max_attempts: u32,
     pub max_model_calls: Option<u32>,
     pub time_budget: Option<Duration>,

@@ -1,0 +1,529 @@
+//! What a decision client answers: a probability, or a distribution over the options
+//! asked, each checked when it is built, and the response that carries them.
+
+use serde::Serialize;
+
+use super::{DecisionError, DecisionQuestion, DecisionRequest};
+use crate::result::Usage;
+
+/// How far a distribution's sum may stray from 1 (floating-point rounding, not a
+/// model's arithmetic: stated distributions are normalised before they get here).
+pub const SUM_TOLERANCE: f64 = 1e-6;
+
+/// Where the probabilities came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbabilitySource {
+    /// Measured: read from the token log-probabilities of the model's one-token answer.
+    LogProbabilities,
+    /// Stated: the model wrote the numbers down. They are its claim, not a measurement,
+    /// and are often poorly calibrated.
+    Stated,
+}
+
+fn check_probability(what: &str, p: f64) -> Result<(), DecisionError> {
+    if p.is_finite() && (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(DecisionError::invalid_response(format!(
+            "{what} has the probability {p}, outside [0, 1]"
+        )))
+    }
+}
+
+fn check_distribution(probabilities: &[(String, f64)]) -> Result<(), DecisionError> {
+    let mut sum = 0.0;
+    for (index, (name, p)) in probabilities.iter().enumerate() {
+        if name.trim().is_empty() {
+            return Err(DecisionError::invalid_response(
+                "an answer names a blank option",
+            ));
+        }
+        if probabilities[..index]
+            .iter()
+            .any(|(other, _)| other == name)
+        {
+            return Err(DecisionError::invalid_response(format!(
+                "an answer names `{name}` twice"
+            )));
+        }
+        check_probability(&format!("`{name}`"), *p)?;
+        sum += p;
+    }
+    if probabilities.len() < 2 || (sum - 1.0).abs() > SUM_TOLERANCE {
+        return Err(DecisionError::invalid_response(format!(
+            "the probabilities of {} options sum to {sum}, not 1",
+            probabilities.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_coverage(coverage: Option<f64>) -> Result<(), DecisionError> {
+    coverage.map_or(Ok(()), |c| check_probability("the coverage", c))
+}
+
+/// The answer to a yes/no question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BinaryAnswer {
+    probability: f64,
+    coverage: Option<f64>,
+}
+
+impl BinaryAnswer {
+    /// The answer "yes with probability `probability`", which must lie in [0, 1].
+    pub fn new(probability: f64) -> Result<Self, DecisionError> {
+        check_probability("yes", probability)?;
+        Ok(Self {
+            probability,
+            coverage: None,
+        })
+    }
+
+    /// With the share of the answer token's probability that fell on the allowed
+    /// labels (log-probability answers only).
+    pub fn with_coverage(mut self, coverage: f64) -> Result<Self, DecisionError> {
+        check_coverage(Some(coverage))?;
+        self.coverage = Some(coverage);
+        Ok(self)
+    }
+
+    /// The probability of yes.
+    pub fn probability(&self) -> f64 {
+        self.probability
+    }
+
+    /// The share of the answer token's probability on the allowed labels, for a
+    /// log-probability answer.
+    pub fn coverage(&self) -> Option<f64> {
+        self.coverage
+    }
+}
+
+/// The answer to a choice question: a probability per choice, and the selected one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChoiceAnswer {
+    probabilities: Vec<(String, f64)>,
+    selected: String,
+    coverage: Option<f64>,
+}
+
+impl ChoiceAnswer {
+    /// A distribution over named choices (each in [0, 1], summing to 1) and the choice
+    /// selected, which must be one of them.
+    pub fn new(
+        probabilities: Vec<(String, f64)>,
+        selected: impl Into<String>,
+    ) -> Result<Self, DecisionError> {
+        check_distribution(&probabilities)?;
+        let selected = selected.into();
+        if !probabilities.iter().any(|(name, _)| *name == selected) {
+            return Err(DecisionError::invalid_response(format!(
+                "the selected choice `{selected}` is not one of the choices asked"
+            )));
+        }
+        Ok(Self {
+            probabilities,
+            selected,
+            coverage: None,
+        })
+    }
+
+    /// A distribution whose most likely choice is the selected one (the first on a tie).
+    pub fn most_likely(probabilities: Vec<(String, f64)>) -> Result<Self, DecisionError> {
+        let selected = probabilities
+            .get(argmax(probabilities.iter().map(|(_, p)| *p)))
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default();
+        Self::new(probabilities, selected)
+    }
+
+    /// With the share of the answer token's probability on the allowed labels.
+    pub fn with_coverage(mut self, coverage: f64) -> Result<Self, DecisionError> {
+        check_coverage(Some(coverage))?;
+        self.coverage = Some(coverage);
+        Ok(self)
+    }
+
+    /// The probability of each choice, in the question's order.
+    pub fn probabilities(&self) -> &[(String, f64)] {
+        &self.probabilities
+    }
+
+    /// The probability of the choice named `name`.
+    pub fn probability(&self, name: &str) -> Option<f64> {
+        self.probabilities
+            .iter()
+            .find(|(choice, _)| choice == name)
+            .map(|(_, p)| *p)
+    }
+
+    /// The selected choice.
+    pub fn selected(&self) -> &str {
+        &self.selected
+    }
+
+    /// The share of the answer token's probability on the allowed labels, for a
+    /// log-probability answer.
+    pub fn coverage(&self) -> Option<f64> {
+        self.coverage
+    }
+}
+
+/// The answer to a score question: a probability per level, the most likely level and
+/// the expected level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoreAnswer {
+    probabilities: Vec<(String, f64)>,
+    most_likely: usize,
+    expected: f64,
+    coverage: Option<f64>,
+}
+
+impl ScoreAnswer {
+    /// A distribution over the levels, lowest first (each in [0, 1], summing to 1).
+    pub fn new(probabilities: Vec<(String, f64)>) -> Result<Self, DecisionError> {
+        check_distribution(&probabilities)?;
+        let most_likely = argmax(probabilities.iter().map(|(_, p)| *p));
+        let expected = probabilities
+            .iter()
+            .enumerate()
+            .map(|(index, (_, p))| index as f64 * p)
+            .sum();
+        Ok(Self {
+            probabilities,
+            most_likely,
+            expected,
+            coverage: None,
+        })
+    }
+
+    /// With the share of the answer token's probability on the allowed labels.
+    pub fn with_coverage(mut self, coverage: f64) -> Result<Self, DecisionError> {
+        check_coverage(Some(coverage))?;
+        self.coverage = Some(coverage);
+        Ok(self)
+    }
+
+    /// The probability of each level, lowest first.
+    pub fn probabilities(&self) -> &[(String, f64)] {
+        &self.probabilities
+    }
+
+    /// The index of the most likely level (0 is the lowest; the lower one on a tie).
+    pub fn most_likely_index(&self) -> usize {
+        self.most_likely
+    }
+
+    /// The name of the most likely level.
+    pub fn most_likely(&self) -> &str {
+        &self.probabilities[self.most_likely].0
+    }
+
+    /// The probability-weighted level index, from 0 (the lowest level) to one less than
+    /// the number of levels.
+    pub fn expected(&self) -> f64 {
+        self.expected
+    }
+
+    /// The share of the answer token's probability on the allowed labels, for a
+    /// log-probability answer.
+    pub fn coverage(&self) -> Option<f64> {
+        self.coverage
+    }
+}
+
+/// The first index of the largest value (0 for none).
+fn argmax(values: impl Iterator<Item = f64>) -> usize {
+    let mut best = (0, f64::NEG_INFINITY);
+    for (index, value) in values.enumerate() {
+        if value > best.1 {
+            best = (index, value);
+        }
+    }
+    best.0
+}
+
+/// One answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DecisionAnswer {
+    /// To a yes/no question.
+    Binary(BinaryAnswer),
+    /// To a choice question.
+    Choice(ChoiceAnswer),
+    /// To a score question.
+    Score(ScoreAnswer),
+}
+
+impl DecisionAnswer {
+    /// Whether this answers `question`: the same kind, and a distribution over exactly
+    /// the options asked, in their order.
+    fn answers(&self, question: &DecisionQuestion) -> bool {
+        let same_options = |probabilities: &[(String, f64)]| {
+            probabilities.len() == question.options().len()
+                && probabilities
+                    .iter()
+                    .zip(question.options())
+                    .all(|((name, _), option)| name == option.name())
+        };
+        match (self, question) {
+            (DecisionAnswer::Binary(_), DecisionQuestion::Binary(_)) => true,
+            (DecisionAnswer::Choice(a), DecisionQuestion::Choice(_)) => {
+                same_options(&a.probabilities)
+            }
+            (DecisionAnswer::Score(a), DecisionQuestion::Score(_)) => {
+                same_options(&a.probabilities)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Every answer to a request, what it cost and where its probabilities came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecisionResponse {
+    answers: Vec<(String, DecisionAnswer)>,
+    usage: Usage,
+    model: String,
+    source: ProbabilitySource,
+}
+
+impl DecisionResponse {
+    /// A response to `request`: `answers` holds one answer per question, in the
+    /// questions' order, each of the question's kind and over exactly its options.
+    pub fn new(
+        request: &DecisionRequest,
+        answers: Vec<DecisionAnswer>,
+        usage: Usage,
+        model: impl Into<String>,
+        source: ProbabilitySource,
+    ) -> Result<Self, DecisionError> {
+        if answers.len() != request.questions().len() {
+            return Err(DecisionError::invalid_response(format!(
+                "{} answers for {} questions",
+                answers.len(),
+                request.questions().len()
+            )));
+        }
+        let mut keyed = Vec::with_capacity(answers.len());
+        for (question, answer) in request.questions().iter().zip(answers) {
+            if !answer.answers(question) {
+                return Err(DecisionError::invalid_response(format!(
+                    "the answer to `{}` does not match the question's kind and options",
+                    question.id()
+                )));
+            }
+            keyed.push((question.id().to_owned(), answer));
+        }
+        Ok(Self {
+            answers: keyed,
+            usage,
+            model: model.into(),
+            source,
+        })
+    }
+
+    /// The answers by question id, in the questions' order.
+    pub fn answers(&self) -> &[(String, DecisionAnswer)] {
+        &self.answers
+    }
+
+    /// The answer to question `id`.
+    pub fn answer(&self, id: &str) -> Option<&DecisionAnswer> {
+        self.answers
+            .iter()
+            .find(|(question, _)| question == id)
+            .map(|(_, answer)| answer)
+    }
+
+    /// The answer to the yes/no question `id`.
+    pub fn binary(&self, id: &str) -> Option<&BinaryAnswer> {
+        match self.answer(id)? {
+            DecisionAnswer::Binary(answer) => Some(answer),
+            _ => None,
+        }
+    }
+
+    /// The answer to the choice question `id`.
+    pub fn choice(&self, id: &str) -> Option<&ChoiceAnswer> {
+        match self.answer(id)? {
+            DecisionAnswer::Choice(answer) => Some(answer),
+            _ => None,
+        }
+    }
+
+    /// The answer to the score question `id`.
+    pub fn score(&self, id: &str) -> Option<&ScoreAnswer> {
+        match self.answer(id)? {
+            DecisionAnswer::Score(answer) => Some(answer),
+            _ => None,
+        }
+    }
+
+    /// Tokens used by every model call behind the response.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The model that answered.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Whether the probabilities were measured or stated.
+    pub fn source(&self) -> ProbabilitySource {
+        self.source
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::{BinaryQuestion, ChoiceQuestion};
+
+    fn named(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+        pairs.iter().map(|(n, p)| ((*n).to_owned(), *p)).collect()
+    }
+
+    #[test]
+    fn the_selected_choice_must_be_one_asked() {
+        let error = ChoiceAnswer::new(named(&[("a", 0.5), ("b", 0.5)]), "c").unwrap_err();
+        assert!(error.to_string().contains("`c` is not one of"), "{error}");
+        assert_eq!(
+            ChoiceAnswer::most_likely(named(&[("a", 0.2), ("b", 0.8)]))
+                .unwrap()
+                .selected(),
+            "b"
+        );
+    }
+
+    #[test]
+    fn a_score_has_its_most_likely_and_expected_level() {
+        let score = ScoreAnswer::new(named(&[("low", 0.1), ("mid", 0.3), ("high", 0.6)])).unwrap();
+        assert_eq!(score.most_likely(), "high");
+        assert_eq!(score.most_likely_index(), 2);
+        assert!((score.expected() - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_response_answers_every_question_with_its_kind_and_options() {
+        let request = DecisionRequest::new(
+            serde_json::json!("s"),
+            [
+                DecisionQuestion::from(BinaryQuestion::new("done", "Done?").unwrap()),
+                ChoiceQuestion::new("route", "Where?", ["a", "b"])
+                    .unwrap()
+                    .into(),
+            ],
+        )
+        .unwrap();
+        let binary = DecisionAnswer::Binary(BinaryAnswer::new(0.9).unwrap());
+        let choice = |names: &[(&str, f64)]| {
+            DecisionAnswer::Choice(ChoiceAnswer::most_likely(named(names)).unwrap())
+        };
+        let build = |answers| {
+            DecisionResponse::new(
+                &request,
+                answers,
+                Usage::default(),
+                "m",
+                ProbabilitySource::Stated,
+            )
+        };
+        let response = build(vec![binary.clone(), choice(&[("a", 0.3), ("b", 0.7)])]).unwrap();
+        assert_eq!(response.binary("done").unwrap().probability(), 0.9);
+        assert_eq!(response.choice("route").unwrap().selected(), "b");
+        assert!(response.binary("route").is_none());
+        assert!(
+            build(vec![binary.clone()]).is_err(),
+            "a question unanswered"
+        );
+        assert!(
+            build(vec![binary.clone(), choice(&[("b", 0.3), ("a", 0.7)])]).is_err(),
+            "options out of order"
+        );
+        assert!(build(vec![binary.clone(), binary]).is_err(), "wrong kind");
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A distribution over `n` options: positive weights, normalised.
+        fn distribution() -> impl Strategy<Value = Vec<(String, f64)>> {
+            prop::collection::vec(0.001f64..10.0, 2..12).prop_map(|weights| {
+                let total: f64 = weights.iter().sum();
+                weights
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| (format!("option {i}"), w / total))
+                    .collect()
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn binary_answers_accept_exactly_the_unit_interval(p in proptest::num::f64::ANY) {
+                let accepted = BinaryAnswer::new(p).is_ok();
+                prop_assert_eq!(accepted, (0.0..=1.0).contains(&p));
+            }
+
+            #[test]
+            fn normalised_distributions_are_accepted_and_keep_their_order(probabilities in distribution()) {
+                let choice = ChoiceAnswer::most_likely(probabilities.clone()).unwrap();
+                prop_assert_eq!(choice.probabilities(), &probabilities[..]);
+                let best = choice.probability(choice.selected()).unwrap();
+                prop_assert!(probabilities.iter().all(|(_, p)| *p <= best));
+                let score = ScoreAnswer::new(probabilities.clone()).unwrap();
+                prop_assert!(score.expected() >= 0.0);
+                prop_assert!(score.expected() <= (probabilities.len() - 1) as f64 + 1e-9);
+                prop_assert_eq!(score.probabilities()[score.most_likely_index()].1, best);
+            }
+
+            #[test]
+            fn a_distribution_that_does_not_sum_to_one_is_refused(
+                probabilities in distribution(),
+                factor in prop_oneof![0.5f64..0.999, 1.001f64..2.0],
+            ) {
+                let scaled: Vec<(String, f64)> =
+                    probabilities.iter().map(|(n, p)| (n.clone(), p * factor)).collect();
+                prop_assume!(scaled.iter().all(|(_, p)| *p <= 1.0));
+                prop_assert!(ChoiceAnswer::most_likely(scaled.clone()).is_err());
+                prop_assert!(ScoreAnswer::new(scaled).is_err());
+            }
+
+            #[test]
+            fn a_probability_outside_the_unit_interval_is_refused(
+                probabilities in distribution(),
+                index in 0usize..12,
+                bad in prop_oneof![-10.0f64..-0.0001, 1.0001f64..10.0, Just(f64::NAN), Just(f64::INFINITY)],
+            ) {
+                let mut broken = probabilities;
+                let index = index % broken.len();
+                broken[index].1 = bad;
+                prop_assert!(ChoiceAnswer::most_likely(broken.clone()).is_err());
+                prop_assert!(ScoreAnswer::new(broken).is_err());
+            }
+
+            #[test]
+            fn the_selected_choice_is_always_one_asked(probabilities in distribution(), other in "[a-z ]{1,8}") {
+                prop_assume!(!probabilities.iter().any(|(name, _)| *name == other));
+                prop_assert!(ChoiceAnswer::new(probabilities.clone(), other).is_err());
+                let first = probabilities[0].0.clone();
+                prop_assert!(ChoiceAnswer::new(probabilities, first).is_ok());
+            }
+
+            #[test]
+            fn duplicate_or_blank_names_are_refused(probabilities in distribution(), blank in "[ \t]{0,3}") {
+                let mut duplicated = probabilities.clone();
+                duplicated[1].0 = duplicated[0].0.clone();
+                prop_assert!(ChoiceAnswer::most_likely(duplicated).is_err());
+                let mut blanked = probabilities;
+                blanked[0].0 = blank;
+                prop_assert!(ScoreAnswer::new(blanked).is_err());
+            }
+        }
+    }
+}

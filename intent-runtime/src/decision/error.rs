@@ -1,0 +1,155 @@
+//! Why a decision produced no answer: a failure kind, whether trying again may help, and
+//! never the state or an API key.
+
+use crate::provider::{ProviderError, ProviderErrorKind};
+pub use crate::result::DecisionFailureKind;
+
+/// The decision failure kind of a provider failure kind.
+fn of_provider(kind: ProviderErrorKind) -> DecisionFailureKind {
+    match kind {
+        ProviderErrorKind::Authentication | ProviderErrorKind::Permission => {
+            DecisionFailureKind::Authentication
+        }
+        ProviderErrorKind::NotFound
+        | ProviderErrorKind::InvalidRequest
+        | ProviderErrorKind::SchemaRejected => DecisionFailureKind::InvalidRequest,
+        ProviderErrorKind::RateLimited => DecisionFailureKind::RateLimited,
+        ProviderErrorKind::Overloaded => DecisionFailureKind::Overloaded,
+        ProviderErrorKind::Server => DecisionFailureKind::Unavailable,
+        ProviderErrorKind::Timeout => DecisionFailureKind::Timeout,
+        ProviderErrorKind::Transport => DecisionFailureKind::Transport,
+        ProviderErrorKind::InvalidResponse => DecisionFailureKind::InvalidResponse,
+    }
+}
+
+/// A decision that produced no answer.
+///
+/// Its message is written by this crate and names what failed (a question id, a limit, a
+/// kind and an HTTP status); it never holds the state, the provider's own words (which
+/// may quote the request; see [`provider_message`](Self::provider_message)) or a key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("decision {kind}{status}: {message}", status = self.status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+pub struct DecisionError {
+    kind: DecisionFailureKind,
+    message: String,
+    status: Option<u16>,
+    transient: bool,
+    provider_message: Option<String>,
+}
+
+impl DecisionError {
+    /// A failure of `kind`, transient as the kind says. `message` must not quote the
+    /// state.
+    pub fn new(kind: DecisionFailureKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            status: None,
+            transient: kind.is_transient(),
+            provider_message: None,
+        }
+    }
+
+    /// An invalid request: nothing was sent.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(DecisionFailureKind::InvalidRequest, message)
+    }
+
+    /// An invalid response.
+    pub fn invalid_response(message: impl Into<String>) -> Self {
+        Self::new(DecisionFailureKind::InvalidResponse, message)
+    }
+
+    /// A failed provider call, classified; transient as the provider said (it may have
+    /// sent `x-should-retry`).
+    pub fn from_provider(error: &ProviderError) -> Self {
+        let kind = of_provider(error.kind());
+        Self {
+            kind,
+            message: format!("the {} call failed", error.provider()),
+            status: error.status(),
+            transient: error.is_transient(),
+            provider_message: Some(error.message().to_owned()),
+        }
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> DecisionFailureKind {
+        self.kind
+    }
+
+    /// The HTTP status, when the provider answered with one.
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// Whether sending the same request again later may succeed. A decision client never
+    /// retries on its own: a caller who wants retries asks again.
+    pub fn is_transient(&self) -> bool {
+        self.transient
+    }
+
+    /// What the provider said, when the failure came from a provider call (with any key
+    /// already removed). Kept out of the message because a provider may quote the
+    /// request, and with it the state: log it only where the state may be logged.
+    pub fn provider_message(&self) -> Option<&str> {
+        self.provider_message.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_failures_keep_kind_status_and_transience_but_not_the_providers_words() {
+        let provider = ProviderError::new(
+            ProviderErrorKind::RateLimited,
+            "openai",
+            "state: {\"secret\": 1}",
+        )
+        .with_status(429);
+        let error = DecisionError::from_provider(&provider);
+        assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
+        assert!(error.is_transient());
+        assert_eq!(error.status(), Some(429));
+        assert_eq!(
+            error.to_string(),
+            "decision rate limited (HTTP 429): the openai call failed"
+        );
+        assert_eq!(error.provider_message(), Some("state: {\"secret\": 1}"));
+
+        let told_not_to_retry = ProviderError::new(ProviderErrorKind::Server, "openai", "x")
+            .with_status(500)
+            .with_transient(false);
+        let error = DecisionError::from_provider(&told_not_to_retry);
+        assert_eq!(error.kind(), DecisionFailureKind::Unavailable);
+        assert!(!error.is_transient());
+    }
+
+    #[test]
+    fn every_provider_kind_has_a_decision_kind() {
+        use ProviderErrorKind as P;
+        let cases = [
+            (P::Authentication, DecisionFailureKind::Authentication),
+            (P::Permission, DecisionFailureKind::Authentication),
+            (P::NotFound, DecisionFailureKind::InvalidRequest),
+            (P::InvalidRequest, DecisionFailureKind::InvalidRequest),
+            (P::SchemaRejected, DecisionFailureKind::InvalidRequest),
+            (P::RateLimited, DecisionFailureKind::RateLimited),
+            (P::Overloaded, DecisionFailureKind::Overloaded),
+            (P::Server, DecisionFailureKind::Unavailable),
+            (P::Timeout, DecisionFailureKind::Timeout),
+            (P::Transport, DecisionFailureKind::Transport),
+            (P::InvalidResponse, DecisionFailureKind::InvalidResponse),
+        ];
+        for (provider, decision) in cases {
+            assert_eq!(of_provider(provider), decision);
+            assert_eq!(
+                decision.is_transient(),
+                provider.is_transient(),
+                "{provider}"
+            );
+        }
+    }
+}

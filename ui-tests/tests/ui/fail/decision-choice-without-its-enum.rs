@@ -1,0 +1,9 @@
+use intent_runtime::{intents, Choice, DecisionError};
+
+#[intents]
+trait Triage {
+    #[intent("Which team should take the ticket?")]
+    async fn route(&self, ticket: &str) -> Result<Choice, DecisionError>;
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use intent_runtime::DecisionEnum;
+
+#[derive(DecisionEnum)]
+struct Route {
+    team: String,
+}
+
+fn main() {}

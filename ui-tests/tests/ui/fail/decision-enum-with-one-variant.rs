@@ -1,0 +1,8 @@
+use intent_runtime::DecisionEnum;
+
+#[derive(DecisionEnum)]
+enum Route {
+    Billing,
+}
+
+fn main() {}

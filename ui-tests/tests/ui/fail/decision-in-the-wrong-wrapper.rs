@@ -1,0 +1,12 @@
+use intent_runtime::{intents, AIResult, Binary, IntentError};
+
+#[intents]
+trait Triage {
+    #[intent("Is the ticket solved?")]
+    async fn solved(&self, ticket: &str) -> AIResult<Binary>;
+
+    #[intent("Is the ticket urgent?")]
+    async fn urgent(&self, ticket: &str) -> Result<Binary, IntentError>;
+}
+
+fn main() {}
