@@ -110,7 +110,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  refund asked: p(yes) = {:.2}", refund.probability());
     }
     if let Some(team) = response.choice("team") {
-        println!("  team: {} {:?}", team.selected(), team.probabilities());
+        let shares: Vec<String> = team
+            .probabilities()
+            .iter()
+            .map(|(name, p)| format!("{name} {p:.2}"))
+            .collect();
+        println!("  team: {} ({})", team.selected(), shares.join(", "));
     }
     if let Some(urgency) = response.score("urgency") {
         println!(

@@ -165,19 +165,21 @@ fn main() {
     let with = runtime.block_on(run(tasks, true));
     assert_eq!(without.succeeded, tasks);
     assert_eq!(with.succeeded, tasks);
+    // The same drafts on both sides; the retry prompts differ only in the feedback they
+    // carry (the gate's sentence or the judge's problem).
     assert_eq!(
-        without.writer_tokens, with.writer_tokens,
-        "the same drafts on both sides"
+        without.writer_tokens.output_tokens,
+        with.writer_tokens.output_tokens
     );
 
     println!("decision gate, {tasks} tasks, {DRAFTS_PER_TASK} drafts each (3 of 4 rejected):");
     println!(
-        "| | generative judge calls | judge tokens (in / out) | gate calls | gate tokens (in / out) | judge + gate tokens |"
+        "| | generative judge calls | judge tokens (in / out) | gate calls | gate tokens (in / out) | judge + gate tokens | writer input tokens |"
     );
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for (name, run) in [("without gate", &without), ("with gate", &with)] {
         println!(
-            "| {name} | {} | {} / {} | {} | {} / {} | {} |",
+            "| {name} | {} | {} / {} | {} | {} / {} | {} | {} |",
             run.judge_calls,
             run.judge_tokens.input_tokens,
             run.judge_tokens.output_tokens,
@@ -185,6 +187,7 @@ fn main() {
             run.gate_tokens.input_tokens,
             run.gate_tokens.output_tokens,
             total(run.judge_tokens) + total(run.gate_tokens),
+            run.writer_tokens.input_tokens,
         );
     }
     let saved_calls = 100.0 * (1.0 - with.judge_calls as f64 / without.judge_calls as f64);

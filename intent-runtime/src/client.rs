@@ -1003,6 +1003,27 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_gate_needs_a_judge_that_runs() {
+        let gate = || {
+            let provider = ScriptedProvider::new(Vec::<String>::new());
+            DecisionEvaluator::shared(decision_client_for(Arc::new(provider)))
+        };
+        let err = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .judge_mode(JudgeMode::Never)
+            .decision_gate(gate())
+            .build()
+            .unwrap_err();
+        assert_eq!(err, BuildError::GateWithoutJudge);
+        let client = IntentClient::builder()
+            .provider(ScriptedProvider::new(Vec::<String>::new()))
+            .decision_gate(gate())
+            .build()
+            .unwrap();
+        assert!(client.inner.decision_gate.is_some());
+    }
+
+    #[test]
     fn a_runtime_schema_is_wrapped_once_and_shared_by_clones() {
         let client = IntentClient::builder()
             .provider(ScriptedProvider::new(Vec::<String>::new()))
