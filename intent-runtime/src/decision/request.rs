@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::DecisionError;
+use crate::schema::json_kind;
 
 /// One answer a choice or score question allows: a name and an optional description.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,7 +311,7 @@ impl DecisionRequest {
             other => {
                 return Err(DecisionError::invalid_request(format!(
                     "the state must be a JSON string, object or array, not {}",
-                    kind_of(other)
+                    json_kind(other)
                 )));
             }
         }
@@ -369,17 +370,6 @@ impl DecisionRequest {
     /// The model asked for, when one was.
     pub fn model(&self) -> Option<&str> {
         self.model.as_deref()
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -132,7 +132,8 @@ fn rewrite_refs(schema: &mut Value) {
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// The kind of a JSON value with its article, for messages (`a number`, `null`).
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

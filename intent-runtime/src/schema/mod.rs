@@ -24,6 +24,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
+pub(crate) use envelope::json_kind;
 pub use strict::{ACCEPTED_FORMATS, CONSTRAINT_KEYWORDS, OTHER_REJECTED_KEYWORDS, make_strict};
 
 /// The name of the envelope's only property.
