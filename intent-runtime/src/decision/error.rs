@@ -10,9 +10,11 @@ fn of_provider(kind: ProviderErrorKind) -> DecisionFailureKind {
         ProviderErrorKind::Authentication | ProviderErrorKind::Permission => {
             DecisionFailureKind::Authentication
         }
+        // A provider configured wrongly sent nothing: the request could not be made.
         ProviderErrorKind::NotFound
         | ProviderErrorKind::InvalidRequest
-        | ProviderErrorKind::SchemaRejected => DecisionFailureKind::InvalidRequest,
+        | ProviderErrorKind::SchemaRejected
+        | ProviderErrorKind::Configuration => DecisionFailureKind::InvalidRequest,
         ProviderErrorKind::RateLimited => DecisionFailureKind::RateLimited,
         ProviderErrorKind::Overloaded => DecisionFailureKind::Overloaded,
         ProviderErrorKind::Server => DecisionFailureKind::Unavailable,
@@ -136,6 +138,7 @@ mod tests {
             (P::NotFound, DecisionFailureKind::InvalidRequest),
             (P::InvalidRequest, DecisionFailureKind::InvalidRequest),
             (P::SchemaRejected, DecisionFailureKind::InvalidRequest),
+            (P::Configuration, DecisionFailureKind::InvalidRequest),
             (P::RateLimited, DecisionFailureKind::RateLimited),
             (P::Overloaded, DecisionFailureKind::Overloaded),
             (P::Server, DecisionFailureKind::Unavailable),
