@@ -9,6 +9,7 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use intent_runtime::decision::{DecisionEvaluator, LogprobDecisionClient};
 use intent_runtime::limits::RetryPolicy;
 use intent_runtime::provider::{
     OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
@@ -258,6 +259,10 @@ pub trait Telemetered {
     #[intent("Classify the mood, judged")]
     #[guardrail(require_judge)]
     async fn classify_judged(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood, judged behind a decision gate")]
+    #[guardrail(require_judge)]
+    async fn classify_gated(&self, text: &str) -> AIResult<Mood>;
 
     #[intent("Classify the mood, quietly")]
     async fn classify_quietly(&self, text: &str) -> AIResult<Mood>;
@@ -592,6 +597,46 @@ async fn a_retry_records_every_turn_of_the_conversation() {
             .contains("Furious"),
         "the problems name the rejected member: {input}"
     );
+}
+
+#[tokio::test]
+async fn a_decision_gate_request_is_a_decision_span_of_the_call() {
+    capture();
+    let model = ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)]);
+    let gate_model = ScriptedProvider::new([ScriptedReply::logprobs([("yes", -0.01), ("no", -5.0)])])
+        .with_max_top_logprobs(Some(20))
+        .with_model("gate-model");
+    let judge = ScriptedProvider::new([r#"{"passes": true, "problems": []}"#]);
+    let client = IntentClient::builder()
+        .provider(model)
+        .judge_provider(judge)
+        .decision_gate(DecisionEvaluator::new(LogprobDecisionClient::new(gate_model)))
+        .build()
+        .unwrap();
+    let result = TelemeteredClient::new(client)
+        .classify_gated("What a day!")
+        .await;
+    assert_eq!(result.value, Some(Mood::Happy), "{result:?}");
+
+    let call = Call::named("classify_gated");
+    let kinds: Vec<Option<&str>> = call
+        .requests
+        .iter()
+        .map(|s| field(s, "intent.request.kind"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some("answer"), Some("decision"), Some("judge")],
+        "{call:#?}"
+    );
+    let decision = &call.requests[1];
+    assert_eq!(field(decision, "otel.name"), Some("chat gate-model"));
+    assert_eq!(field(decision, "gen_ai.provider.name"), Some("scripted"));
+    assert_eq!(field(decision, "gen_ai.request.max_tokens"), Some("1"));
+    assert_eq!(field(decision, "gen_ai.output.type"), Some("text"));
+    assert!(field(decision, "gen_ai.usage.input_tokens").is_some(), "{decision:#?}");
+    // A decision is not an attempt of its own.
+    assert_eq!(field(decision, "intent.attempt"), None, "{decision:#?}");
 }
 
 #[tokio::test]

@@ -59,13 +59,35 @@ pub use typed::{Binary, Choice, DecisionEnum, DecisionVariant, Score};
 
 pub(crate) use evaluator::{GateStep, gate};
 
-use crate::provider::Provider;
+use tracing::Instrument;
+
+use crate::provider::{Provider, ProviderReply, ProviderRequest};
+use crate::telemetry::Telemetry;
 
 /// Answers typed questions about a state with probabilities.
 ///
 /// Implement it to connect a dedicated decision model; this crate's implementations are
 /// [`LogprobDecisionClient`] and [`StatedDecisionClient`]. An implementation makes no
 /// retries of its own and keeps the state out of its errors and logs.
+/// Sends one decision request in its own `chat <model>` span (marked as a decision
+/// request), so a decision's cost shows next to the calls that asked for it.
+async fn send(
+    provider: &Arc<dyn Provider>,
+    telemetry: &Telemetry,
+    request: &ProviderRequest,
+) -> Result<ProviderReply, DecisionError> {
+    let trace = telemetry.decision_request(request);
+    let outcome = provider
+        .complete(request)
+        .instrument(trace.span().clone())
+        .await;
+    match &outcome {
+        Ok(reply) => trace.replied(reply, false),
+        Err(error) => trace.failed(error),
+    }
+    outcome.map_err(|error| DecisionError::from_provider(&error))
+}
+
 #[async_trait::async_trait]
 pub trait DecisionClient: Send + Sync + fmt::Debug {
     /// Answers every question of `request`, or says why it could not.

@@ -162,6 +162,31 @@ pub(crate) struct Telemetry {
     pub metrics: Option<Metrics>,
 }
 
+impl Telemetry {
+    /// The telemetry of a client that stands alone, such as a decision client: the
+    /// provider's endpoint, no content, no metrics.
+    pub(crate) fn standalone(provider: &dyn Provider) -> Self {
+        Self {
+            primary: Endpoint::of(provider),
+            ..Self::default()
+        }
+    }
+
+    /// Opens the span of a decision's model request, as a child of the current span (an
+    /// intent call's, when a decision gate asks, or the caller's own).
+    pub(crate) fn decision_request(&self, request: &ProviderRequest) -> ModelRequest<'_> {
+        ModelRequest::start(
+            self,
+            &Span::current(),
+            &self.primary,
+            RequestKind::Decision,
+            Some(request),
+            request.model.as_deref(),
+            None,
+        )
+    }
+}
+
 /// One call's span and what its events and metrics need.
 pub(crate) struct CallTrace<'a> {
     telemetry: &'a Telemetry,
@@ -236,7 +261,7 @@ impl<'a> CallTrace<'a> {
             kind,
             Some(request),
             model,
-            attempt,
+            Some(attempt),
         )
     }
 
@@ -261,7 +286,7 @@ impl<'a> CallTrace<'a> {
             RequestKind::Judge,
             rendered.as_ref(),
             model,
-            attempt,
+            Some(attempt),
         )
     }
 
@@ -378,7 +403,7 @@ impl<'a> ModelRequest<'a> {
         kind: RequestKind,
         request: Option<&ProviderRequest>,
         model: Option<&str>,
-        attempt: u32,
+        attempt: Option<u32>,
     ) -> Self {
         let model = model.unwrap_or(&endpoint.default_model);
         let output_type = request.map(|request| match request.response_format {
@@ -399,7 +424,7 @@ impl<'a> ModelRequest<'a> {
             { SERVER_ADDRESS } = endpoint.address.as_deref(),
             { SERVER_PORT } = endpoint.port.map(i64::from),
             { INTENT_REQUEST_KIND } = kind.as_str(),
-            { INTENT_ATTEMPT } = i64::from(attempt),
+            { INTENT_ATTEMPT } = attempt.map(i64::from),
             { GEN_AI_RESPONSE_MODEL } = Empty,
             { GEN_AI_RESPONSE_ID } = Empty,
             { GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
