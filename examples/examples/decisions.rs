@@ -41,7 +41,7 @@ trait Desk {
 /// writer whose first headline is clickbait, and a judge that passes what reaches it.
 fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
-        let user = &request.user;
+        let user = request.user();
         if request.top_logprobs.is_some() {
             let clickbait = user.contains("You Won't Believe");
             return if user.contains("one of: A, B, C") {

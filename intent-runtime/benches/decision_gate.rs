@@ -82,7 +82,7 @@ fn writer() -> ScriptedProvider {
 /// The generative judge: rejects drafts, passes the final summary.
 fn judge() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
-        if request.user.contains("DRAFT") {
+        if request.user().contains("DRAFT") {
             ScriptedReply::text(
                 r#"{"passes": false, "problems": ["The summary leaves out when the change starts; name the month."]}"#,
             )
@@ -95,7 +95,7 @@ fn judge() -> ScriptedProvider {
 /// The cheap decision model: a one-token yes/no with log-probabilities.
 fn gate_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
-        if request.user.contains("DRAFT") {
+        if request.user().contains("DRAFT") {
             ScriptedReply::logprobs([("no", -0.03), ("yes", -3.6)])
         } else {
             ScriptedReply::logprobs([("yes", -0.02), ("no", -4.1)])

@@ -199,9 +199,9 @@ impl Provider for Overlap {
         self.most.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        let label = if request.user.contains("one of: A") {
+        let label = if request.user().contains("one of: A") {
             "A"
-        } else if request.user.contains("one of: 0") {
+        } else if request.user().contains("one of: 0") {
             "0"
         } else {
             "yes"
@@ -443,35 +443,35 @@ async fn decision_methods_ask_the_clients_decision_client() {
     // The intent is the question; the parameters are the state; doc comments describe.
     assert!(
         requests[0]
-            .user
+            .user()
             .contains("Has the customer's problem been solved?")
     );
     assert!(
         requests[0]
-            .user
+            .user()
             .contains("<<<STATE\n\"Works now, thanks\"\nSTATE>>>"),
         "{}",
-        requests[0].user
+        requests[0].user()
     );
     assert!(
         requests[1]
-            .user
+            .user()
             .contains(r#"{"ticket":"My card was charged twice","customer":"Ann"}"#),
         "{}",
-        requests[1].user
+        requests[1].user()
     );
     assert!(
         requests[1]
-            .user
+            .user()
             .contains("- A: Billing (Payments, invoices and refunds.)"),
         "{}",
-        requests[1].user
+        requests[1].user()
     );
     assert_eq!(requests[1].model.as_deref(), Some("small-model"));
     assert!(
-        requests[2].user.contains("- 2: High"),
+        requests[2].user().contains("- 2: High"),
         "{}",
-        requests[2].user
+        requests[2].user()
     );
     assert_eq!(requests[0].top_logprobs, Some(20));
 }
@@ -507,7 +507,7 @@ impl DecisionClient for Fixed {
             intent_runtime::Usage {
                 input_tokens: 10,
                 output_tokens: 1,
-                cached_input_tokens: 0,
+                ..intent_runtime::Usage::default()
             },
             "fixed",
             ProbabilitySource::Stated,

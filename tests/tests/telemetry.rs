@@ -603,14 +603,17 @@ async fn a_retry_records_every_turn_of_the_conversation() {
 async fn a_decision_gate_request_is_a_decision_span_of_the_call() {
     capture();
     let model = ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)]);
-    let gate_model = ScriptedProvider::new([ScriptedReply::logprobs([("yes", -0.01), ("no", -5.0)])])
-        .with_max_top_logprobs(Some(20))
-        .with_model("gate-model");
+    let gate_model =
+        ScriptedProvider::new([ScriptedReply::logprobs([("yes", -0.01), ("no", -5.0)])])
+            .with_max_top_logprobs(Some(20))
+            .with_model("gate-model");
     let judge = ScriptedProvider::new([r#"{"passes": true, "problems": []}"#]);
     let client = IntentClient::builder()
         .provider(model)
         .judge_provider(judge)
-        .decision_gate(DecisionEvaluator::new(LogprobDecisionClient::new(gate_model)))
+        .decision_gate(DecisionEvaluator::new(LogprobDecisionClient::new(
+            gate_model,
+        )))
         .build()
         .unwrap();
     let result = TelemeteredClient::new(client)
@@ -634,7 +637,10 @@ async fn a_decision_gate_request_is_a_decision_span_of_the_call() {
     assert_eq!(field(decision, "gen_ai.provider.name"), Some("scripted"));
     assert_eq!(field(decision, "gen_ai.request.max_tokens"), Some("1"));
     assert_eq!(field(decision, "gen_ai.output.type"), Some("text"));
-    assert!(field(decision, "gen_ai.usage.input_tokens").is_some(), "{decision:#?}");
+    assert!(
+        field(decision, "gen_ai.usage.input_tokens").is_some(),
+        "{decision:#?}"
+    );
     // A decision is not an attempt of its own.
     assert_eq!(field(decision, "intent.attempt"), None, "{decision:#?}");
 }

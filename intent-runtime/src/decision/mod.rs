@@ -64,11 +64,6 @@ use tracing::Instrument;
 use crate::provider::{Provider, ProviderReply, ProviderRequest};
 use crate::telemetry::Telemetry;
 
-/// Answers typed questions about a state with probabilities.
-///
-/// Implement it to connect a dedicated decision model; this crate's implementations are
-/// [`LogprobDecisionClient`] and [`StatedDecisionClient`]. An implementation makes no
-/// retries of its own and keeps the state out of its errors and logs.
 /// Sends one decision request in its own `chat <model>` span (marked as a decision
 /// request), so a decision's cost shows next to the calls that asked for it.
 async fn send(
@@ -88,6 +83,11 @@ async fn send(
     outcome.map_err(|error| DecisionError::from_provider(&error))
 }
 
+/// Answers typed questions about a state with probabilities.
+///
+/// Implement it to connect a dedicated decision model; this crate's implementations are
+/// [`LogprobDecisionClient`] and [`StatedDecisionClient`]. An implementation makes no
+/// retries of its own and keeps the state out of its errors and logs.
 #[async_trait::async_trait]
 pub trait DecisionClient: Send + Sync + fmt::Debug {
     /// Answers every question of `request`, or says why it could not.

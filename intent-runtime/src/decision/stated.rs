@@ -348,7 +348,7 @@ mod tests {
         assert_eq!(sent.response_format, ResponseFormat::JsonSchema);
         assert_eq!(sent.top_logprobs, None);
         assert!(
-            !sent.user.contains("\n{\"ticket\""),
+            !sent.user().contains("\n{\"ticket\""),
             "the state is one encoded line"
         );
     }
