@@ -57,7 +57,7 @@ fn scripted_model() -> ScriptedProvider {
         if request.schema_name == intent_runtime::judge::JUDGE_SCHEMA_NAME {
             return ScriptedReply::text(r#"{"passes": true, "problems": []}"#);
         }
-        if user.contains("## Previous attempt") {
+        if request.is_retry() {
             ScriptedReply::text("City Cuts Bus Fares by Half From March")
         } else {
             ScriptedReply::text("You Won't Believe What the City Did to Bus Fares")

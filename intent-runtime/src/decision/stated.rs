@@ -348,8 +348,10 @@ mod tests {
         assert_eq!(sent.response_format, ResponseFormat::JsonSchema);
         assert_eq!(sent.top_logprobs, None);
         assert!(
-            !sent.user().contains("\n{\"ticket\""),
-            "the state is one encoded line"
+            sent.user()
+                .contains("<<<STATE\n{\"ticket\":\"refund please\"}\nSTATE>>>"),
+            "the state is one compact JSON line between its markers: {}",
+            sent.user()
         );
     }
 
