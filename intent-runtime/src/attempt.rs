@@ -14,6 +14,7 @@ use crate::prompt::{PromptPlan, first_request, retry_turns};
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
 use crate::shared::ClientInner;
+use crate::stream::{AttemptEvent, EventSink, ReplyPiece};
 use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
 use crate::verify::Verification;
 
@@ -46,6 +47,9 @@ struct Loop<'a> {
     settings: &'a CallSettings,
     trace: &'a CallTrace<'a>,
     model_calls: u32,
+    /// Set for a streamed call: model requests stream, and their text and restarts are
+    /// told here as they happen.
+    events: Option<&'a EventSink>,
 }
 
 impl Loop<'_> {
@@ -160,10 +164,14 @@ impl Loop<'_> {
                     .ok_or(CallFailure::Budget)?;
             }
             self.count_call(record);
-            let result = self
-                .within_budget(self.client.provider.complete(request))
-                .await
-                .ok_or(CallFailure::Budget)?;
+            let result = match self.events {
+                None => self.within_budget(self.client.provider.complete(request)).await,
+                Some(events) => {
+                    let streamed = self.stream_reply(request, events, record.number);
+                    self.within_budget(streamed).await
+                }
+            }
+            .ok_or(CallFailure::Budget)?;
             let error = match result {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
@@ -179,11 +187,51 @@ impl Loop<'_> {
                 return Err(CallFailure::Provider(error));
             }
             trace.retrying(&error, wait, retries);
+            if let Some(events) = self.events {
+                // Whatever the failed request streamed is void.
+                let problem = ResultIssue::new(IssueSource::Provider, error.to_string(), record.number);
+                let _ = events.send(AttemptEvent::Restart {
+                    attempt: record.number,
+                    problems: vec![problem],
+                });
+            }
             record
                 .provider_retries
                 .push(format!("{error} (retried after {} ms)", wait.as_millis()));
             Box::pin(tokio::time::sleep(wait)).await;
         }
+    }
+}
+
+impl Loop<'_> {
+    /// One streamed model request: its text is passed on piece by piece, and the
+    /// finished reply returned as `complete` would return it. A stream that ends before
+    /// the reply is finished was cut: a transport failure, as a dropped connection is.
+    async fn stream_reply(
+        &self,
+        request: &ProviderRequest,
+        events: &EventSink,
+        attempt: u32,
+    ) -> Result<ProviderReply, ProviderError> {
+        use futures_util::StreamExt;
+
+        let provider = &self.client.provider;
+        let mut pieces = provider.stream(request).await?;
+        while let Some(piece) = pieces.next().await {
+            match piece? {
+                ReplyPiece::Text(piece) => {
+                    // A stream dropped by its caller drops this call too: a closed
+                    // channel only means the caller stopped listening.
+                    let _ = events.send(AttemptEvent::Text { attempt, piece });
+                }
+                ReplyPiece::Finished(reply) => return Ok(reply),
+            }
+        }
+        Err(ProviderError::new(
+            crate::provider::ProviderErrorKind::Transport,
+            provider.name(),
+            "the reply stream ended before the reply was complete",
+        ))
     }
 }
 
@@ -220,10 +268,12 @@ fn refusal_before_sending(
 
 /// Runs the attempt loop for one call, in the call's span. `verify` checks a reply for
 /// attempt `n`.
+/// `events` is set for a streamed call (see [`crate::stream`]).
 pub(crate) async fn run_attempts<T, V>(
     client: &ClientInner,
     plan: PromptPlan,
     settings: &CallSettings,
+    events: Option<&EventSink>,
     verify: V,
 ) -> AIResult<T>
 where
@@ -238,7 +288,7 @@ where
         model,
     );
     let span = trace.span().clone();
-    let result = attempt_loop(client, plan, settings, verify, &trace)
+    let result = attempt_loop(client, plan, settings, events, verify, &trace)
         .instrument(span)
         .await;
     trace.finish(&result);
@@ -249,6 +299,7 @@ async fn attempt_loop<T, V>(
     client: &ClientInner,
     mut plan: PromptPlan,
     settings: &CallSettings,
+    events: Option<&EventSink>,
     verify: V,
     trace: &CallTrace<'_>,
 ) -> AIResult<T>
@@ -271,6 +322,7 @@ where
         settings,
         trace,
         model_calls: 0,
+        events,
     };
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
@@ -299,6 +351,13 @@ where
         if settings.deadline.expired() {
             issues.push(state.budget_issue(number, &format!("before attempt {number}")));
             break;
+        }
+        if let (Some(events), Some(previous)) = (events, attempts.last()) {
+            // The stream's reader discards the reply it showed and starts again.
+            let _ = events.send(AttemptEvent::Restart {
+                attempt: number,
+                problems: previous.issues.clone(),
+            });
         }
         let attempt_started = Instant::now();
         let mut record = AttemptRecord::new(number);

@@ -24,6 +24,7 @@ pub mod result;
 pub mod schema;
 mod shared;
 pub mod strict;
+pub mod stream;
 pub mod telemetry;
 pub mod verify;
 
@@ -36,6 +37,7 @@ pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
 pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
 pub use strict::StrictCompatible;
+pub use stream::{IntentStream, Partial, PartialOf, StreamEvent};
 pub use verify::AnswerRecovery;
 
 pub use intent_macros::{StrictCompatible, intents};
