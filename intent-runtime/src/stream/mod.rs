@@ -41,7 +41,7 @@ pub use reply::{ReplyPiece, ReplyStream};
 
 pub(crate) use anthropic::MessagesStream;
 pub(crate) use openai::ChatStream;
-pub(crate) use sse::{SseEvent, decode, sse_events};
+pub(crate) use sse::{decode, sse_events};
 
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 

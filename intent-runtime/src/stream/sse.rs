@@ -63,16 +63,23 @@ pub(crate) fn sse_events(
             ),
         )
         .with_transient(false)),
-        Err(other) => Err(ProviderError::new(
-            ProviderErrorKind::InvalidResponse,
-            &provider,
-            redact(
-                &format!("the streamed reply is not a server-sent event stream ({other})"),
-                secret.as_deref(),
-            ),
-        )
-        .with_transient(false)),
+        Err(EventStreamError::Utf8(err)) => Err(not_events(&provider, &err, secret.as_deref())),
+        Err(EventStreamError::Parser(err)) => {
+            Err(not_events(&provider, &err, secret.as_deref()))
+        }
     })
+}
+
+fn not_events(provider: &str, err: &dyn std::fmt::Display, secret: Option<&str>) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::InvalidResponse,
+        provider,
+        redact(
+            &format!("the streamed reply is not a server-sent event stream ({err})"),
+            secret,
+        ),
+    )
+    .with_transient(false)
 }
 
 /// Reads one provider's events into reply pieces.
