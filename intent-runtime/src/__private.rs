@@ -15,6 +15,7 @@ use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::strict::{StrictCompatible, StrictObject};
+use crate::stream::{IntentStream, Partial};
 
 pub use serde_json;
 
@@ -22,6 +23,11 @@ pub use serde_json;
 /// type so the error lands there.
 #[inline(always)]
 pub fn assert_strict<T: StrictCompatible + ?Sized>() {}
+
+/// Compiles only when `T` has a partial form, for a streaming method; spanned on the
+/// user's type.
+#[inline(always)]
+pub fn assert_partial<T: Partial + ?Sized>() {}
 
 /// Compiles only when `T` can be flattened into a strict object.
 #[inline(always)]
@@ -105,6 +111,20 @@ pub async fn transform_value(
     client
         .transform_value_input(input, intent, schema, options)
         .await
+}
+
+/// Streams a `serde_json::Value` method, with its runtime schema when it has one.
+pub fn transform_value_stream(
+    client: &IntentClient,
+    input: Result<PreparedInput, InputError>,
+    intent: &str,
+    schema: Option<&'static RuntimeSchema>,
+    options: IntentOptions<Value>,
+) -> IntentStream<Value> {
+    match schema.map(RuntimeSchema::get).transpose() {
+        Ok(schema) => client.transform_value_stream_input(input, intent, schema, options),
+        Err(reason) => IntentStream::ended(input_failure(reason)),
+    }
 }
 
 /// A result with no attempt, for a request that could not be built.

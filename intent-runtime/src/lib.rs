@@ -40,7 +40,7 @@ pub use strict::StrictCompatible;
 pub use stream::{IntentStream, Partial, PartialOf, StreamEvent};
 pub use verify::AnswerRecovery;
 
-pub use intent_macros::{StrictCompatible, intents};
+pub use intent_macros::{Partial, StrictCompatible, intents};
 
 /// The attribute a [`Provider`](provider::Provider) or [`Judge`](judge::Judge)
 /// implementation needs (`#[intent_runtime::async_trait]` on the `impl`), re-exported so

@@ -176,6 +176,12 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
         }
     }
 
+    /// A stream whose only event is the final `result`: a call refused before it started.
+    pub(crate) fn ended(result: AIResult<T>) -> Self {
+        let (_, events) = mpsc::unbounded_channel();
+        Self::new(Box::pin(std::future::ready(result)), events, false)
+    }
+
     /// Runs the call to its end without looking at the partials, and returns its
     /// record (what the [`StreamEvent::Final`] carries).
     pub async fn finish(mut self) -> AIResult<T> {
