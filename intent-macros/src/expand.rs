@@ -172,9 +172,7 @@ fn stream_method(
     options: TokenStream,
     input: TokenStream,
 ) -> TokenStream {
-    let target = method.output.target;
     let text = &method.intent.text;
-    let partial_check = quote_spanned!(target.span()=> ::intent_runtime::__private::assert_partial::<#target>(););
     let call = match method.output.kind {
         TargetKind::Text | TargetKind::Typed => {
             quote!(self.client.transform_stream_input(__intent_input, #text, __intent_options))
@@ -188,7 +186,6 @@ fn stream_method(
         #(#kept)*
         #sig {
             #strict_check
-            #partial_check
             let __intent_input = #input;
             let __intent_options = #options;
             #call

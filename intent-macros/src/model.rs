@@ -109,10 +109,9 @@ impl<'a> IntentMethod<'a> {
     fn from_syn(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Self> {
         let mut attrs = attr::parse_method_attrs(&item.attrs, errors);
         let sig = &item.sig;
+        check_signature(item, returns_stream(&sig.output), errors);
         let inputs = inputs(item, errors);
         let output = output(&sig.output, errors);
-        let streams = output.as_ref().map(|o| o.wrapper == Wrapper::Stream);
-        check_signature(item, streams, errors);
         let Some(intent) = attrs.intent.take() else {
             if attrs.has_intent_attr {
                 // The attribute is there but broken; its own error says how.
@@ -281,6 +280,20 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
         target,
         kind: target_kind(target),
     })
+}
+
+/// Whether the method returns `IntentStream<T>`; `None` when the return type is none the
+/// macro knows (its own error says so).
+fn returns_stream(output: &ReturnType) -> Option<bool> {
+    let ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    let name = last_segment(ty)?.ident.to_string();
+    match name.as_str() {
+        "IntentStream" => Some(true),
+        "Result" | "AIResult" => Some(false),
+        _ => None,
+    }
 }
 
 fn target_kind(target: &Type) -> TargetKind {

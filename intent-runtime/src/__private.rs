@@ -15,7 +15,7 @@ use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::strict::{StrictCompatible, StrictObject};
-use crate::stream::{IntentStream, Partial};
+use crate::stream::IntentStream;
 
 pub use serde_json;
 
@@ -23,11 +23,6 @@ pub use serde_json;
 /// type so the error lands there.
 #[inline(always)]
 pub fn assert_strict<T: StrictCompatible + ?Sized>() {}
-
-/// Compiles only when `T` has a partial form, for a streaming method; spanned on the
-/// user's type.
-#[inline(always)]
-pub fn assert_partial<T: Partial + ?Sized>() {}
 
 /// Compiles only when `T` can be flattened into a strict object.
 #[inline(always)]

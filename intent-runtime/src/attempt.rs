@@ -213,25 +213,51 @@ impl Loop<'_> {
         events: &EventSink,
         attempt: u32,
     ) -> Result<ProviderReply, ProviderError> {
-        use futures_util::StreamExt;
+        use futures_util::{FutureExt, StreamExt};
 
         let provider = &self.client.provider;
         let mut pieces = provider.stream(request).await?;
-        while let Some(piece) = pieces.next().await {
-            match piece? {
-                ReplyPiece::Text(piece) => {
-                    // A stream dropped by its caller drops this call too: a closed
-                    // channel only means the caller stopped listening.
-                    let _ = events.send(AttemptEvent::Text { attempt, piece });
+        // Pieces that are already there when one arrives (several events in one read) go
+        // on as one: a reader cannot show them apart, and each event costs a partial.
+        let mut ready = String::new();
+        loop {
+            let piece = if ready.is_empty() {
+                pieces.next().await
+            } else {
+                match pieces.next().now_or_never() {
+                    Some(piece) => piece,
+                    None => {
+                        send_text(events, attempt, &mut ready);
+                        continue;
+                    }
                 }
-                ReplyPiece::Finished(reply) => return Ok(reply),
+            };
+            match piece {
+                Some(Ok(ReplyPiece::Text(piece))) if ready.is_empty() => ready = piece,
+                Some(Ok(ReplyPiece::Text(piece))) => ready.push_str(&piece),
+                Some(Ok(ReplyPiece::Finished(reply))) => {
+                    send_text(events, attempt, &mut ready);
+                    return Ok(reply);
+                }
+                Some(Err(error)) => return Err(error),
+                None => {
+                    return Err(ProviderError::new(
+                        crate::provider::ProviderErrorKind::Transport,
+                        provider.name(),
+                        "the reply stream ended before the reply was complete",
+                    ));
+                }
             }
         }
-        Err(ProviderError::new(
-            crate::provider::ProviderErrorKind::Transport,
-            provider.name(),
-            "the reply stream ended before the reply was complete",
-        ))
+    }
+}
+
+/// Passes `text` on (and empties it). A stream dropped by its caller drops this call too:
+/// a closed channel only means the caller stopped listening.
+fn send_text(events: &EventSink, attempt: u32, text: &mut String) {
+    if !text.is_empty() {
+        let piece = std::mem::take(text);
+        let _ = events.send(AttemptEvent::Text { attempt, piece });
     }
 }
 

@@ -77,7 +77,7 @@ fn assert_send<T: Send>(_: &T) {}
 
 #[tokio::test]
 async fn a_streamed_method_returns_the_record_a_waiting_method_returns() {
-    let scripted = || ScriptedProvider::new([WRONG_TOTAL, RIGHT]).with_stream_chunks(6, None);
+    let scripted = || ScriptedProvider::new([WRONG_TOTAL, RIGHT]).with_stream_chunks(6, Some(Duration::ZERO));
     let waited = documents(scripted()).invoice("Invoice 7").await;
     let stream = documents(scripted()).invoice_live("Invoice 7");
     assert_send(&stream);
@@ -123,7 +123,7 @@ async fn a_streamed_method_returns_the_record_a_waiting_method_returns() {
 #[tokio::test]
 async fn a_half_written_invoice_shows_its_number_and_first_lines() {
     let reply = r#"{"value": {"number": "INV-9", "total_cents": 600, "lines": [{"item": "A", "cents": 100}, {"item": "B", "cents": 200}, {"item": "C", "cents": 300}]}}"#;
-    let provider = ScriptedProvider::new([reply]).with_stream_chunks(3, None);
+    let provider = ScriptedProvider::new([reply]).with_stream_chunks(3, Some(Duration::ZERO));
     let (events, result) = collect(documents(provider).invoice_live("Invoice 9")).await;
     assert!(result.is_success(), "{result:?}");
     let shown: Vec<_> = events
@@ -146,7 +146,7 @@ async fn a_half_written_invoice_shows_its_number_and_first_lines() {
 #[tokio::test]
 async fn a_plain_text_target_streams_the_text_so_far() {
     let text = "The quarter closed with revenue up four percent on strong exports.";
-    let provider = ScriptedProvider::new([text]).with_stream_chunks(5, None);
+    let provider = ScriptedProvider::new([text]).with_stream_chunks(5, Some(Duration::ZERO));
     let (events, result) = collect(documents(provider).summary_live("Q3 report")).await;
     assert_eq!(result.value.as_deref(), Some(text));
     let shown: Vec<&String> = events
@@ -176,7 +176,7 @@ async fn a_transient_failure_mid_stream_starts_a_new_request_within_the_call_cei
         )
     };
     let provider = ScriptedProvider::new([dropped(), dropped(), dropped()])
-        .with_stream_chunks(10, None);
+        .with_stream_chunks(10, Some(Duration::ZERO));
     let client = IntentClient::builder()
         .provider(provider)
         .max_model_calls(2)
@@ -226,7 +226,7 @@ async fn the_time_budget_stops_a_slow_stream() {
 
 #[tokio::test]
 async fn finish_ignores_the_partials_and_returns_the_record() {
-    let provider = ScriptedProvider::new([RIGHT]).with_stream_chunks(2, None);
+    let provider = ScriptedProvider::new([RIGHT]).with_stream_chunks(2, Some(Duration::ZERO));
     let result = documents(provider).invoice_live("Invoice 7").finish().await;
     assert_eq!(result.value.map(|invoice| invoice.total_cents), Some(500));
 }

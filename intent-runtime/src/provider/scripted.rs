@@ -211,7 +211,9 @@ impl ScriptedProvider {
 
     /// Streams replies in pieces of `bytes` bytes (at least one character; default 16),
     /// with `delay` before each piece after the first (default none), so that streaming
-    /// code can be tested offline as a model would feed it.
+    /// code can be tested offline as a model would feed it. With no delay the pieces are
+    /// all there at once (and a streamed call reads them as one); a zero delay hands each
+    /// piece over in its own turn of the runtime, as a network would.
     pub fn with_stream_chunks(mut self, bytes: usize, delay: Option<Duration>) -> Self {
         self.stream_chunks = StreamChunks {
             bytes: bytes.max(1),
@@ -387,8 +389,10 @@ impl Provider for ScriptedProvider {
             (pieces, first),
             move |(mut pieces, first)| async move {
                 let piece = pieces.pop_front()?;
-                if let (Some(delay), false) = (chunks.delay, first) {
-                    tokio::time::sleep(delay).await;
+                match (chunks.delay, first) {
+                    (Some(delay), false) if delay.is_zero() => tokio::task::yield_now().await,
+                    (Some(delay), false) => tokio::time::sleep(delay).await,
+                    _ => {}
                 }
                 Some((piece, (pieces, false)))
             },

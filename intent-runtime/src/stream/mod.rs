@@ -114,8 +114,8 @@ const MAX_PARTIAL_INTERVAL: Duration = Duration::from_millis(50);
 /// Between those, a partial is shown when the reply has grown by this fraction of its
 /// length since the previous one. Reading a partial costs time in proportion to the
 /// reply so far; growing geometrically keeps the total linear in the reply's length
-/// (a reply of `n` bytes is read about `8 ln n` times).
-const GROWTH_DIVISOR: usize = 8;
+/// (the reads add up to about five times the reply's length).
+const GROWTH_DIVISOR: usize = 4;
 
 type Call<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 
@@ -237,10 +237,13 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
     /// The partial to show now, if something new completed and it is time.
     fn partial(&mut self) -> Option<StreamEvent<T>> {
         let len = self.text.len();
+        if !self.pending {
+            return None;
+        }
         let due = self.last.is_none()
             || (len - self.shown_len) * GROWTH_DIVISOR >= len
             || self.shown_at.elapsed() >= MAX_PARTIAL_INTERVAL;
-        if !self.pending || !due {
+        if !due {
             return None;
         }
         self.pending = false;
