@@ -110,7 +110,19 @@ async fn main() {
             }
             StreamEvent::Final(result) => {
                 match &result.value {
-                    Some(invoice) => println!("\nverified: {invoice:?}"),
+                    Some(invoice) => {
+                        let lines: Vec<String> = invoice
+                            .lines
+                            .iter()
+                            .map(|line| format!("{} {}", line.item, line.cents))
+                            .collect();
+                        println!(
+                            "\nverified: invoice {}, total {}, lines {}",
+                            invoice.number,
+                            invoice.total_cents,
+                            lines.join(", ")
+                        );
+                    }
                     None => println!("\nno verified invoice"),
                 }
                 print_attempts(&result);

@@ -14,7 +14,8 @@ use crate::prompt::{PromptPlan, first_request, retry_turns};
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
 use crate::shared::ClientInner;
-use crate::stream::{AttemptEvent, EventSink, ReplyPiece};
+use crate::provider::ReplyPiece;
+use crate::stream::{AttemptEvent, EventSink};
 use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
 use crate::verify::Verification;
 

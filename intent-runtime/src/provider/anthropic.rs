@@ -24,7 +24,8 @@ use super::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
 };
 use crate::result::Usage;
-use crate::stream::{MessagesStream, ReplyStream, decode, sse_events};
+use super::ReplyStream;
+use super::streaming::{MessagesStream, decode, sse_events};
 use crate::schema::derived::DerivedCache;
 
 /// Anthropic's API root (the path `/v1/messages` is appended).

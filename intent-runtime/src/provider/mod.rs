@@ -14,6 +14,7 @@ mod logprobs;
 pub mod openai;
 pub(crate) mod reply_text;
 pub mod scripted;
+mod streaming;
 
 use std::fmt;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
 use crate::result::Usage;
-pub use crate::stream::{ReplyPiece, ReplyStream};
+pub use streaming::{ReplyPiece, ReplyStream};
 
 /// How the model is asked to format its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

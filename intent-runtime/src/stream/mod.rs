@@ -18,12 +18,8 @@
 //!
 //! [`Provider::stream`]: crate::provider::Provider::stream
 
-mod anthropic;
-mod openai;
 mod partial;
 mod partial_json;
-mod reply;
-mod sse;
 
 use std::any::Any;
 use std::fmt;
@@ -37,11 +33,6 @@ use tokio::sync::mpsc;
 
 pub use partial::{Partial, PartialOf, read_whole};
 pub use partial_json::{PartialJson, PartialNode};
-pub use reply::{ReplyPiece, ReplyStream};
-
-pub(crate) use anthropic::MessagesStream;
-pub(crate) use openai::ChatStream;
-pub(crate) use sse::{decode, sse_events};
 
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 

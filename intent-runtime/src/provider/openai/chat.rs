@@ -22,7 +22,8 @@ use crate::provider::{
     ResponseFormat, TokenLogprob,
 };
 use crate::result::Usage;
-use crate::stream::{ChatStream, ReplyStream, decode, sse_events};
+use crate::provider::ReplyStream;
+use crate::provider::streaming::{ChatStream, decode, sse_events};
 
 /// The header that carries OpenAI's (and most compatible servers') request id.
 const REQUEST_ID_HEADER: &str = "x-request-id";

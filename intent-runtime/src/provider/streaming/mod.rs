@@ -1,5 +1,15 @@
-//! What a provider hands back for a streamed request: the reply's text in pieces as the
-//! model writes it, then the whole reply, exactly as a non-streamed call returns it.
+//! Streamed replies on the wire: what a provider hands back for a streamed request (the
+//! reply's text in pieces as the model writes it, then the whole reply, exactly as a
+//! non-streamed call returns it), and the server-sent events of each wire format that
+//! it is read from.
+
+mod chat;
+mod messages;
+mod sse;
+
+pub(crate) use chat::ChatStream;
+pub(crate) use messages::MessagesStream;
+pub(crate) use sse::{decode, sse_events};
 
 use std::fmt;
 use std::pin::Pin;
