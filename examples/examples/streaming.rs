@@ -56,7 +56,8 @@ trait Documents {
     fn invoice(&self, document: &str) -> IntentStream<Invoice>;
 }
 
-const DOCUMENT: &str = "Invoice 2026-118. 3 x paper (12.50), 1 x ink (49.99), 1 x stapler (8.00). Total 70.49.";
+const DOCUMENT: &str =
+    "Invoice 2026-118. 3 x paper (12.50), 1 x ink (49.99), 1 x stapler (8.00). Total 70.49.";
 
 /// The offline model: a first invoice whose total is wrong, then the right one, each in
 /// 6-byte pieces 15 ms apart.
@@ -70,10 +71,7 @@ fn scripted_model() -> ScriptedProvider {
 
 /// One line of what is known so far.
 fn render(invoice: &InvoicePartial) -> String {
-    let mut text = format!(
-        "number {}",
-        invoice.number.as_deref().unwrap_or("…")
-    );
+    let mut text = format!("number {}", invoice.number.as_deref().unwrap_or("…"));
     if let Some(total) = invoice.total_cents {
         text.push_str(&format!(", total {total}"));
     }

@@ -190,7 +190,13 @@ fn renamed(field: &str, rule: Option<&LitStr>) -> String {
         "camelCase" => words
             .iter()
             .enumerate()
-            .map(|(i, w)| if i == 0 { (*w).to_owned() } else { capitalized(w) })
+            .map(|(i, w)| {
+                if i == 0 {
+                    (*w).to_owned()
+                } else {
+                    capitalized(w)
+                }
+            })
             .collect(),
         "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
         "kebab-case" => field.replace('_', "-"),
@@ -229,7 +235,10 @@ fn container_attrs(attrs: &[Attribute], errors: &mut Errors) -> ContainerAttrs {
             "SCREAMING-KEBAB-CASE",
         ];
         if !RULES.contains(&rule.value().as_str()) {
-            errors.spanned(rule, "unknown `rename_all` rule; serde reports which it accepts");
+            errors.spanned(
+                rule,
+                "unknown `rename_all` rule; serde reports which it accepts",
+            );
         }
     }
     parsed
@@ -315,7 +324,9 @@ mod tests {
         assert!(out.contains("node . field (\"n\")"), "{out}");
         assert!(!out.contains("cache"), "{out}");
         assert!(
-            out.contains("extra : < Extra as :: intent_runtime :: Partial > :: read_partial (node)"),
+            out.contains(
+                "extra : < Extra as :: intent_runtime :: Partial > :: read_partial (node)"
+            ),
             "{out}"
         );
     }

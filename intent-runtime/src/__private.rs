@@ -14,8 +14,8 @@ use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
-use crate::strict::{StrictCompatible, StrictObject};
 use crate::stream::IntentStream;
+use crate::strict::{StrictCompatible, StrictObject};
 
 pub use serde_json;
 

@@ -11,10 +11,10 @@ use crate::cache::CacheKey;
 use crate::judge::{JudgeReading, JudgeRequest, render_judge_request};
 use crate::limits::Deadline;
 use crate::prompt::{PromptPlan, first_request, retry_turns};
+use crate::provider::ReplyPiece;
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
 use crate::shared::ClientInner;
-use crate::provider::ReplyPiece;
 use crate::stream::{AttemptEvent, EventSink};
 use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
 use crate::verify::Verification;
@@ -166,7 +166,10 @@ impl Loop<'_> {
             }
             self.count_call(record);
             let result = match self.events {
-                None => self.within_budget(self.client.provider.complete(request)).await,
+                None => {
+                    self.within_budget(self.client.provider.complete(request))
+                        .await
+                }
                 Some(events) => {
                     let streamed = self.stream_reply(request, events, record.number);
                     self.within_budget(streamed).await
@@ -190,7 +193,8 @@ impl Loop<'_> {
             trace.retrying(&error, wait, retries);
             if let Some(events) = self.events {
                 // Whatever the failed request streamed is void.
-                let problem = ResultIssue::new(IssueSource::Provider, error.to_string(), record.number);
+                let problem =
+                    ResultIssue::new(IssueSource::Provider, error.to_string(), record.number);
                 let _ = events.send(AttemptEvent::Restart {
                     attempt: record.number,
                     problems: vec![problem],

@@ -245,7 +245,11 @@ impl IntentClient {
         let (sink, events) = mpsc::unbounded_channel();
         let client = self.clone();
         let intent = intent.to_owned();
-        let call = async move { client.call_input(input, &intent, options, Some(&sink)).await };
+        let call = async move {
+            client
+                .call_input(input, &intent, options, Some(&sink))
+                .await
+        };
         let text_target = TypeId::of::<T>() == TypeId::of::<String>();
         IntentStream::new(Box::pin(call), events, text_target)
     }
@@ -308,9 +312,15 @@ impl IntentClient {
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(&self.inner, plan, &settings, events, move |reply, attempt| {
-            verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| {
+                verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
+            },
+        )
         .await
     }
 
@@ -328,9 +338,13 @@ impl IntentClient {
         let validators = retype_validators::<T, String>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::Text, &options);
         let settings = self.settings(&options);
-        run_attempts(&self.inner, plan, &settings, events, move |reply, attempt| {
-            retype_verification(verify_text(reply, &validators, attempt))
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| retype_verification(verify_text(reply, &validators, attempt)),
+        )
         .await
     }
 
@@ -353,15 +367,21 @@ impl IntentClient {
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
-        run_attempts(&self.inner, plan, &settings, events, move |reply, attempt| {
-            retype_verification(verify_value_with(
-                reply,
-                None,
-                &validators,
-                attempt,
-                recovery,
-            ))
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| {
+                retype_verification(verify_value_with(
+                    reply,
+                    None,
+                    &validators,
+                    attempt,
+                    recovery,
+                ))
+            },
+        )
         .await
     }
 
@@ -439,9 +459,15 @@ impl IntentClient {
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(&self.inner, plan, &settings, events, move |reply, attempt| {
-            verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| {
+                verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
+            },
+        )
         .await
     }
 

@@ -23,8 +23,8 @@ pub mod provider;
 pub mod result;
 pub mod schema;
 mod shared;
-pub mod strict;
 pub mod stream;
+pub mod strict;
 pub mod telemetry;
 pub mod verify;
 
@@ -36,8 +36,8 @@ pub use error::IntentError;
 pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
 pub use result::{AIResult, AttemptRecord, IssueSource, Repair, ResultIssue, Usage};
-pub use strict::StrictCompatible;
 pub use stream::{IntentStream, Partial, PartialOf, StreamEvent};
+pub use strict::StrictCompatible;
 pub use verify::AnswerRecovery;
 
 pub use intent_macros::{Partial, StrictCompatible, intents};

@@ -77,7 +77,8 @@ fn assert_send<T: Send>(_: &T) {}
 
 #[tokio::test]
 async fn a_streamed_method_returns_the_record_a_waiting_method_returns() {
-    let scripted = || ScriptedProvider::new([WRONG_TOTAL, RIGHT]).with_stream_chunks(6, Some(Duration::ZERO));
+    let scripted =
+        || ScriptedProvider::new([WRONG_TOTAL, RIGHT]).with_stream_chunks(6, Some(Duration::ZERO));
     let waited = documents(scripted()).invoice("Invoice 7").await;
     let stream = documents(scripted()).invoice_live("Invoice 7");
     assert_send(&stream);
@@ -202,12 +203,17 @@ async fn a_transient_failure_mid_stream_starts_a_new_request_within_the_call_cei
             .count(),
         1
     );
-    assert!(result.issues[0].message.contains("connection reset mid-stream"));
+    assert!(
+        result.issues[0]
+            .message
+            .contains("connection reset mid-stream")
+    );
 }
 
 #[tokio::test]
 async fn the_time_budget_stops_a_slow_stream() {
-    let provider = ScriptedProvider::new([RIGHT]).with_stream_chunks(4, Some(Duration::from_millis(20)));
+    let provider =
+        ScriptedProvider::new([RIGHT]).with_stream_chunks(4, Some(Duration::from_millis(20)));
     let client = IntentClient::builder()
         .provider(provider)
         .time_budget(Duration::from_millis(150))

@@ -249,7 +249,10 @@ fn anthropic_events(text: &str, size: usize, stop_reason: &str) -> Vec<String> {
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": 61}}),
     ));
-    events.push(anthropic_event("message_stop", json!({"type": "message_stop"})));
+    events.push(anthropic_event(
+        "message_stop",
+        json!({"type": "message_stop"}),
+    ));
     events
 }
 
@@ -266,7 +269,9 @@ fn client(provider: impl Provider + 'static) -> IntentClient {
 }
 
 fn openai(base: &str) -> OpenAi {
-    OpenAi::new(SECRET_KEY).with_base_url(base).with_model("gpt-stream")
+    OpenAi::new(SECRET_KEY)
+        .with_base_url(base)
+        .with_model("gpt-stream")
 }
 
 fn anthropic(base: &str) -> Anthropic {
@@ -382,7 +387,9 @@ async fn openai_stream_reassembles_the_reply_with_growing_partials_and_usage() {
 #[tokio::test]
 async fn a_streamed_refusal_ends_the_attempt_as_a_refusal() {
     let refusal = |piece: &str, finish: Value| {
-        data(json!({"choices": [{"index": 0, "delta": {"refusal": piece}, "finish_reason": finish}]}))
+        data(
+            json!({"choices": [{"index": 0, "delta": {"refusal": piece}, "finish_reason": finish}]}),
+        )
     };
     let events = vec![
         refusal("I can't help ", Value::Null),
@@ -394,7 +401,10 @@ async fn a_streamed_refusal_ends_the_attempt_as_a_refusal() {
     assert!(result.value.is_none());
     let issue = &result.issues[0];
     assert_eq!(issue.source, IssueSource::Provider, "{issue:?}");
-    assert!(issue.message.contains("I can't help with that."), "{issue:?}");
+    assert!(
+        issue.message.contains("I can't help with that."),
+        "{issue:?}"
+    );
 }
 
 #[tokio::test]
@@ -547,8 +557,10 @@ async fn an_openai_compatible_server_streams_the_same_way() {
 
 #[tokio::test]
 async fn anthropic_stream_reassembles_the_reply_with_growing_partials_and_usage() {
-    let (base, seen) =
-        sse_server(vec![Reply::events(anthropic_events(INVOICE, 5, "end_turn"))]).await;
+    let (base, seen) = sse_server(vec![Reply::events(anthropic_events(
+        INVOICE, 5, "end_turn",
+    ))])
+    .await;
     let (events, result) = collect(invoice_stream(&client(anthropic(&base)), 1)).await;
     assert_eq!(result.value, Some(invoice()), "{result:?}");
     let record = &result.attempts[0];

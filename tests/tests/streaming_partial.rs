@@ -43,9 +43,9 @@ fn agrees(shown: PartialNode<'_>, full: &Value) -> bool {
     let Value::Object(fields) = full else {
         return false;
     };
-    fields.iter().all(|(key, value)| {
-        shown.field(key).is_none_or(|shown| agrees(shown, value))
-    })
+    fields
+        .iter()
+        .all(|(key, value)| shown.field(key).is_none_or(|shown| agrees(shown, value)))
 }
 
 /// Reads `text` in pieces cut at `cuts` (byte offsets, moved to character boundaries).

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::ReplyStream;
 use super::cache_breakpoints::{Breakpoints, minimum_cacheable_tokens};
 use super::env::set_variable;
 use super::error::bounded_message;
@@ -20,12 +21,11 @@ use super::http::{
     self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, base_kind,
     error_from_response, invalid_response, names_schema, trim_base_url,
 };
+use super::streaming::{MessagesStream, decode, sse_events};
 use super::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
 };
 use crate::result::Usage;
-use super::ReplyStream;
-use super::streaming::{MessagesStream, decode, sse_events};
 use crate::schema::derived::DerivedCache;
 
 /// Anthropic's API root (the path `/v1/messages` is appended).

@@ -196,10 +196,7 @@ mod tests {
     #[test]
     fn null_is_nothing_and_a_wrong_shape_is_not_shown() {
         let value = json!(null);
-        assert_eq!(
-            Option::<u8>::read_partial(PartialNode::whole(&value)),
-            None
-        );
+        assert_eq!(Option::<u8>::read_partial(PartialNode::whole(&value)), None);
         let value = json!("x");
         assert_eq!(u8::read_partial(PartialNode::whole(&value)), None);
         assert_eq!(Vec::<u8>::read_partial(PartialNode::whole(&value)), None);

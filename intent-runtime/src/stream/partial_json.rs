@@ -422,7 +422,12 @@ mod tests {
         // The number may go on (`120`): not shown yet.
         assert!(value.field("total").is_none());
         let reader = read(r#"{"value": {"lines": [{"a": 1}, {"a": 2, "b": "x"#, 4);
-        let lines = reader.root().unwrap().field("value").unwrap().field("lines");
+        let lines = reader
+            .root()
+            .unwrap()
+            .field("value")
+            .unwrap()
+            .field("lines");
         let items: Vec<_> = lines.unwrap().items().collect();
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].complete(), Some(&json!({"a": 1})));
@@ -444,7 +449,12 @@ mod tests {
 
     #[test]
     fn the_reader_gives_up_on_text_that_is_not_json_and_on_repeated_keys() {
-        for text in [r#"{"a" 1}"#, r#"{"a": tru e}"#, r#"{"a": 1, "a": 2}"#, "[1}"] {
+        for text in [
+            r#"{"a" 1}"#,
+            r#"{"a": tru e}"#,
+            r#"{"a": 1, "a": 2}"#,
+            "[1}",
+        ] {
             let reader = read(text, 3);
             assert!(reader.failed(), "{text}");
             assert!(reader.root().is_none(), "{text}");

@@ -11,19 +11,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::provider::ReplyStream;
 use crate::provider::error::bounded_message;
 use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
     invalid_response, names_schema,
 };
 use crate::provider::reply_text;
+use crate::provider::streaming::{ChatStream, decode, sse_events};
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ResponseFormat, TokenLogprob,
 };
 use crate::result::Usage;
-use crate::provider::ReplyStream;
-use crate::provider::streaming::{ChatStream, decode, sse_events};
 
 /// The header that carries OpenAI's (and most compatible servers') request id.
 const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -223,7 +223,12 @@ impl Serialize for ChatBody<'_> {
         }
         if self.stream {
             map.serialize_entry("stream", &true)?;
-            map.serialize_entry("stream_options", &StreamOptions { include_usage: true })?;
+            map.serialize_entry(
+                "stream_options",
+                &StreamOptions {
+                    include_usage: true,
+                },
+            )?;
             written.extend(["stream", "stream_options"]);
         }
         // Extra fields never override ours.

@@ -165,7 +165,9 @@ impl Decoder for ChatStream {
             return Ok(None);
         };
         if let Some(refusal) = delta.refusal {
-            self.refusal.get_or_insert_with(String::new).push_str(&refusal);
+            self.refusal
+                .get_or_insert_with(String::new)
+                .push_str(&refusal);
         }
         match delta.content.filter(|text| !text.is_empty()) {
             Some(text) => {
@@ -218,7 +220,11 @@ mod tests {
         assert_eq!(reply.stop_reason.as_deref(), Some("stop"));
         assert_eq!(reply.request_id.as_deref(), Some("req-1"));
         assert_eq!(
-            (reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.cached_input_tokens),
+            (
+                reply.usage.input_tokens,
+                reply.usage.output_tokens,
+                reply.usage.cached_input_tokens
+            ),
             (12, 5, 4)
         );
         assert!(!reply.truncated && reply.refusal.is_none());

@@ -63,7 +63,11 @@ pub(crate) struct MessagesStream {
 }
 
 impl MessagesStream {
-    pub(crate) fn new(requested_model: &str, request_id: Option<String>, secret: Option<&str>) -> Self {
+    pub(crate) fn new(
+        requested_model: &str,
+        request_id: Option<String>,
+        secret: Option<&str>,
+    ) -> Self {
         Self {
             requested_model: requested_model.to_owned(),
             request_id,
@@ -107,11 +111,8 @@ impl MessagesStream {
         let message = body
             .message
             .unwrap_or_else(|| "the server reported an error in the middle of the reply".into());
-        let mut error = ProviderError::new(
-            kind,
-            "anthropic",
-            redact(&message, self.secret.as_deref()),
-        );
+        let mut error =
+            ProviderError::new(kind, "anthropic", redact(&message, self.secret.as_deref()));
         if let Some(id) = &self.request_id {
             error = error.with_request_id(id);
         }
@@ -213,12 +214,27 @@ mod tests {
     fn text_deltas_stop_reason_and_usage_make_the_reply() {
         let (text, last) = run(&[
             START,
-            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            ),
             ("ping", r#"{"type":"ping"}"#),
-            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"{\"value\": "}}"#),
-            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"3}"}}"#),
-            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
-            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}"#),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"{\"value\": "}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"3}"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}"#,
+            ),
             ("message_stop", r#"{"type":"message_stop"}"#),
         ]);
         assert_eq!(text, r#"{"value": 3}"#);
@@ -239,7 +255,11 @@ mod tests {
             "message_delta",
             r#"{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":2}}"#,
         );
-        let (_, last) = run(&[START, refusal, ("message_stop", r#"{"type":"message_stop"}"#)]);
+        let (_, last) = run(&[
+            START,
+            refusal,
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]);
         let Ok(Some(ReplyPiece::Finished(reply))) = last else {
             panic!("{last:?}")
         };
@@ -248,7 +268,11 @@ mod tests {
             "message_delta",
             r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":2}}"#,
         );
-        let (_, last) = run(&[START, truncated, ("message_stop", r#"{"type":"message_stop"}"#)]);
+        let (_, last) = run(&[
+            START,
+            truncated,
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]);
         let Ok(Some(ReplyPiece::Finished(reply))) = last else {
             panic!("{last:?}")
         };
@@ -259,7 +283,10 @@ mod tests {
     fn an_error_event_is_classified() {
         let (_, last) = run(&[
             START,
-            ("error", r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            (
+                "error",
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
         ]);
         let error = last.unwrap_err();
         assert_eq!(error.kind(), ProviderErrorKind::Overloaded);

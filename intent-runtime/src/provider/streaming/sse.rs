@@ -7,8 +7,8 @@ use eventsource_stream::{EventStreamError, Eventsource};
 use futures_core::Stream;
 use futures_util::StreamExt;
 
-use crate::provider::http::{redact, transport_error};
 use super::{ReplyPiece, ReplyStream};
+use crate::provider::http::{redact, transport_error};
 use crate::provider::{ProviderError, ProviderErrorKind};
 
 /// One server-sent event: its `event:` name (empty when none) and its `data:`.
@@ -64,9 +64,7 @@ pub(crate) fn sse_events(
         )
         .with_transient(false)),
         Err(EventStreamError::Utf8(err)) => Err(not_events(&provider, &err, secret.as_deref())),
-        Err(EventStreamError::Parser(err)) => {
-            Err(not_events(&provider, &err, secret.as_deref()))
-        }
+        Err(EventStreamError::Parser(err)) => Err(not_events(&provider, &err, secret.as_deref())),
     })
 }
 
