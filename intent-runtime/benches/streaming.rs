@@ -11,7 +11,10 @@
 //!    the scripted provider handing over each piece in its own turn of the runtime (the
 //!    runtime's own cost: partial reading, events, the attempt loop, per piece) and
 //!    through the OpenAI provider against a loopback server (the same, plus HTTP,
-//!    server-sent events and one JSON chunk of about 150 bytes per piece).
+//!    server-sent events and one JSON chunk of about 150 bytes per piece). Each is also
+//!    run with the pieces there together (the scripted provider with no delay; the
+//!    server writing every event at once), which separates the cost of a wake-up and a
+//!    read per piece from the cost of decoding it.
 //!
 //! `cargo bench -p intent-runtime --bench streaming`; `-- --quick` (or `--test`) runs
 //! each part a few times, quickly.
@@ -77,11 +80,13 @@ fn invoice_reply(bytes: usize) -> String {
 enum Answer {
     /// One Chat Completions response.
     Whole(String),
-    /// The reply in `size`-byte pieces, `delay` apart.
+    /// The reply in `size`-byte pieces, `delay` apart; with `at_once`, every event in one
+    /// write (the client then reads many events per read).
     Streamed {
         reply: String,
         size: usize,
         delay: Duration,
+        at_once: bool,
     },
 }
 
@@ -176,7 +181,12 @@ async fn respond(stream: &mut tokio::net::TcpStream, answer: &Answer) -> std::io
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(body.as_bytes()).await
         }
-        Answer::Streamed { reply, size, delay } => {
+        Answer::Streamed {
+            reply,
+            size,
+            delay,
+            at_once,
+        } => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
             stream.write_all(head.as_bytes()).await?;
             let mut events: Vec<String> = pieces(reply, *size)
@@ -185,13 +195,19 @@ async fn respond(stream: &mut tokio::net::TcpStream, answer: &Answer) -> std::io
                 .collect();
             events.push(chunk_event(None, Some("stop")));
             events.push("data: [DONE]\n\n".to_owned());
+            let mut body = String::new();
             for event in events {
-                let chunk = format!("{:x}\r\n{event}\r\n", event.len());
-                stream.write_all(chunk.as_bytes()).await?;
+                body.push_str(&format!("{:x}\r\n{event}\r\n", event.len()));
+                if *at_once {
+                    continue;
+                }
+                stream.write_all(body.as_bytes()).await?;
+                body.clear();
                 if !delay.is_zero() {
                     tokio::time::sleep(*delay).await;
                 }
             }
+            stream.write_all(body.as_bytes()).await?;
             stream.write_all(b"0\r\n\r\n").await
         }
     }
@@ -263,6 +279,7 @@ fn main() {
         reply: reply.clone(),
         size: 20,
         delay,
+        at_once: false,
     });
     let openai = client(OpenAi::new("sk-bench").with_base_url(&base));
     let runs = if quick { 1 } else { 5 };
@@ -326,19 +343,39 @@ fn main() {
         reply: reply.clone(),
         size: 5,
         delay: Duration::ZERO,
+        at_once: false,
+    });
+    let base_at_once = server(Answer::Streamed {
+        reply: reply.clone(),
+        size: 5,
+        delay: Duration::ZERO,
+        at_once: true,
     });
     let http_whole_client = client(OpenAi::new("sk-bench").with_base_url(&base_whole));
     let http_streamed_client = client(OpenAi::new("sk-bench").with_base_url(&base_streamed));
+    let http_at_once_client = client(OpenAi::new("sk-bench").with_base_url(&base_at_once));
     let http_whole = cpu(&|| runtime.block_on(waited(&http_whole_client)));
     let http_streamed = cpu(&|| {
         runtime.block_on(streamed(&http_streamed_client));
     });
+    let http_at_once = cpu(&|| {
+        runtime.block_on(streamed(&http_at_once_client));
+    });
+    let scripted_ready = {
+        let reply = reply.clone();
+        cpu(&|| {
+            let client = client(ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, None));
+            runtime.block_on(streamed(&client));
+        })
+    };
     for (name, whole, streamed) in [
-        ("scripted provider", scripted_whole, scripted_streamed),
-        ("OpenAI over loopback HTTP", http_whole, http_streamed),
+        ("scripted, piece by piece", scripted_whole, scripted_streamed),
+        ("scripted, pieces together", scripted_whole, scripted_ready),
+        ("OpenAI HTTP, event by event", http_whole, http_streamed),
+        ("OpenAI HTTP, events at once", http_whole, http_at_once),
     ] {
         println!(
-            "   {name:<26} not streamed {:>8.1} µs | streamed in 5 B pieces {:>8.1} µs | {:.2}x",
+            "   {name:<28} not streamed {:>8.1} µs | streamed in 5 B pieces {:>8.1} µs | {:.2}x",
             whole.as_secs_f64() * 1e6,
             streamed.as_secs_f64() * 1e6,
             streamed.as_secs_f64() / whole.as_secs_f64()
