@@ -364,12 +364,17 @@ fn main() {
     let scripted_ready = {
         let reply = reply.clone();
         cpu(&|| {
-            let client = client(ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, None));
+            let client =
+                client(ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, None));
             runtime.block_on(streamed(&client));
         })
     };
     for (name, whole, streamed) in [
-        ("scripted, piece by piece", scripted_whole, scripted_streamed),
+        (
+            "scripted, piece by piece",
+            scripted_whole,
+            scripted_streamed,
+        ),
         ("scripted, pieces together", scripted_whole, scripted_ready),
         ("OpenAI HTTP, event by event", http_whole, http_streamed),
         ("OpenAI HTTP, events at once", http_whole, http_at_once),
