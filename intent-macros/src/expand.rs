@@ -140,6 +140,9 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
     let options = options(method);
     let input = input(&method.inputs);
     let text = &method.intent.text;
+    if method.output.wrapper == Wrapper::Stream {
+        return stream_method(method, kept, &sig, strict_check, options, input);
+    }
     let call = match method.output.kind {
         TargetKind::Text | TargetKind::Typed => {
             quote!(self.client.transform_input(__intent_input, #text, __intent_options).await)
@@ -160,6 +163,36 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
                 let __intent_options = #options;
                 #call #finish
             }
+        }
+    }
+}
+
+/// A streaming method: the input is prepared at once and the stream owns the call.
+fn stream_method(
+    method: &IntentMethod<'_>,
+    kept: &[Attribute],
+    sig: &Signature,
+    strict_check: Option<TokenStream>,
+    options: TokenStream,
+    input: TokenStream,
+) -> TokenStream {
+    let text = &method.intent.text;
+    let call = match method.output.kind {
+        TargetKind::Text | TargetKind::Typed => {
+            quote!(self.client.transform_stream_input(__intent_input, #text, __intent_options))
+        }
+        TargetKind::Decision(_) | TargetKind::Value => {
+            let schema = runtime_schema(method);
+            quote!(::intent_runtime::__private::transform_value_stream(&self.client, __intent_input, #text, #schema, __intent_options))
+        }
+    };
+    quote! {
+        #(#kept)*
+        #sig {
+            #strict_check
+            let __intent_input = #input;
+            let __intent_options = #options;
+            #call
         }
     }
 }

@@ -13,6 +13,7 @@ mod decision;
 mod expand;
 mod fallback;
 mod model;
+mod partial;
 mod strict;
 
 use proc_macro::TokenStream;
@@ -180,6 +181,49 @@ pub fn derive_decision_enum(input: TokenStream) -> TokenStream {
 pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     strict::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Derives `Partial`: the form of a type that a streamed call shows while the model is
+/// still writing it.
+///
+/// For a struct with named fields it generates `<Name>Partial`, of the same visibility,
+/// with every field optional and of its type's partial form (a nested struct's partial,
+/// the items of a list so far), read under serde's names (`rename`, `rename_all`;
+/// `flatten`ed fields from the same object; skipped fields left out). A field appears
+/// once it is certain and never changes afterwards. A newtype struct is its field's
+/// partial form; an enum appears whole once complete, so it must be
+/// `Clone + Debug + PartialEq`. Generic types, tuple structs and unions are rejected.
+///
+/// ```
+/// use intent_runtime::{Partial, PartialOf, StrictCompatible};
+/// use serde::Deserialize;
+///
+/// #[derive(Debug, Clone, PartialEq, Deserialize, StrictCompatible, Partial)]
+/// enum Currency { Eur, Usd }
+///
+/// #[derive(Deserialize, StrictCompatible, Partial)]
+/// struct Line { item: String, cents: i64 }
+///
+/// #[derive(Deserialize, StrictCompatible, Partial)]
+/// struct Invoice { number: String, currency: Currency, lines: Vec<Line> }
+///
+/// let shown: PartialOf<Invoice> = InvoicePartial::default();
+/// assert_eq!(shown.number, None);
+/// let _lines: Option<Vec<LinePartial>> = shown.lines;
+/// ```
+///
+/// ```compile_fail
+/// use intent_runtime::Partial;
+///
+/// #[derive(Partial)]
+/// struct Page<T> { items: Vec<T> }
+/// ```
+#[proc_macro_derive(Partial, attributes(serde, schemars))]
+pub fn derive_partial(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    partial::expand(&input)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

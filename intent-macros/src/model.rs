@@ -55,6 +55,8 @@ pub(crate) enum Wrapper {
     Result,
     /// `AIResult<T>`: the whole record.
     AIResult,
+    /// `IntentStream<T>` from a plain `fn`: the value as it is written, then the record.
+    Stream,
 }
 
 /// How the target is asked for.
@@ -70,7 +72,7 @@ pub(crate) enum TargetKind {
     Decision(decision::DecisionKind),
 }
 
-const RETURN_HELP: &str = "an intent method returns `Result<T, IntentError>` or `AIResult<T>` (written with these names: type aliases cannot be seen by the macro)";
+const RETURN_HELP: &str = "an intent method returns `Result<T, IntentError>` or `AIResult<T>` from an `async fn`, or `IntentStream<T>` from a plain `fn` (written with these names: type aliases cannot be seen by the macro)";
 
 impl<'a> IntentTrait<'a> {
     /// Builds the model, recording every mistake in `errors`.
@@ -110,7 +112,7 @@ impl<'a> IntentMethod<'a> {
     fn from_syn(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Self> {
         let mut attrs = attr::parse_method_attrs(&item.attrs, errors);
         let sig = &item.sig;
-        check_signature(item, errors);
+        check_signature(item, returns_stream(&sig.output), errors);
         let inputs = inputs(item, errors);
         let output = output(&sig.output, errors);
         let Some(intent) = attrs.intent.take() else {
@@ -138,13 +140,26 @@ impl<'a> IntentMethod<'a> {
     }
 }
 
-fn check_signature(item: &TraitItemFn, errors: &mut Errors) {
+/// `streams` is whether the method returns a stream (`None` when its return type is
+/// wrong, which has its own error).
+fn check_signature(item: &TraitItemFn, streams: Option<bool>, errors: &mut Errors) {
     let sig = &item.sig;
-    if sig.asyncness.is_none() {
-        errors.spanned(
+    match (&sig.asyncness, streams) {
+        (None, Some(false)) => errors.spanned(
             sig.fn_token,
-            format!("intent method `{}` must be `async fn`", sig.ident),
-        );
+            format!(
+                "intent method `{}` must be `async fn` (or return `IntentStream<T>` from a plain `fn` to stream)",
+                sig.ident
+            ),
+        ),
+        (Some(asyncness), Some(true)) => errors.spanned(
+            asyncness,
+            format!(
+                "streaming intent method `{}` returns its stream at once, without waiting: remove `async`",
+                sig.ident
+            ),
+        ),
+        _ => {}
     }
     if let Some(token) = &sig.constness {
         errors.spanned(token, "an intent method cannot be `const`");
@@ -258,6 +273,7 @@ fn output<'a>(output: &'a ReturnType, errors: &mut Errors) -> Option<Output<'a>>
                 Some((Wrapper::Result, *target))
             }
             ("AIResult", [target]) => Some((Wrapper::AIResult, *target)),
+            ("IntentStream", [target]) => Some((Wrapper::Stream, *target)),
             _ => None,
         }
     });
@@ -316,6 +332,20 @@ pub(crate) fn decision_output<'a>(ty: &'a Type, errors: &mut Errors) -> Option<O
 pub(crate) fn options_type(target: &Type) -> Option<&Type> {
     match generic_types(&last_segment(target)?.arguments).as_slice() {
         [options] => Some(*options),
+        _ => None,
+    }
+}
+
+/// Whether the method returns `IntentStream<T>`; `None` when the return type is none the
+/// macro knows (its own error says so).
+fn returns_stream(output: &ReturnType) -> Option<bool> {
+    let ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    let name = last_segment(ty)?.ident.to_string();
+    match name.as_str() {
+        "IntentStream" => Some(true),
+        "Result" | "AIResult" => Some(false),
         _ => None,
     }
 }

@@ -19,6 +19,7 @@ use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
+use crate::stream::IntentStream;
 use crate::strict::{StrictCompatible, StrictObject};
 
 pub use serde_json;
@@ -228,6 +229,20 @@ pub async fn decide_score<E: DecisionEnum>(
         expected: answer.expected(),
         source: response.source(),
     })
+}
+
+/// Streams a `serde_json::Value` method, with its runtime schema when it has one.
+pub fn transform_value_stream(
+    client: &IntentClient,
+    input: Result<PreparedInput, InputError>,
+    intent: &str,
+    schema: Option<&'static RuntimeSchema>,
+    options: IntentOptions<Value>,
+) -> IntentStream<Value> {
+    match schema.map(RuntimeSchema::get).transpose() {
+        Ok(schema) => client.transform_value_stream_input(input, intent, schema, options),
+        Err(reason) => IntentStream::ended(input_failure(reason)),
+    }
 }
 
 /// A result with no attempt, for a request that could not be built.

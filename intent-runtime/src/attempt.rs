@@ -12,9 +12,11 @@ use crate::decision::{self, GateStep};
 use crate::judge::{JudgeReading, JudgeRequest, render_judge_request};
 use crate::limits::Deadline;
 use crate::prompt::{PromptPlan, first_request, retry_turns};
+use crate::provider::ReplyPiece;
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
 use crate::shared::ClientInner;
+use crate::stream::{AttemptEvent, EventSink};
 use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
 use crate::verify::Verification;
 
@@ -47,6 +49,9 @@ struct Loop<'a> {
     settings: &'a CallSettings,
     trace: &'a CallTrace<'a>,
     model_calls: u32,
+    /// Set for a streamed call: model requests stream, and their text and restarts are
+    /// told here as they happen.
+    events: Option<&'a EventSink>,
 }
 
 impl Loop<'_> {
@@ -161,10 +166,17 @@ impl Loop<'_> {
                     .ok_or(CallFailure::Budget)?;
             }
             self.count_call(record);
-            let result = self
-                .within_budget(self.client.provider.complete(request))
-                .await
-                .ok_or(CallFailure::Budget)?;
+            let result = match self.events {
+                None => {
+                    self.within_budget(self.client.provider.complete(request))
+                        .await
+                }
+                Some(events) => {
+                    let streamed = self.stream_reply(request, events, record.number);
+                    self.within_budget(streamed).await
+                }
+            }
+            .ok_or(CallFailure::Budget)?;
             let error = match result {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
@@ -180,11 +192,78 @@ impl Loop<'_> {
                 return Err(CallFailure::Provider(error));
             }
             trace.retrying(&error, wait, retries);
+            if let Some(events) = self.events {
+                // Whatever the failed request streamed is void.
+                let problem =
+                    ResultIssue::new(IssueSource::Provider, error.to_string(), record.number);
+                let _ = events.send(AttemptEvent::Restart {
+                    attempt: record.number,
+                    problems: vec![problem],
+                });
+            }
             record
                 .provider_retries
                 .push(format!("{error} (retried after {} ms)", wait.as_millis()));
             Box::pin(tokio::time::sleep(wait)).await;
         }
+    }
+}
+
+impl Loop<'_> {
+    /// One streamed model request: its text is passed on piece by piece, and the
+    /// finished reply returned as `complete` would return it. A stream that ends before
+    /// the reply is finished was cut: a transport failure, as a dropped connection is.
+    async fn stream_reply(
+        &self,
+        request: &ProviderRequest,
+        events: &EventSink,
+        attempt: u32,
+    ) -> Result<ProviderReply, ProviderError> {
+        use futures_util::{FutureExt, StreamExt};
+
+        let provider = &self.client.provider;
+        let mut pieces = provider.stream(request).await?;
+        // Pieces that are already there when one arrives (several events in one read) go
+        // on as one: a reader cannot show them apart, and each event costs a partial.
+        let mut ready = String::new();
+        loop {
+            let piece = if ready.is_empty() {
+                pieces.next().await
+            } else {
+                match pieces.next().now_or_never() {
+                    Some(piece) => piece,
+                    None => {
+                        send_text(events, attempt, &mut ready);
+                        continue;
+                    }
+                }
+            };
+            match piece {
+                Some(Ok(ReplyPiece::Text(piece))) if ready.is_empty() => ready = piece,
+                Some(Ok(ReplyPiece::Text(piece))) => ready.push_str(&piece),
+                Some(Ok(ReplyPiece::Finished(reply))) => {
+                    send_text(events, attempt, &mut ready);
+                    return Ok(reply);
+                }
+                Some(Err(error)) => return Err(error),
+                None => {
+                    return Err(ProviderError::new(
+                        crate::provider::ProviderErrorKind::Transport,
+                        provider.name(),
+                        "the reply stream ended before the reply was complete",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Passes `text` on (and empties it). A stream dropped by its caller drops this call too:
+/// a closed channel only means the caller stopped listening.
+fn send_text(events: &EventSink, attempt: u32, text: &mut String) {
+    if !text.is_empty() {
+        let piece = std::mem::take(text);
+        let _ = events.send(AttemptEvent::Text { attempt, piece });
     }
 }
 
@@ -221,10 +300,12 @@ fn refusal_before_sending(
 
 /// Runs the attempt loop for one call, in the call's span. `verify` checks a reply for
 /// attempt `n`.
+/// `events` is set for a streamed call (see [`crate::stream`]).
 pub(crate) async fn run_attempts<T, V>(
     client: &ClientInner,
     plan: PromptPlan,
     settings: &CallSettings,
+    events: Option<&EventSink>,
     verify: V,
 ) -> AIResult<T>
 where
@@ -239,7 +320,7 @@ where
         model,
     );
     let span = trace.span().clone();
-    let result = attempt_loop(client, plan, settings, verify, &trace)
+    let result = attempt_loop(client, plan, settings, events, verify, &trace)
         .instrument(span)
         .await;
     trace.finish(&result);
@@ -250,6 +331,7 @@ async fn attempt_loop<T, V>(
     client: &ClientInner,
     mut plan: PromptPlan,
     settings: &CallSettings,
+    events: Option<&EventSink>,
     verify: V,
     trace: &CallTrace<'_>,
 ) -> AIResult<T>
@@ -272,6 +354,7 @@ where
         settings,
         trace,
         model_calls: 0,
+        events,
     };
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
@@ -300,6 +383,13 @@ where
         if settings.deadline.expired() {
             issues.push(state.budget_issue(number, &format!("before attempt {number}")));
             break;
+        }
+        if let (Some(events), Some(previous)) = (events, attempts.last()) {
+            // The stream's reader discards the reply it showed and starts again.
+            let _ = events.send(AttemptEvent::Restart {
+                attempt: number,
+                problems: previous.issues.clone(),
+            });
         }
         let attempt_started = Instant::now();
         let mut record = AttemptRecord::new(number);

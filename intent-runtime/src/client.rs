@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use crate::attempt::{CallSettings, run_attempts};
 use crate::cache::{InMemoryCache, ResponseCache};
@@ -29,6 +30,7 @@ use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
 };
 use crate::shared::{ClientInner, Totals};
+use crate::stream::{EventSink, IntentStream, Partial};
 use crate::telemetry::{Endpoint, Telemetry};
 use crate::verify::schema_rules::compile_error;
 use crate::verify::{
@@ -210,17 +212,114 @@ impl IntentClient {
     where
         T: DeserializeOwned + JsonSchema + Send + 'static,
     {
+        self.call_input(input, intent, options, None).await
+    }
+
+    /// [`IntentClient::transform`], streamed: the value as the model writes it, then the
+    /// same record `transform` returns, verified, judged and retried the same way (see
+    /// [`crate::stream`]).
+    ///
+    /// ```
+    /// use futures_util::StreamExt;
+    /// use intent_runtime::IntentClient;
+    /// use intent_runtime::provider::ScriptedProvider;
+    /// use intent_runtime::stream::StreamEvent;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model = ScriptedProvider::new([r#"{"value": [1, 2, 3]}"#]).with_stream_chunks(4, None);
+    /// let client = IntentClient::builder().provider(model).build().unwrap();
+    /// let mut events = client.transform_stream("a b c", "Number the words", Default::default());
+    /// while let Some(event) = events.next().await {
+    ///     match event {
+    ///         StreamEvent::Partial { value, .. } => println!("so far: {value:?}"),
+    ///         StreamEvent::Retry { problems, .. } => println!("again, because of {problems:?}"),
+    ///         StreamEvent::Final(result) => {
+    ///             let numbers: Vec<u32> = result.into_result().unwrap();
+    ///             assert_eq!(numbers, [1, 2, 3]);
+    ///         }
+    ///     }
+    /// }
+    /// # });
+    /// ```
+    pub fn transform_stream<I, T>(
+        &self,
+        input: &I,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> IntentStream<T>
+    where
+        I: Serialize + JsonSchema + ?Sized,
+        T: DeserializeOwned + JsonSchema + Partial + Send + 'static,
+    {
+        self.transform_stream_input(prepare_input(input), intent, options)
+    }
+
+    /// [`IntentClient::transform_stream`] with an input that was already prepared.
+    pub fn transform_stream_input<T>(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> IntentStream<T>
+    where
+        T: DeserializeOwned + JsonSchema + Partial + Send + 'static,
+    {
+        let (sink, events) = mpsc::unbounded_channel();
+        let client = self.clone();
+        let intent = intent.to_owned();
+        let call = async move {
+            client
+                .call_input(input, &intent, options, Some(&sink))
+                .await
+        };
+        let text_target = TypeId::of::<T>() == TypeId::of::<String>();
+        IntentStream::new(Box::pin(call), events, text_target)
+    }
+
+    /// [`IntentClient::transform_value_input`], streamed (see
+    /// [`IntentClient::transform_stream`]); the partials are the value once complete.
+    pub fn transform_value_stream_input(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        schema: Option<Arc<TargetSchema>>,
+        options: IntentOptions<Value>,
+    ) -> IntentStream<Value> {
+        let (sink, events) = mpsc::unbounded_channel();
+        let client = self.clone();
+        let intent = intent.to_owned();
+        let call = async move {
+            client
+                .value_call(input, &intent, schema, options, Some(&sink))
+                .await
+        };
+        IntentStream::new(Box::pin(call), events, false)
+    }
+
+    /// One call of a typed (or text, or any-JSON) target, streamed when `events` is set.
+    async fn call_input<T>(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        options: IntentOptions<T>,
+        events: Option<&EventSink>,
+    ) -> AIResult<T>
+    where
+        T: DeserializeOwned + JsonSchema + Send + 'static,
+    {
         let started = Instant::now();
         let input = match self.checked_input(input) {
             Ok(input) => input,
             Err(error) => return preflight_failure(error.to_string(), started),
         };
         if TypeId::of::<T>() == TypeId::of::<String>() {
-            return self.transform_text(input, intent, options).await;
+            return self.transform_text(input, intent, options, events).await;
         }
         if TypeId::of::<T>() == TypeId::of::<Value>() {
             // A `Value` has no fixed shape: it is a runtime shape without a schema.
-            return self.transform_any_json(input, intent, options).await;
+            return self
+                .transform_any_json(input, intent, options, events)
+                .await;
         }
         let schema = match target_schema::<T>() {
             Ok(schema) => schema,
@@ -235,9 +334,15 @@ impl IntentClient {
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| {
+                verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
+            },
+        )
         .await
     }
 
@@ -247,6 +352,7 @@ impl IntentClient {
         input: PreparedInput,
         intent: &str,
         options: IntentOptions<T>,
+        events: Option<&EventSink>,
     ) -> AIResult<T>
     where
         T: Send + 'static,
@@ -254,9 +360,13 @@ impl IntentClient {
         let validators = retype_validators::<T, String>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::Text, &options);
         let settings = self.settings(&options);
-        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            retype_verification(verify_text(reply, &validators, attempt))
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| retype_verification(verify_text(reply, &validators, attempt)),
+        )
         .await
     }
 
@@ -266,6 +376,7 @@ impl IntentClient {
         input: PreparedInput,
         intent: &str,
         options: IntentOptions<T>,
+        events: Option<&EventSink>,
     ) -> AIResult<T>
     where
         T: Send + 'static,
@@ -278,15 +389,21 @@ impl IntentClient {
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
-        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            retype_verification(verify_value_with(
-                reply,
-                None,
-                &validators,
-                attempt,
-                recovery,
-            ))
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| {
+                retype_verification(verify_value_with(
+                    reply,
+                    None,
+                    &validators,
+                    attempt,
+                    recovery,
+                ))
+            },
+        )
         .await
     }
 
@@ -323,6 +440,18 @@ impl IntentClient {
         schema: Option<Arc<TargetSchema>>,
         options: IntentOptions<Value>,
     ) -> AIResult<Value> {
+        self.value_call(input, intent, schema, options, None).await
+    }
+
+    /// One call of a runtime shape, streamed when `events` is set.
+    async fn value_call(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        schema: Option<Arc<TargetSchema>>,
+        options: IntentOptions<Value>,
+        events: Option<&EventSink>,
+    ) -> AIResult<Value> {
         let started = Instant::now();
         let input = match self.checked_input(input) {
             Ok(input) => input,
@@ -352,9 +481,15 @@ impl IntentClient {
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(&self.inner, plan, &settings, move |reply, attempt| {
-            verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
-        })
+        run_attempts(
+            &self.inner,
+            plan,
+            &settings,
+            events,
+            move |reply, attempt| {
+                verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
+            },
+        )
         .await
     }
 

@@ -24,6 +24,7 @@ pub mod provider;
 pub mod result;
 pub mod schema;
 mod shared;
+pub mod stream;
 pub mod strict;
 pub mod telemetry;
 pub mod verify;
@@ -39,10 +40,11 @@ pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
 pub use result::{
     AIResult, AttemptRecord, GateOutcome, GateRecord, IssueSource, Repair, ResultIssue, Usage,
 };
+pub use stream::{IntentStream, Partial, PartialOf, StreamEvent};
 pub use strict::StrictCompatible;
 pub use verify::AnswerRecovery;
 
-pub use intent_macros::{DecisionEnum, StrictCompatible, intents};
+pub use intent_macros::{DecisionEnum, Partial, StrictCompatible, intents};
 
 /// The attribute a [`Provider`](provider::Provider) or [`Judge`](judge::Judge)
 /// implementation needs (`#[intent_runtime::async_trait]` on the `impl`), re-exported so

@@ -15,7 +15,8 @@ use intent_runtime::provider::{
     OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
 };
 use intent_runtime::{
-    AIResult, IntentClient, IntentError, IntentOptions, StrictCompatible, Usage, intents,
+    AIResult, IntentClient, IntentError, IntentOptions, IntentStream, Partial, StrictCompatible,
+    Usage, intents,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -224,7 +225,7 @@ const CONTENT_FIELDS: [&str; 3] = [
 // ---------------------------------------------------------------------------------------
 // The client under test
 
-#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema, StrictCompatible, Partial)]
 pub enum Mood {
     Happy,
     Sad,
@@ -278,6 +279,9 @@ pub trait Telemetered {
 
     #[intent("Classify the mood for the terminal")]
     async fn classify_in_terminal(&self, text: &str) -> Result<Mood, IntentError>;
+
+    #[intent("Classify the mood, streamed", temperature = 0.25)]
+    fn classify_streamed(&self, text: &str) -> IntentStream<Mood>;
 }
 
 fn client_for(provider: ScriptedProvider) -> TelemeteredClient {
@@ -366,6 +370,44 @@ async fn a_successful_call_is_one_call_span_with_one_chat_span() {
         Some("passed")
     );
     assert_eq!(call.events("attempt finished").len(), 1);
+}
+
+#[tokio::test]
+async fn a_streamed_call_has_the_same_call_span_and_chat_span() {
+    let provider = ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)])
+        .with_model("mood-model")
+        .with_stream_chunks(3, None);
+    let result = client_for(provider)
+        .classify_streamed("What a day!")
+        .finish()
+        .await;
+    assert!(result.is_success(), "{result:?}");
+
+    let call = Call::named("classify_streamed");
+    assert_eq!(
+        field(&call.span, "otel.name"),
+        Some("intent classify_streamed")
+    );
+    assert_eq!(field(&call.span, "intent.outcome"), Some("success"));
+    assert_eq!(field(&call.span, "intent.model_calls"), Some("1"));
+    assert_eq!(call.requests.len(), 1, "{call:#?}");
+    let chat = &call.requests[0];
+    let expected = [
+        ("otel.name", "chat mood-model"),
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.request.temperature", "0.25"),
+        ("gen_ai.response.model", "mood-model-2026-01-01"),
+        ("gen_ai.response.id", "chatcmpl-42"),
+        ("gen_ai.response.finish_reasons", r#"["stop"]"#),
+        ("gen_ai.usage.input_tokens", "120"),
+        ("gen_ai.usage.output_tokens", "7"),
+        ("intent.request.kind", "answer"),
+        ("intent.attempt", "1"),
+    ];
+    for (name, value) in expected {
+        assert_eq!(field(chat, name), Some(value), "{name} in {chat:#?}");
+    }
+    assert_eq!(call.events("reply verified").len(), 1, "{call:#?}");
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::ReplyStream;
 use super::cache_breakpoints::{Breakpoints, minimum_cacheable_tokens};
 use super::env::set_variable;
 use super::error::bounded_message;
@@ -20,6 +21,7 @@ use super::http::{
     self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, base_kind,
     error_from_response, invalid_response, names_schema, trim_base_url,
 };
+use super::streaming::{MessagesStream, decode, sse_events};
 use super::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ResponseFormat,
 };
@@ -193,6 +195,33 @@ impl Anthropic {
     }
 }
 
+impl Anthropic {
+    /// The body of one request (the same for a streamed one, but for its flag).
+    fn body<'a>(
+        &self,
+        request: &'a ProviderRequest,
+        model: &'a str,
+        schema: Option<&'a RawValue>,
+    ) -> MessagesBody<'a> {
+        let cache_minimum = self.prompt_cache.then(|| minimum_cacheable_tokens(model));
+        request_body(request, model, self.max_tokens, schema, cache_minimum)
+    }
+
+    /// The classified error of a reply with an error status.
+    fn error_reply(&self, raw: &RawResponse) -> ProviderError {
+        let error = ErrorBody::parse(&raw.body_text());
+        let kind = classify(raw.status, &error);
+        error_from_response(
+            "anthropic",
+            raw,
+            kind,
+            &error,
+            REQUEST_ID_HEADER,
+            Some(self.api_key.as_str()),
+        )
+    }
+}
+
 impl fmt::Debug for Anthropic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Anthropic")
@@ -224,14 +253,7 @@ impl Provider for Anthropic {
         let model = request.model.as_deref().unwrap_or(&self.model);
         let route = self.route()?;
         let schema = output_schema(request);
-        let cache_minimum = self.prompt_cache.then(|| minimum_cacheable_tokens(model));
-        let body = request_body(
-            request,
-            model,
-            self.max_tokens,
-            schema.as_deref(),
-            cache_minimum,
-        );
+        let body = self.body(request, model, schema.as_deref());
         let secret = Some(self.api_key.as_str());
         tracing::debug!(provider = "anthropic", %model, url = %route.url(), "sending a message request");
         let started = Instant::now();
@@ -247,18 +269,38 @@ impl Provider for Anthropic {
             "message request answered"
         );
         if !raw.status.is_success() {
-            let error = ErrorBody::parse(&raw.body_text());
-            let kind = classify(raw.status, &error);
-            return Err(error_from_response(
-                "anthropic",
-                &raw,
-                kind,
-                &error,
-                REQUEST_ID_HEADER,
-                secret,
-            ));
+            return Err(self.error_reply(&raw));
         }
         parse_reply(&raw, model, secret)
+    }
+
+    /// Sends the request with `"stream": true` and reads its events as they arrive.
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let route = self.route()?;
+        let schema = output_schema(request);
+        let mut body = self.body(request, model, schema.as_deref());
+        body.stream = true;
+        let secret = Some(self.api_key.as_str());
+        tracing::debug!(provider = "anthropic", %model, url = %route.url(), "streaming a message request");
+        let response = self
+            .transport
+            .post_json_streaming("anthropic", route, &body, body.size_hint(), secret)
+            .await?;
+        let response = response.map_err(|raw| self.error_reply(&raw))?;
+        let request_id = RawResponse::head(&response)
+            .request_id(REQUEST_ID_HEADER)
+            .map(str::to_owned);
+        let events = sse_events(
+            "anthropic",
+            response,
+            self.transport.max_response_bytes(),
+            secret,
+        );
+        Ok(decode(
+            events,
+            MessagesStream::new(model, request_id, secret),
+        ))
     }
 
     /// `true` when the request's schema goes out as `output_config.format`: a strict
@@ -282,6 +324,9 @@ struct MessagesBody<'a> {
     temperature: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig<'a>>,
+    /// Asks for the reply as server-sent events.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
 }
 
 #[derive(Serialize)]
@@ -396,6 +441,7 @@ fn request_body<'a>(
         output_config: schema.map(|schema| OutputConfig {
             format: SchemaFormat { schema },
         }),
+        stream: false,
     }
 }
 
@@ -549,12 +595,12 @@ struct ContentBlock {
     text: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct MessagesUsage {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
+#[derive(Deserialize, Default, Clone, Copy)]
+pub(crate) struct MessagesUsage {
+    pub(crate) input_tokens: Option<u64>,
+    pub(crate) output_tokens: Option<u64>,
+    pub(crate) cache_creation_input_tokens: Option<u64>,
+    pub(crate) cache_read_input_tokens: Option<u64>,
 }
 
 fn parse_reply(
@@ -577,7 +623,27 @@ fn parse_reply(
         .filter(|block| block.kind == "text")
         .filter_map(|block| block.text.as_deref())
         .collect();
-    let stop_reason = parsed.stop_reason;
+    Ok(messages_reply(
+        text,
+        parsed.stop_reason,
+        parsed.usage.map_or_else(Usage::default, usage),
+        parsed.model,
+        requested_model,
+        raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+    ))
+}
+
+/// The reply from its parts, read from one response or gathered from a stream's events:
+/// the stop reason says whether it was truncated or refused (a refusal's text becomes
+/// its message).
+pub(crate) fn messages_reply(
+    text: String,
+    stop_reason: Option<String>,
+    usage: Usage,
+    model: Option<String>,
+    requested_model: &str,
+    request_id: Option<String>,
+) -> ProviderReply {
     let truncated = matches!(
         stop_reason.as_deref(),
         Some("max_tokens" | "model_context_window_exceeded")
@@ -594,25 +660,24 @@ fn parse_reply(
     } else {
         (text, None)
     };
-    Ok(ProviderReply {
+    ProviderReply {
         text,
         refusal,
         truncated,
         stop_reason,
-        usage: parsed.usage.map_or_else(Usage::default, usage),
-        model: parsed
-            .model
+        usage,
+        model: model
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
-        request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+        request_id,
         // The Messages API reports no log-probabilities.
         logprobs: None,
-    })
+    }
 }
 
 /// Anthropic's `input_tokens` excludes cached and cache-written tokens; all three are added
 /// so `input_tokens` means the whole prompt, as it does for OpenAI.
-fn usage(usage: MessagesUsage) -> Usage {
+pub(crate) fn usage(usage: MessagesUsage) -> Usage {
     let cache_read = usage.cache_read_input_tokens.unwrap_or(0);
     let cache_write = usage.cache_creation_input_tokens.unwrap_or(0);
     Usage {
@@ -639,7 +704,7 @@ fn classify(status: StatusCode, error: &ErrorBody) -> ProviderErrorKind {
     }
 }
 
-fn kind_of_error_type(error_type: &str) -> Option<ProviderErrorKind> {
+pub(crate) fn kind_of_error_type(error_type: &str) -> Option<ProviderErrorKind> {
     Some(match error_type {
         "invalid_request_error" | "request_too_large" => ProviderErrorKind::InvalidRequest,
         "authentication_error" => ProviderErrorKind::Authentication,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::env::set_variable;
 use super::http::{ProviderConfigError, trim_base_url};
 use super::openai::chat::ChatEndpoint;
-use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
+use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 
 pub use super::openai::chat::{MaxTokensField, StructuredOutput};
 
@@ -280,6 +280,11 @@ impl Provider for OpenAiCompatible {
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
+    }
+
+    /// Streams with `"stream": true` and `stream_options.include_usage`.
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        self.endpoint.stream(request).await
     }
 
     /// `true` only for a strict-schema request sent as `json_schema`

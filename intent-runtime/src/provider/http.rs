@@ -187,6 +187,15 @@ pub(crate) struct RawResponse {
 }
 
 impl RawResponse {
+    /// The status and headers of a response whose body is read elsewhere (a stream).
+    pub(crate) fn head(response: &reqwest::Response) -> Self {
+        Self {
+            status: response.status(),
+            headers: response.headers().clone(),
+            body: Bytes::new(),
+        }
+    }
+
     /// The value of a header, when present and printable.
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header_str(&self.headers, name).filter(|value| !value.is_empty())
@@ -411,6 +420,38 @@ impl HttpTransport {
         size_hint: usize,
         secret: Option<&str>,
     ) -> Result<RawResponse, ProviderError> {
+        let response = self.send(provider, route, body, size_hint, secret).await?;
+        self.read(provider, response, secret).await
+    }
+
+    /// Posts `body` like [`HttpTransport::post_json`], for a reply that streams: a success
+    /// comes back as the live response, whose body the caller reads as it arrives
+    /// (dropping it closes the connection); an error status is read whole, as
+    /// `post_json` reads it, for the provider to classify.
+    pub(crate) async fn post_json_streaming(
+        &self,
+        provider: &str,
+        route: &Route,
+        body: &(impl serde::Serialize + ?Sized),
+        size_hint: usize,
+        secret: Option<&str>,
+    ) -> Result<Result<reqwest::Response, RawResponse>, ProviderError> {
+        let response = self.send(provider, route, body, size_hint, secret).await?;
+        if response.status().is_success() {
+            return Ok(Ok(response));
+        }
+        self.read(provider, response, secret).await.map(Err)
+    }
+
+    /// Sends the request and waits for the status and headers.
+    async fn send(
+        &self,
+        provider: &str,
+        route: &Route,
+        body: &(impl serde::Serialize + ?Sized),
+        size_hint: usize,
+        secret: Option<&str>,
+    ) -> Result<reqwest::Response, ProviderError> {
         let client = self.client(provider)?;
         let mut json = Vec::with_capacity(size_hint);
         serde_json::to_writer(&mut json, body).map_err(|err| {
@@ -429,11 +470,20 @@ impl HttpTransport {
         for (name, value) in &route.headers {
             request = request.header(name.clone(), value.clone());
         }
-        let mut response = request
+        request
             .body(json)
             .send()
             .await
-            .map_err(|err| transport_error(provider, &err, secret))?;
+            .map_err(|err| transport_error(provider, &err, secret))
+    }
+
+    /// Reads a response whole, up to the response limit.
+    async fn read(
+        &self,
+        provider: &str,
+        mut response: reqwest::Response,
+        secret: Option<&str>,
+    ) -> Result<RawResponse, ProviderError> {
         let status = response.status();
         let headers = std::mem::take(response.headers_mut());
         let mut raw = RawResponse {
@@ -517,7 +567,11 @@ fn too_large(provider: &str, raw: &RawResponse, limit: usize) -> ProviderError {
 
 /// A `reqwest` failure as a provider error: a timeout, or a transport failure. A failure
 /// to connect sent nothing, so it is no model call.
-fn transport_error(provider: &str, err: &reqwest::Error, secret: Option<&str>) -> ProviderError {
+pub(crate) fn transport_error(
+    provider: &str,
+    err: &reqwest::Error,
+    secret: Option<&str>,
+) -> ProviderError {
     let kind = if err.is_timeout() {
         ProviderErrorKind::Timeout
     } else {

@@ -12,8 +12,9 @@ mod error;
 pub mod http;
 mod logprobs;
 pub mod openai;
-mod reply_text;
+pub(crate) mod reply_text;
 pub mod scripted;
+mod streaming;
 
 use std::fmt;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
 use crate::result::Usage;
+pub use streaming::{ReplyPiece, ReplyStream};
 
 /// How the model is asked to format its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -306,6 +308,18 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// Sends one request and returns the reply, or a classified error.
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError>;
 
+    /// Sends one request and returns its reply as the model writes it: text pieces, then
+    /// the whole reply as [`Provider::complete`] would return it (see [`ReplyStream`]).
+    /// An error before the first piece is returned here, one in the middle as an item of
+    /// the stream; both are classified as `complete`'s are. Dropping the stream must
+    /// cancel the request (close the connection).
+    ///
+    /// The default calls [`Provider::complete`] and sends its text as one piece, so a
+    /// provider that cannot stream still serves streamed calls.
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        Ok(ReplyStream::whole(self.complete(request).await?))
+    }
+
     /// Whether the model is shown the request's strict schema and held to it, so that
     /// the prompt need not describe the type again.
     ///
@@ -351,6 +365,9 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         (**self).complete(request).await
+    }
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        (**self).stream(request).await
     }
     fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         (**self).enforces_schema(request)

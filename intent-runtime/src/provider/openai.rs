@@ -9,7 +9,7 @@ use std::time::Duration;
 use self::chat::ChatEndpoint;
 use super::env::set_variable;
 use super::http::{ProviderConfigError, trim_base_url};
-use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
+use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 
 /// OpenAI's API root.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -134,6 +134,11 @@ impl Provider for OpenAi {
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         self.endpoint.complete(request).await
+    }
+
+    /// Streams with `"stream": true` and `stream_options.include_usage`.
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        self.endpoint.stream(request).await
     }
 
     /// `true` for a strict-schema request: OpenAI shows the schema to the model and holds

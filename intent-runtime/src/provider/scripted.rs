@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{
     LogprobAlternative, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
-    ResponseFormat, TokenLogprob,
+    ReplyPiece, ReplyStream, ResponseFormat, TokenLogprob,
 };
 use crate::result::Usage;
 
@@ -30,6 +30,9 @@ pub enum ScriptedReply {
     Logprobs(Vec<LogprobAlternative>),
     /// Another reply, sent after a delay.
     Delayed(Duration, Box<ScriptedReply>),
+    /// A reply cut by a failure: streamed, the text arrives and then the error; not
+    /// streamed, the call fails with the error.
+    FailAfter(String, ProviderError),
 }
 
 impl ScriptedReply {
@@ -75,6 +78,12 @@ impl ScriptedReply {
                 .map(|(token, logprob)| LogprobAlternative::new(token, logprob))
                 .collect(),
         )
+    }
+
+    /// A streamed reply that sends `text` and then fails with `error` (a dropped
+    /// connection, an error event in the middle of the stream).
+    pub fn fail_after(text: impl Into<String>, error: ProviderError) -> Self {
+        ScriptedReply::FailAfter(text.into(), error)
     }
 
     /// This reply, sent after `delay`.
@@ -136,6 +145,14 @@ pub struct ScriptedProvider {
     model: String,
     enforces_schema: bool,
     max_top_logprobs: Option<u8>,
+    stream_chunks: StreamChunks,
+}
+
+/// How a scripted reply is streamed.
+#[derive(Debug, Clone, Copy)]
+struct StreamChunks {
+    bytes: usize,
+    delay: Option<Duration>,
 }
 
 impl fmt::Debug for ScriptedProvider {
@@ -144,6 +161,7 @@ impl fmt::Debug for ScriptedProvider {
             .field("model", &self.model)
             .field("enforces_schema", &self.enforces_schema)
             .field("max_top_logprobs", &self.max_top_logprobs)
+            .field("stream_chunks", &self.stream_chunks)
             .field("requests", &lock(&self.inner.requests).len())
             .finish()
     }
@@ -184,7 +202,24 @@ impl ScriptedProvider {
             model: "scripted-model".to_owned(),
             enforces_schema: false,
             max_top_logprobs: None,
+            stream_chunks: StreamChunks {
+                bytes: 16,
+                delay: None,
+            },
         }
+    }
+
+    /// Streams replies in pieces of `bytes` bytes (at least one character; default 16),
+    /// with `delay` before each piece after the first (default none), so that streaming
+    /// code can be tested offline as a model would feed it. With no delay the pieces are
+    /// all there at once (and a streamed call reads them as one); a zero delay hands each
+    /// piece over in its own turn of the runtime, as a network would.
+    pub fn with_stream_chunks(mut self, bytes: usize, delay: Option<Duration>) -> Self {
+        self.stream_chunks = StreamChunks {
+            bytes: bytes.max(1),
+            delay,
+        };
+        self
     }
 
     /// Names the model the replies claim to come from (default `scripted-model`).
@@ -332,6 +367,63 @@ impl Provider for ScriptedProvider {
     }
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        self.scripted(request).await.map_err(|(_, error)| error)
+    }
+
+    /// The scripted reply in pieces of the set size, with the set delay between them; a
+    /// [`ScriptedReply::fail_after`] sends its text, then its error.
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        let (text, outcome) = match self.scripted(request).await {
+            Ok(reply) => (reply.text.clone(), Ok(ReplyPiece::Finished(reply))),
+            Err((text, error)) if !text.is_empty() => (text, Err(error)),
+            Err((_, error)) => return Err(error),
+        };
+        let chunks = self.stream_chunks;
+        let mut pieces: VecDeque<Result<ReplyPiece, ProviderError>> =
+            split_text(&text, chunks.bytes)
+                .map(|piece| Ok(ReplyPiece::Text(piece.to_owned())))
+                .collect();
+        pieces.push_back(outcome);
+        let first = true;
+        Ok(ReplyStream::new(futures_util::stream::unfold(
+            (pieces, first),
+            move |(mut pieces, first)| async move {
+                let piece = pieces.pop_front()?;
+                match (chunks.delay, first) {
+                    (Some(delay), false) if delay.is_zero() => tokio::task::yield_now().await,
+                    (Some(delay), false) => tokio::time::sleep(delay).await,
+                    _ => {}
+                }
+                Some((piece, (pieces, false)))
+            },
+        )))
+    }
+}
+
+/// `text` in pieces of about `bytes` bytes, each cut at a character boundary.
+fn split_text(text: &str, bytes: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut cut = bytes.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (piece, after) = rest.split_at(cut);
+        rest = after;
+        Some(piece)
+    })
+}
+
+impl ScriptedProvider {
+    /// The next scripted reply, after its delay; a failure comes with the text sent
+    /// before it (empty unless scripted with [`ScriptedReply::fail_after`]).
+    async fn scripted(
+        &self,
+        request: &ProviderRequest,
+    ) -> Result<ProviderReply, (String, ProviderError)> {
         let model = self.model_for(request);
         let mut next = self.next_reply(request);
         let reply = loop {
@@ -372,7 +464,8 @@ impl Provider for ScriptedProvider {
                 ScriptedReply::Logprobs(alternatives) => {
                     break self.logprob_reply(request, alternatives, model);
                 }
-                ScriptedReply::Error(error) => return Err(error),
+                ScriptedReply::Error(error) => return Err((String::new(), error)),
+                ScriptedReply::FailAfter(text, error) => return Err((text, error)),
             };
         };
         Ok(reply)

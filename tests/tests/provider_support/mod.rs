@@ -28,7 +28,7 @@ async fn listener() -> (TcpListener, SocketAddr) {
 }
 
 /// Reads one HTTP/1.1 request (headers and `content-length` body); `None` at end of stream.
-async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<u8>> {
+pub async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<u8>> {
     loop {
         if let Some(end) = find(buffer, b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();

@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::provider::ReplyStream;
 use crate::provider::error::bounded_message;
 use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
     invalid_response, names_schema,
 };
 use crate::provider::reply_text;
+use crate::provider::streaming::{ChatStream, decode, sse_events};
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ResponseFormat, TokenLogprob,
@@ -123,6 +125,7 @@ pub(crate) fn request_body(
         settings,
         extra,
         schema: schema.as_deref(),
+        stream: false,
     })
     .unwrap_or(Value::Null)
 }
@@ -137,6 +140,8 @@ pub(crate) struct ChatBody<'a> {
     pub(crate) extra: &'a Map<String, Value>,
     /// The request's schema as JSON text (`http::schema_json`).
     pub(crate) schema: Option<&'a RawValue>,
+    /// Asks for the reply as server-sent events, usage included.
+    pub(crate) stream: bool,
 }
 
 impl ChatBody<'_> {
@@ -150,6 +155,11 @@ impl ChatBody<'_> {
             + 32 * self.request.messages.len()
             + 256
     }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -211,6 +221,16 @@ impl Serialize for ChatBody<'_> {
             map.serialize_entry("top_logprobs", &asked.min(limit))?;
             written.extend(["logprobs", "top_logprobs"]);
         }
+        if self.stream {
+            map.serialize_entry("stream", &true)?;
+            map.serialize_entry(
+                "stream_options",
+                &StreamOptions {
+                    include_usage: true,
+                },
+            )?;
+            written.extend(["stream", "stream_options"]);
+        }
         // Extra fields never override ours.
         for (key, value) in self.extra {
             if !written.contains(&key.as_str()) {
@@ -268,9 +288,9 @@ struct Choice {
 
 /// `choices[0].logprobs`: `content` holds one entry per output token.
 #[derive(Deserialize)]
-struct ChoiceLogprobs {
+pub(crate) struct ChoiceLogprobs {
     #[serde(default)]
-    content: Option<Vec<TokenLogprob>>,
+    pub(crate) content: Option<Vec<TokenLogprob>>,
 }
 
 #[derive(Deserialize)]
@@ -282,14 +302,14 @@ struct ChoiceMessage {
 }
 
 #[derive(Deserialize)]
-struct ChatUsage {
+pub(crate) struct ChatUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptTokensDetails>,
 }
 
 #[derive(Deserialize)]
-struct PromptTokensDetails {
+pub(crate) struct PromptTokensDetails {
     cached_tokens: Option<u64>,
 }
 
@@ -309,44 +329,77 @@ pub(crate) fn parse_reply(
     let Some(choice) = parsed.choices.into_iter().next() else {
         return Err(invalid("the reply has no choices".to_owned()));
     };
-    // The refusal is carried into an issue and the next prompt: an excerpt, like any
-    // provider message.
-    let refusal = choice
-        .message
-        .refusal
-        .filter(|text| !text.is_empty())
-        .map(bounded_message);
-    let truncated = matches!(
-        choice.finish_reason.as_deref(),
-        Some("length" | "content_filter")
-    );
-    let text = if refusal.is_some() {
-        String::new()
-    } else {
-        choice.message.content.unwrap_or_default()
-    };
-    let usage = parsed.usage.map_or_else(Usage::default, |usage| Usage {
-        input_tokens: usage.prompt_tokens.unwrap_or(0),
-        output_tokens: usage.completion_tokens.unwrap_or(0),
-        cached_input_tokens: usage
-            .prompt_tokens_details
-            .and_then(|details| details.cached_tokens)
-            .unwrap_or(0),
-        cache_write_input_tokens: 0,
-    });
-    Ok(ProviderReply {
-        text,
-        refusal,
-        truncated,
-        stop_reason: choice.finish_reason,
-        usage,
-        model: parsed
-            .model
-            .filter(|model| !model.is_empty())
-            .unwrap_or_else(|| requested_model.to_owned()),
-        request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+    let parts = ChatParts {
+        content: choice.message.content,
+        refusal: choice.message.refusal,
+        finish_reason: choice.finish_reason,
+        usage: parsed.usage,
+        model: parsed.model,
         logprobs: choice.logprobs.and_then(|logprobs| logprobs.content),
-    })
+    };
+    Ok(parts.into_reply(
+        requested_model,
+        raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+    ))
+}
+
+/// What a Chat Completions reply is made of, read from one response or gathered from
+/// the chunks of a stream; both become a [`ProviderReply`] the same way.
+#[derive(Default)]
+pub(crate) struct ChatParts {
+    pub(crate) content: Option<String>,
+    pub(crate) refusal: Option<String>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) usage: Option<ChatUsage>,
+    pub(crate) model: Option<String>,
+    pub(crate) logprobs: Option<Vec<TokenLogprob>>,
+}
+
+impl ChatParts {
+    /// The reply: refusal and truncation read before the text.
+    pub(crate) fn into_reply(
+        self,
+        requested_model: &str,
+        request_id: Option<String>,
+    ) -> ProviderReply {
+        // The refusal is carried into an issue and the next prompt: an excerpt, like any
+        // provider message.
+        let refusal = self
+            .refusal
+            .filter(|text| !text.is_empty())
+            .map(bounded_message);
+        let truncated = matches!(
+            self.finish_reason.as_deref(),
+            Some("length" | "content_filter")
+        );
+        let text = if refusal.is_some() {
+            String::new()
+        } else {
+            self.content.unwrap_or_default()
+        };
+        let usage = self.usage.map_or_else(Usage::default, |usage| Usage {
+            input_tokens: usage.prompt_tokens.unwrap_or(0),
+            output_tokens: usage.completion_tokens.unwrap_or(0),
+            cached_input_tokens: usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0),
+            cache_write_input_tokens: 0,
+        });
+        ProviderReply {
+            text,
+            refusal,
+            truncated,
+            stop_reason: self.finish_reason,
+            usage,
+            model: self
+                .model
+                .filter(|model| !model.is_empty())
+                .unwrap_or_else(|| requested_model.to_owned()),
+            request_id,
+            logprobs: self.logprobs,
+        }
+    }
 }
 
 /// The kind of a Chat Completions error reply.
@@ -473,6 +526,7 @@ impl ChatEndpoint {
             settings: &self.settings,
             extra: &self.extra_body,
             schema: schema.as_deref(),
+            stream: false,
         };
         let secret = self.api_key.as_deref();
         tracing::debug!(provider = %self.provider_name, %model, url = %route.url(), "sending a chat completion");
@@ -489,18 +543,59 @@ impl ChatEndpoint {
             "chat completion answered"
         );
         if !raw.status.is_success() {
-            let error = ErrorBody::parse(&raw.body_text());
-            let kind = classify(raw.status, &error);
-            return Err(error_from_response(
-                &self.provider_name,
-                &raw,
-                kind,
-                &error,
-                REQUEST_ID_HEADER,
-                secret,
-            ));
+            return Err(self.error_reply(&raw));
         }
         parse_reply(&self.provider_name, &raw, model, secret)
+    }
+
+    /// Sends one request with `"stream": true` and reads the chunks as they arrive.
+    pub(crate) async fn stream(
+        &self,
+        request: &ProviderRequest,
+    ) -> Result<ReplyStream, ProviderError> {
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let route = self.route()?;
+        let schema = request.schema.as_ref().map(http::schema_json);
+        let body = ChatBody {
+            request,
+            model,
+            settings: &self.settings,
+            extra: &self.extra_body,
+            schema: schema.as_deref(),
+            stream: true,
+        };
+        let secret = self.api_key.as_deref();
+        tracing::debug!(provider = %self.provider_name, %model, url = %route.url(), "streaming a chat completion");
+        let response = self
+            .transport
+            .post_json_streaming(&self.provider_name, route, &body, body.size_hint(), secret)
+            .await?;
+        let response = response.map_err(|raw| self.error_reply(&raw))?;
+        let request_id = RawResponse::head(&response)
+            .request_id(REQUEST_ID_HEADER)
+            .map(str::to_owned);
+        let events = sse_events(
+            &self.provider_name,
+            response,
+            self.transport.max_response_bytes(),
+            secret,
+        );
+        let decoder = ChatStream::new(&self.provider_name, model, request_id, secret);
+        Ok(decode(events, decoder))
+    }
+
+    /// The classified error of a reply with an error status.
+    fn error_reply(&self, raw: &RawResponse) -> ProviderError {
+        let error = ErrorBody::parse(&raw.body_text());
+        let kind = classify(raw.status, &error);
+        error_from_response(
+            &self.provider_name,
+            raw,
+            kind,
+            &error,
+            REQUEST_ID_HEADER,
+            self.api_key.as_deref(),
+        )
     }
 }
 

@@ -1,0 +1,295 @@
+//! Streamed calls: the reply read as the model writes it, typed partial values out, and
+//! at the end the same verified [`AIResult`] a call that waits returns.
+//!
+//! A streamed call runs the very attempt loop a non-streamed one does (verification,
+//! repairs, the judge, retries with the problems fed back, the guardrails); only the
+//! model request differs: it asks the provider to stream ([`Provider::stream`]) and
+//! passes each piece of text on as it arrives. [`IntentStream`] turns those pieces into
+//! [`StreamEvent`]s:
+//!
+//! - [`StreamEvent::Partial`]: the value as far as it is written, each time it has grown
+//!   by a completed field or item (a plain-text target gets the text so far);
+//! - [`StreamEvent::Retry`]: the reply shown so far is discarded (it failed verification
+//!   or the judge, or the connection failed) and another request starts;
+//! - [`StreamEvent::Final`]: exactly once, last, the call's whole record.
+//!
+//! Nothing runs unless the stream is polled, and dropping it drops the request: the
+//! connection is closed, and the model call is still counted.
+//!
+//! [`Provider::stream`]: crate::provider::Provider::stream
+
+mod partial;
+mod partial_json;
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_core::Stream;
+use tokio::sync::mpsc;
+
+pub use partial::{Partial, PartialOf, read_whole};
+pub use partial_json::{PartialJson, PartialNode};
+
+use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
+
+/// What the attempt loop tells a stream while it runs.
+#[derive(Debug)]
+pub(crate) enum AttemptEvent {
+    /// More text of attempt `attempt`'s reply.
+    Text { attempt: u32, piece: String },
+    /// The reply of the request so far is discarded: another request starts, for attempt
+    /// `attempt`, because of `problems`.
+    Restart {
+        attempt: u32,
+        problems: Vec<ResultIssue>,
+    },
+}
+
+/// Where the attempt loop sends its [`AttemptEvent`]s.
+pub(crate) type EventSink = mpsc::UnboundedSender<AttemptEvent>;
+
+/// One event of a streamed call.
+pub enum StreamEvent<T: Partial> {
+    /// The value as far as the model has written it, in attempt `attempt`. For a
+    /// plain-text target, the text so far; otherwise `T`'s partial form (every field
+    /// optional), taken out of the `{"value": ...}` envelope. A later partial of the same
+    /// attempt only adds to it.
+    Partial {
+        /// The attempt (1-based) whose reply this is.
+        attempt: u32,
+        /// The value so far.
+        value: T::Partial,
+    },
+    /// What was shown is discarded and attempt `attempt` (or another request of the same
+    /// attempt, after a transient failure) starts, because of `problems`.
+    Retry {
+        /// The attempt (1-based) that starts.
+        attempt: u32,
+        /// Why the previous reply was not accepted.
+        problems: Vec<ResultIssue>,
+    },
+    /// The call's whole record, exactly as a non-streamed call returns it; always the
+    /// last event.
+    Final(AIResult<T>),
+}
+
+impl<T: Partial> fmt::Debug for StreamEvent<T>
+where
+    T: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamEvent::Partial { attempt, value } => f
+                .debug_struct("Partial")
+                .field("attempt", attempt)
+                .field("value", value)
+                .finish(),
+            StreamEvent::Retry { attempt, problems } => f
+                .debug_struct("Retry")
+                .field("attempt", attempt)
+                .field("problems", problems)
+                .finish(),
+            StreamEvent::Final(result) => f.debug_tuple("Final").field(result).finish(),
+        }
+    }
+}
+
+/// A partial is shown at the latest this long after the previous one, when something
+/// new completed.
+const MAX_PARTIAL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Between those, a partial is shown when the reply has grown by this fraction of its
+/// length since the previous one. Reading a partial costs time in proportion to the
+/// reply so far; growing geometrically keeps the total linear in the reply's length
+/// (the reads add up to about five times the reply's length).
+const GROWTH_DIVISOR: usize = 4;
+
+type Call<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
+
+/// A streamed call: a [`Stream`] of [`StreamEvent`]s that ends with one
+/// [`StreamEvent::Final`].
+///
+/// The call runs only while the stream is polled; dropping the stream cancels it (the
+/// connection is closed). It is `Send`, owns everything it needs, and can be moved to
+/// another task.
+pub struct IntentStream<T: Partial> {
+    call: Option<Call<T>>,
+    events: mpsc::UnboundedReceiver<AttemptEvent>,
+    finished: Option<AIResult<T>>,
+    /// A plain-text target: partials are the text so far.
+    text_target: bool,
+    attempt: u32,
+    text: String,
+    reader: PartialJson,
+    /// Something completed since the last partial shown.
+    pending: bool,
+    last: Option<T::Partial>,
+    shown_len: usize,
+    shown_at: Instant,
+}
+
+// Nothing is pinned in place but the call, which is boxed.
+impl<T: Partial> Unpin for IntentStream<T> {}
+
+impl<T: Partial> fmt::Debug for IntentStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntentStream")
+            .field("running", &self.call.is_some())
+            .field("attempt", &self.attempt)
+            .field("received", &self.text.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Partial + Send + 'static> IntentStream<T> {
+    /// A stream that runs `call`, which reports through the sender of `events`.
+    pub(crate) fn new(
+        call: Call<T>,
+        events: mpsc::UnboundedReceiver<AttemptEvent>,
+        text_target: bool,
+    ) -> Self {
+        Self {
+            call: Some(call),
+            events,
+            finished: None,
+            text_target,
+            attempt: 1,
+            text: String::new(),
+            reader: PartialJson::new(),
+            pending: false,
+            last: None,
+            shown_len: 0,
+            shown_at: Instant::now(),
+        }
+    }
+
+    /// A stream whose only event is the final `result`: a call refused before it started.
+    pub(crate) fn ended(result: AIResult<T>) -> Self {
+        let (_, events) = mpsc::unbounded_channel();
+        Self::new(Box::pin(std::future::ready(result)), events, false)
+    }
+
+    /// Runs the call to its end without looking at the partials, and returns its
+    /// record (what the [`StreamEvent::Final`] carries).
+    pub async fn finish(mut self) -> AIResult<T> {
+        match (self.call.take(), self.finished.take()) {
+            (Some(call), _) => call.await,
+            (None, Some(result)) => result,
+            // The final event was taken already: a record without a value says so.
+            (None, None) => AIResult {
+                value: None,
+                issues: vec![ResultIssue::new(
+                    IssueSource::Input,
+                    "The stream's final event was already taken; nothing was run again.",
+                    1,
+                )],
+                attempts: Vec::new(),
+                usage: Usage::default(),
+                elapsed: Duration::ZERO,
+            },
+        }
+    }
+
+    fn reset(&mut self, attempt: u32) {
+        self.attempt = attempt;
+        self.text.clear();
+        self.reader = PartialJson::new();
+        self.pending = false;
+        self.last = None;
+        self.shown_len = 0;
+    }
+
+    fn handle(&mut self, event: AttemptEvent) -> Option<StreamEvent<T>> {
+        match event {
+            AttemptEvent::Restart { attempt, problems } => {
+                self.reset(attempt);
+                Some(StreamEvent::Retry { attempt, problems })
+            }
+            AttemptEvent::Text { attempt, piece } => {
+                if attempt != self.attempt {
+                    self.reset(attempt);
+                }
+                self.text.push_str(&piece);
+                if self.text_target {
+                    self.pending = true;
+                } else {
+                    self.reader.push(&piece);
+                    self.pending |= self.reader.take_progress();
+                }
+                self.partial()
+            }
+        }
+    }
+
+    /// The partial to show now, if something new completed and it is time.
+    fn partial(&mut self) -> Option<StreamEvent<T>> {
+        let len = self.text.len();
+        if !self.pending {
+            return None;
+        }
+        let due = self.last.is_none()
+            || (len - self.shown_len) * GROWTH_DIVISOR >= len
+            || self.shown_at.elapsed() >= MAX_PARTIAL_INTERVAL;
+        if !due {
+            return None;
+        }
+        self.pending = false;
+        let value = if self.text_target {
+            cast::<String, T::Partial>(self.text.clone())
+        } else {
+            self.reader
+                .root()
+                .and_then(|root| root.field("value"))
+                .and_then(T::read_partial)
+        }?;
+        if self.last.as_ref() == Some(&value) {
+            return None;
+        }
+        self.last = Some(value.clone());
+        self.shown_len = len;
+        self.shown_at = Instant::now();
+        Some(StreamEvent::Partial {
+            attempt: self.attempt,
+            value,
+        })
+    }
+}
+
+fn cast<A: 'static, B: 'static>(value: A) -> Option<B> {
+    (Box::new(value) as Box<dyn Any>)
+        .downcast::<B>()
+        .ok()
+        .map(|boxed| *boxed)
+}
+
+impl<T: Partial + Send + 'static> Stream for IntentStream<T> {
+    type Item = StreamEvent<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            // The attempt loop sends its events while the call is polled, on this task:
+            // whatever it sent is in the channel by the time the poll returns.
+            while let Ok(event) = this.events.try_recv() {
+                if let Some(out) = this.handle(event) {
+                    return Poll::Ready(Some(out));
+                }
+            }
+            let Some(call) = this.call.as_mut() else {
+                return Poll::Ready(this.finished.take().map(StreamEvent::Final));
+            };
+            match call.as_mut().poll(cx) {
+                Poll::Ready(result) => {
+                    this.call = None;
+                    this.finished = Some(result);
+                }
+                Poll::Pending if this.events.is_empty() => return Poll::Pending,
+                Poll::Pending => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+use intent_runtime::Partial;
+use serde::Deserialize;
+
+#[derive(Debug, PartialEq, Deserialize, Partial)]
+enum Mood {
+    Happy,
+    Sad,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use intent_runtime::{intents, IntentStream};
+
+#[intents]
+trait Docs {
+    #[intent("Summarize")]
+    async fn summary_live(&self, text: &str) -> IntentStream<String>;
+}
+
+fn main() {}
