@@ -47,7 +47,7 @@ pub type PartialOf<T> = <T as Partial>::Partial;
 /// Reads a type that has no parts: shown once its value is complete, through serde.
 /// What `#[derive(Partial)]` uses for enums.
 pub fn read_whole<T: DeserializeOwned>(node: PartialNode<'_>) -> Option<T> {
-    T::deserialize(node.complete()?).ok()
+    node.read()
 }
 
 macro_rules! whole {
@@ -112,7 +112,7 @@ impl<T: Partial> Partial for Option<T> {
     type Partial = T::Partial;
 
     fn read_partial(node: PartialNode<'_>) -> Option<Self::Partial> {
-        if node.complete().is_some_and(Value::is_null) {
+        if node.is_null() {
             return None;
         }
         T::read_partial(node)
