@@ -14,6 +14,34 @@ pub(crate) fn check(model: &mut IntentTrait<'_>, errors: &mut Errors) {
     for method in &mut model.methods {
         check_method(method, errors);
     }
+    check_batch_names(model, errors);
+}
+
+/// A trait method named like another's batch companion (`<method>_batch_item`) would be
+/// shadowed by it on the client.
+fn check_batch_names(model: &IntentTrait<'_>, errors: &mut Errors) {
+    let companions: Vec<(syn::Ident, &syn::Ident)> = model
+        .methods
+        .iter()
+        .filter(|method| crate::expand::batchable(method))
+        .map(|method| {
+            let ident = &method.item.sig.ident;
+            (crate::expand::batch_item_name(ident), ident)
+        })
+        .collect();
+    for item in &model.item.items {
+        if let syn::TraitItem::Fn(function) = item {
+            let ident = &function.sig.ident;
+            if let Some((_, owner)) = companions.iter().find(|(name, _)| name == ident) {
+                errors.spanned(
+                    ident,
+                    format!(
+                        "`{ident}` is the name of the batch companion the client generates for `{owner}`; rename this method"
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn check_method(method: &mut IntentMethod<'_>, errors: &mut Errors) {

@@ -70,6 +70,7 @@ pub(crate) fn client_name(item: &ItemTrait) -> Ident {
 fn client(model: &IntentTrait<'_>) -> TokenStream {
     let item = model.item;
     let methods = model.methods.iter().map(method);
+    let batch_items = model.methods.iter().map(|m| batch_item(m, &item.vis));
     let header = client_header(item, &TokenStream::new());
     let name = client_name(item);
     let trait_name = &item.ident;
@@ -78,6 +79,72 @@ fn client(model: &IntentTrait<'_>) -> TokenStream {
         #header
         impl #impl_generics #trait_name #ty_generics for #name #where_clause {
             #(#methods)*
+        }
+
+        impl #name {
+            #(#batch_items)*
+        }
+    }
+}
+
+/// The name of a method's batch companion: `<method>_batch_item`.
+pub(crate) fn batch_item_name(method: &Ident) -> Ident {
+    format_ident!("{}_batch_item", method)
+}
+
+/// Whether a method has a batch companion: a call answered once (not a stream), by an
+/// intent (not a decision question).
+pub(crate) fn batchable(method: &IntentMethod<'_>) -> bool {
+    method.output.wrapper != Wrapper::Stream
+        && matches!(
+            method.output.kind,
+            TargetKind::Text | TargetKind::Typed | TargetKind::Value
+        )
+}
+
+/// `<method>_batch_item`: the method's call, with the same input, intent and options, as
+/// an item of a batch job instead of a live call.
+fn batch_item(method: &IntentMethod<'_>, vis: &syn::Visibility) -> TokenStream {
+    if !batchable(method) {
+        return TokenStream::new();
+    }
+    let sig = &method.item.sig;
+    let name = batch_item_name(&sig.ident);
+    let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
+    let params = method.inputs.iter().map(|input| {
+        let (name, ty) = (input.name, input.ty);
+        quote!(#name: #ty)
+    });
+    let target = method.output.target;
+    let strict_check = (method.output.kind == TargetKind::Typed
+        && method.intent.json_mode.is_none())
+    .then(
+        || quote_spanned!(target.span()=> ::intent_runtime::__private::assert_strict::<#target>();),
+    );
+    let options = options(method);
+    let input = input(&method.inputs);
+    let text = &method.intent.text;
+    let item = match method.output.kind {
+        TargetKind::Text | TargetKind::Typed => {
+            quote!(::intent_runtime::__private::batch_item(__intent_input, #text, __intent_options))
+        }
+        TargetKind::Value => {
+            let schema = runtime_schema(method);
+            quote!(::intent_runtime::__private::batch_value_item(__intent_input, #text, #schema, __intent_options))
+        }
+        TargetKind::Decision(_) => return TokenStream::new(),
+    };
+    let doc = format!(
+        " [`{0}`](Self::{0})'s call as an item of a batch job ([`IntentClient::batch`](::intent_runtime::IntentClient::batch)): the same request and checks, sent through the provider's batch API.",
+        sig.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #vis fn #name #generics (&self, #(#params),*) -> ::intent_runtime::batch::BatchItem<#target> #where_clause {
+            #strict_check
+            let __intent_input = #input;
+            let __intent_options = #options;
+            #item
         }
     }
 }

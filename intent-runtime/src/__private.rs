@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::batch::BatchItem;
 use crate::client::IntentClient;
 use crate::decision::typed::{options, to_state, variant, variants};
 use crate::decision::{
@@ -243,6 +244,28 @@ pub fn transform_value_stream(
         Ok(schema) => client.transform_value_stream_input(input, intent, schema, options),
         Err(reason) => IntentStream::ended(input_failure(reason)),
     }
+}
+
+/// A generated method's batch item: the same call as the method's, not yet sent.
+pub fn batch_item<T>(
+    input: Result<PreparedInput, InputError>,
+    intent: &'static str,
+    options: IntentOptions<T>,
+) -> BatchItem<T>
+where
+    T: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+{
+    BatchItem::transform_input(input, intent, options)
+}
+
+/// A generated `serde_json::Value` method's batch item, with its runtime schema.
+pub fn batch_value_item(
+    input: Result<PreparedInput, InputError>,
+    intent: &'static str,
+    schema: Option<&'static RuntimeSchema>,
+    options: IntentOptions<Value>,
+) -> BatchItem<Value> {
+    BatchItem::method_value(input, intent, schema, options)
 }
 
 /// A result with no attempt, for a request that could not be built.

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::attempt::{CallSettings, run_attempts};
+use crate::batch::{BatchItem, BatchJob, BatchOptions};
 use crate::cache::{InMemoryCache, ResponseCache};
 use crate::decision::{
     DecisionClient, DecisionError, DecisionEvaluator, DecisionRequest, DecisionResponse,
@@ -180,6 +181,56 @@ impl IntentClient {
                 .cache_write_input_tokens
                 .load(Ordering::Relaxed),
         }
+    }
+
+    /// A batch job of `items`, sent through the provider's batch API (see the
+    /// [`batch`](crate::batch) module): every item verified, judged and retried as a live
+    /// call is, the job's state kept in the options' directory so that it can resume.
+    /// Nothing happens until [`BatchJob::run`] is awaited.
+    pub fn batch<T, I>(&self, items: I, options: BatchOptions) -> BatchJob<T>
+    where
+        T: Send + 'static,
+        I: IntoIterator<Item = BatchItem<T>>,
+    {
+        BatchJob::new(self.clone(), items.into_iter().collect(), options)
+    }
+
+    /// The shared configuration (for a batch job's driver).
+    pub(crate) fn inner(&self) -> &ClientInner {
+        &self.inner
+    }
+
+    /// This client's overrides on a batch job's configuration, whose provider is `provider`.
+    pub(crate) fn for_batch(&self, provider: Arc<dyn Provider>) -> IntentClient {
+        IntentClient {
+            inner: Arc::new(self.inner.for_batch(provider)),
+            overrides: self.overrides.clone(),
+        }
+    }
+
+    /// Adds a batch job's model calls and tokens to this client's totals.
+    pub(crate) fn add_totals(&self, model_calls: u64, usage: Usage) {
+        self.inner
+            .totals
+            .model_calls
+            .fetch_add(model_calls, Ordering::Relaxed);
+        self.inner.totals.add(usage);
+    }
+
+    /// [`IntentClient::transform_value`] with an input already prepared.
+    pub(crate) async fn transform_value_prepared(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        schema: Option<&Value>,
+        options: IntentOptions<Value>,
+    ) -> AIResult<Value> {
+        let target = match schema.map(|schema| self.runtime_schema(schema)).transpose() {
+            Ok(target) => target,
+            Err(error) => return preflight_failure(error.to_string(), Instant::now()),
+        };
+        self.transform_value_input(input, intent, target, options)
+            .await
     }
 
     /// Carries out `intent` on `input` and returns a value of type `T`.
@@ -565,7 +616,10 @@ impl IntentClient {
             max_model_calls: options.max_model_calls.or(inner.max_model_calls),
             deadline: Deadline::after(
                 Instant::now(),
-                time_budget.or(options.time_budget).or(inner.time_budget),
+                time_budget
+                    .or(options.time_budget)
+                    .or(inner.time_budget)
+                    .filter(|_| !inner.in_batch),
             ),
             use_judge,
             model: model
@@ -949,6 +1003,7 @@ impl IntentClientBuilder {
                 totals: Totals::default(),
                 telemetry,
                 runtime_schemas: Mutex::default(),
+                in_batch: false,
             }),
             overrides: None,
         })

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod attempt;
+pub mod batch;
 pub mod cache;
 pub mod client;
 pub mod decision;

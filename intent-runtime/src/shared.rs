@@ -74,4 +74,39 @@ pub(crate) struct ClientInner {
     /// call; wrapping it (and compiling its validator, cached by the wrapped schema's
     /// address) on every call cost four times the rest of the call.
     pub runtime_schemas: Mutex<HashMap<String, Arc<TargetSchema>>>,
+    /// Whether calls run inside a batch job: the per-call time budget does not apply
+    /// there (a batch answers within hours); the job's own time limit does.
+    pub in_batch: bool,
+}
+
+impl ClientInner {
+    /// The same configuration for the items of a batch job: requests go to `provider`
+    /// (the job's router), with no rate limiter (the batch API has its own) and no
+    /// per-call time budget; totals are the job's own.
+    pub fn for_batch(&self, provider: Arc<dyn Provider>) -> ClientInner {
+        ClientInner {
+            provider,
+            judge: self.judge.clone(),
+            judge_mode: self.judge_mode,
+            judge_model: self.judge_model.clone(),
+            judge_fail_closed: self.judge_fail_closed,
+            decisions: self.decisions.clone(),
+            decision_gate: self.decision_gate.clone(),
+            max_attempts: self.max_attempts,
+            max_model_calls: self.max_model_calls,
+            time_budget: None,
+            max_input_chars: self.max_input_chars,
+            rate_limiter: None,
+            cache: self.cache.clone(),
+            retry_policy: self.retry_policy,
+            model: self.model.clone(),
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            recover_answer: self.recover_answer,
+            totals: Totals::default(),
+            telemetry: self.telemetry.clone(),
+            runtime_schemas: Mutex::default(),
+            in_batch: true,
+        }
+    }
 }

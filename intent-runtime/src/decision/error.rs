@@ -18,7 +18,8 @@ fn of_provider(kind: ProviderErrorKind) -> DecisionFailureKind {
         ProviderErrorKind::RateLimited => DecisionFailureKind::RateLimited,
         ProviderErrorKind::Overloaded => DecisionFailureKind::Overloaded,
         ProviderErrorKind::Server => DecisionFailureKind::Unavailable,
-        ProviderErrorKind::Timeout => DecisionFailureKind::Timeout,
+        // A request canceled before its answer (a batch job's) was not answered in time.
+        ProviderErrorKind::Timeout | ProviderErrorKind::Canceled => DecisionFailureKind::Timeout,
         ProviderErrorKind::Transport => DecisionFailureKind::Transport,
         ProviderErrorKind::InvalidResponse => DecisionFailureKind::InvalidResponse,
     }

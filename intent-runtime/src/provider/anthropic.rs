@@ -196,8 +196,13 @@ impl Anthropic {
 }
 
 impl Anthropic {
+    /// The model `request` goes to: its own, else the provider's default.
+    pub(crate) fn model_of<'a>(&'a self, request: &'a ProviderRequest) -> &'a str {
+        request.model.as_deref().unwrap_or(&self.model)
+    }
+
     /// The body of one request (the same for a streamed one, but for its flag).
-    fn body<'a>(
+    pub(crate) fn body<'a>(
         &self,
         request: &'a ProviderRequest,
         model: &'a str,
@@ -207,8 +212,23 @@ impl Anthropic {
         request_body(request, model, self.max_tokens, schema, cache_minimum)
     }
 
+    /// The key and version headers (the key marked sensitive).
+    pub(crate) fn auth_headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError> {
+        Ok(self.route()?.headers().to_vec())
+    }
+
+    /// The key, for redacting it from anything a server echoes back.
+    pub(crate) fn secret(&self) -> Option<&str> {
+        Some(self.api_key.as_str())
+    }
+
+    /// The HTTP transport (client, timeouts, response limit) live calls use.
+    pub(crate) fn transport(&self) -> &HttpTransport {
+        &self.transport
+    }
+
     /// The classified error of a reply with an error status.
-    fn error_reply(&self, raw: &RawResponse) -> ProviderError {
+    pub(crate) fn error_reply(&self, raw: &RawResponse) -> ProviderError {
         let error = ErrorBody::parse(&raw.body_text());
         let kind = classify(raw.status, &error);
         error_from_response(
@@ -250,7 +270,7 @@ impl Provider for Anthropic {
     }
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
-        let model = request.model.as_deref().unwrap_or(&self.model);
+        let model = self.model_of(request);
         let route = self.route()?;
         let schema = output_schema(request);
         let body = self.body(request, model, schema.as_deref());
@@ -309,12 +329,17 @@ impl Provider for Anthropic {
     fn enforces_schema(&self, request: &ProviderRequest) -> bool {
         matches!(schema_verdict(request), Some(Ok(_)))
     }
+
+    /// Anthropic's Message Batches, with this provider's key, base URL and model.
+    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+        Some(crate::batch::BatchProvider::anthropic(self.clone()))
+    }
 }
 
 /// The body of one Messages request, serialized straight from the request: the prompts
 /// and the schema are borrowed, never deep-copied into a `Value` tree.
 #[derive(Serialize)]
-struct MessagesBody<'a> {
+pub(crate) struct MessagesBody<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -393,7 +418,7 @@ struct SchemaFormat<'a> {
 impl MessagesBody<'_> {
     /// About how long the JSON will be: the prompts, the schema and room for escapes and
     /// the other fields.
-    fn size_hint(&self) -> usize {
+    pub(crate) fn size_hint(&self) -> usize {
         let prompts = self.system.as_ref().map_or(0, Content::len)
             + self
                 .messages
@@ -447,7 +472,7 @@ fn request_body<'a>(
 
 /// The schema to send as `output_config.format` (its JSON text), when the request wants
 /// one and Anthropic accepts it; otherwise the prompt's contract alone shapes the reply.
-fn output_schema(request: &ProviderRequest) -> Option<Arc<RawValue>> {
+pub(crate) fn output_schema(request: &ProviderRequest) -> Option<Arc<RawValue>> {
     match schema_verdict(request)? {
         Ok(text) => Some(text),
         Err(reason) => {
@@ -603,7 +628,7 @@ pub(crate) struct MessagesUsage {
     pub(crate) cache_read_input_tokens: Option<u64>,
 }
 
-fn parse_reply(
+pub(crate) fn parse_reply(
     raw: &RawResponse,
     requested_model: &str,
     secret: Option<&str>,

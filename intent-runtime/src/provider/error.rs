@@ -43,6 +43,9 @@ pub enum ProviderErrorKind {
     /// The provider is configured wrongly (a base URL that is not an `http(s)` URL, a client
     /// that cannot be built): nothing was sent, and no retry can help.
     Configuration,
+    /// The request was never answered because its caller stopped waiting for it (a batch
+    /// job canceled, or past its time limit, or a batch canceled at the provider).
+    Canceled,
 }
 
 impl ProviderErrorKind {
@@ -74,6 +77,7 @@ impl fmt::Display for ProviderErrorKind {
             ProviderErrorKind::Transport => "transport error",
             ProviderErrorKind::InvalidResponse => "invalid response",
             ProviderErrorKind::Configuration => "configuration error",
+            ProviderErrorKind::Canceled => "canceled",
         })
     }
 }

@@ -283,6 +283,11 @@ impl Route {
     pub(crate) fn url(&self) -> &str {
         self.url.as_str()
     }
+
+    /// The headers every request along the route carries (the key among them).
+    pub(crate) fn headers(&self) -> &[(HeaderName, HeaderValue)] {
+        &self.headers
+    }
 }
 
 /// A [`Route`] built on a provider's first call and shared by its clones. A builder
@@ -498,6 +503,101 @@ impl HttpTransport {
                 BodyFailure::TooLarge => too_large(provider, &raw, self.max_response_bytes),
             })?;
         Ok(raw)
+    }
+}
+
+impl HttpTransport {
+    /// Sends the request `build` makes on the transport's client, with `headers` and the
+    /// request timeout, and reads the whole reply up to the response limit; any HTTP status
+    /// is returned for the caller to classify, as [`HttpTransport::post_json`] does.
+    pub(crate) async fn send_built(
+        &self,
+        provider: &str,
+        build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
+        headers: &[(HeaderName, HeaderValue)],
+        secret: Option<&str>,
+    ) -> Result<RawResponse, ProviderError> {
+        let client = self.client(provider)?;
+        let mut request = build(&client).timeout(self.request_timeout);
+        for (name, value) in headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        let mut response = request
+            .send()
+            .await
+            .map_err(|err| transport_error(provider, &err, secret))?;
+        let status = response.status();
+        let headers = std::mem::take(response.headers_mut());
+        let mut raw = RawResponse {
+            status,
+            headers,
+            body: Bytes::new(),
+        };
+        raw.body = read_body(&mut response, self.max_response_bytes)
+            .await
+            .map_err(|failure| match failure {
+                BodyFailure::Transport(err) => transport_error(provider, &err, secret),
+                BodyFailure::TooLarge => too_large(provider, &raw, self.max_response_bytes),
+            })?;
+        Ok(raw)
+    }
+
+    /// Opens a `GET` of `url` whose body is read by the caller, chunk by chunk (a batch's
+    /// results, which may be far larger than any reply). Only the connection and the
+    /// headers are bounded by the request timeout; [`HttpTransport::next_chunk`] bounds
+    /// each chunk.
+    pub(crate) async fn open_get(
+        &self,
+        provider: &str,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        secret: Option<&str>,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let client = self.client(provider)?;
+        let mut request = client.get(url);
+        for (name, value) in headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        match tokio::time::timeout(self.request_timeout, request.send()).await {
+            Ok(result) => result.map_err(|err| transport_error(provider, &err, secret)),
+            Err(_) => Err(ProviderError::new(
+                ProviderErrorKind::Timeout,
+                provider,
+                format!("no reply from {url} within the request timeout"),
+            )),
+        }
+    }
+
+    /// The next chunk of a body opened by [`HttpTransport::open_get`]; `None` at its end.
+    pub(crate) async fn next_chunk(
+        &self,
+        provider: &str,
+        response: &mut reqwest::Response,
+        secret: Option<&str>,
+    ) -> Result<Option<Bytes>, ProviderError> {
+        match tokio::time::timeout(self.request_timeout, response.chunk()).await {
+            Ok(result) => result.map_err(|err| transport_error(provider, &err, secret)),
+            Err(_) => Err(ProviderError::new(
+                ProviderErrorKind::Timeout,
+                provider,
+                "the body stopped arriving within the request timeout",
+            )),
+        }
+    }
+}
+
+/// A non-success reply opened by [`HttpTransport::open_get`], its body read (up to an
+/// error's excerpt) for classification.
+pub(crate) async fn read_error(mut response: reqwest::Response) -> RawResponse {
+    let status = response.status();
+    let headers = std::mem::take(response.headers_mut());
+    let body = read_body(&mut response, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    RawResponse {
+        status,
+        headers,
+        body,
     }
 }
 

@@ -350,6 +350,13 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn max_top_logprobs(&self) -> Option<u8> {
         None
     }
+
+    /// The provider's batch API, which [`IntentClient::batch`](crate::IntentClient::batch)
+    /// jobs use unless their options name another; `None` (the default) for a provider
+    /// without one.
+    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -374,5 +381,8 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn max_top_logprobs(&self) -> Option<u8> {
         (**self).max_top_logprobs()
+    }
+    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+        (**self).batch()
     }
 }

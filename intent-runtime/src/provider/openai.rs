@@ -108,6 +108,12 @@ impl OpenAi {
     pub fn base_url(&self) -> &str {
         self.endpoint.base_url()
     }
+
+    /// The Chat Completions endpoint: its body builder, key and transport, which batch
+    /// jobs share with live calls.
+    pub(crate) fn endpoint(&self) -> &ChatEndpoint {
+        &self.endpoint
+    }
 }
 
 impl fmt::Debug for OpenAi {
@@ -151,6 +157,11 @@ impl Provider for OpenAi {
     /// refuse log-probabilities; their refusal comes back as an invalid request).
     fn max_top_logprobs(&self) -> Option<u8> {
         self.endpoint.max_top_logprobs()
+    }
+
+    /// OpenAI's Batch API, with this provider's key, base URL and model.
+    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+        Some(crate::batch::BatchProvider::openai(self.clone()))
     }
 }
 

@@ -344,6 +344,12 @@ fn serialized_len(value: &serde_json::Value) -> usize {
 
 #[async_trait::async_trait]
 impl Provider for ScriptedProvider {
+    /// An offline batch API answering from this script
+    /// ([`BatchProvider::scripted`](crate::batch::BatchProvider::scripted)).
+    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+        Some(crate::batch::BatchProvider::scripted(self.clone()))
+    }
+
     fn name(&self) -> &str {
         "scripted"
     }

@@ -29,6 +29,7 @@ const DURATION_BOUNDARIES: [f64; 14] = [
 ];
 
 /// A client's instruments.
+#[derive(Clone)]
 pub(crate) struct Metrics {
     token_usage: Histogram<u64>,
     duration: Histogram<f64>,

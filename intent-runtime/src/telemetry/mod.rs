@@ -150,7 +150,7 @@ fn host_and_port(url: &str) -> Option<(String, u16)> {
 const CUSTOM_JUDGE: &str = "custom";
 
 /// A client's telemetry settings.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Telemetry {
     /// Whether prompts and replies are recorded on the request spans.
     pub record_content: bool,

@@ -7,6 +7,7 @@ use std::fmt;
 use std::time::Instant;
 
 use reqwest::StatusCode;
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -147,7 +148,7 @@ pub(crate) struct ChatBody<'a> {
 impl ChatBody<'_> {
     /// About how long the JSON will be: the prompts, the schema and room for escapes and
     /// the other fields.
-    fn size_hint(&self) -> usize {
+    pub(crate) fn size_hint(&self) -> usize {
         let prompts = self.request.prompt_len();
         prompts
             + prompts / 16
@@ -464,6 +465,11 @@ impl ChatEndpoint {
         }
     }
 
+    /// The HTTP transport (client, timeouts, response limit) live calls use.
+    pub(crate) fn transport(&self) -> &HttpTransport {
+        &self.transport
+    }
+
     /// The API root requests go to.
     pub(crate) fn base_url(&self) -> &str {
         &self.base_url
@@ -513,21 +519,46 @@ impl ChatEndpoint {
             && self.settings.model_reads_schema
     }
 
+    /// The model `request` goes to: its own, else the endpoint's default.
+    pub(crate) fn model_of<'a>(&'a self, request: &'a ProviderRequest) -> &'a str {
+        request.model.as_deref().unwrap_or(&self.model)
+    }
+
+    /// The body of `request`, as a live call sends it and as a batch line carries it;
+    /// `schema` is `http::schema_json` of the request's schema.
+    pub(crate) fn body<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        schema: Option<&'a RawValue>,
+    ) -> ChatBody<'a> {
+        ChatBody {
+            request,
+            model: self.model_of(request),
+            settings: &self.settings,
+            extra: &self.extra_body,
+            schema,
+            stream: false,
+        }
+    }
+
+    /// The `authorization` header (when the endpoint has a key), marked sensitive.
+    pub(crate) fn auth_headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError> {
+        Ok(self.route()?.headers().to_vec())
+    }
+
+    /// The key, for redacting it from anything a server echoes back.
+    pub(crate) fn secret(&self) -> Option<&str> {
+        self.api_key.as_deref()
+    }
+
     pub(crate) async fn complete(
         &self,
         request: &ProviderRequest,
     ) -> Result<ProviderReply, ProviderError> {
-        let model = request.model.as_deref().unwrap_or(&self.model);
+        let model = self.model_of(request);
         let route = self.route()?;
         let schema = request.schema.as_ref().map(http::schema_json);
-        let body = ChatBody {
-            request,
-            model,
-            settings: &self.settings,
-            extra: &self.extra_body,
-            schema: schema.as_deref(),
-            stream: false,
-        };
+        let body = self.body(request, schema.as_deref());
         let secret = self.api_key.as_deref();
         tracing::debug!(provider = %self.provider_name, %model, url = %route.url(), "sending a chat completion");
         let started = Instant::now();
@@ -584,8 +615,9 @@ impl ChatEndpoint {
         Ok(decode(events, decoder))
     }
 
-    /// The classified error of a reply with an error status.
-    fn error_reply(&self, raw: &RawResponse) -> ProviderError {
+    /// The classified error of a reply with an error status (a live call's, or a batch
+    /// line's).
+    pub(crate) fn error_reply(&self, raw: &RawResponse) -> ProviderError {
         let error = ErrorBody::parse(&raw.body_text());
         let kind = classify(raw.status, &error);
         error_from_response(

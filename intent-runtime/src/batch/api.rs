@@ -1,0 +1,231 @@
+//! The seam between a batch job and a provider's batch API: one request as a line of a
+//! submission, a submission, its state, its results, its cancellation.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
+
+/// What one request came back as: the reply, or why there is none.
+pub(crate) type Outcome = Result<ProviderReply, ProviderError>;
+
+/// Where a batch's results go, each with its custom id.
+pub(crate) type Sink<'s> = dyn for<'c> FnMut(&'c str, Outcome) + Send + 's;
+
+/// How much one provider batch may hold; a job splits its requests into as many batches as
+/// these limits need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// The most requests in one batch.
+    pub max_requests: usize,
+    /// The most bytes of one batch's input (the JSONL file, or the request body).
+    pub max_bytes: usize,
+}
+
+impl BatchLimits {
+    /// The tighter of two limits, field by field.
+    pub fn min(self, other: BatchLimits) -> BatchLimits {
+        BatchLimits {
+            max_requests: self.max_requests.min(other.max_requests),
+            max_bytes: self.max_bytes.min(other.max_bytes),
+        }
+    }
+}
+
+/// Where a provider batch stands.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum BatchState {
+    /// Still validating or answering.
+    Running,
+    /// Ended (completed, expired or canceled): its results can be read from `handles`
+    /// (file ids, a results URL). An item the results do not name failed with `missing`.
+    Ended {
+        handles: Vec<String>,
+        missing: (ProviderErrorKind, String),
+    },
+    /// Refused as a whole (its input file did not validate): every item failed with this.
+    Failed(String),
+}
+
+/// A provider's batch API.
+///
+/// Request bodies come from the same builder a live call uses; replies are read by the
+/// same parser, so a batch item is verified exactly as a live reply would be.
+#[async_trait::async_trait]
+pub(crate) trait BatchApi: Send + Sync + fmt::Debug {
+    /// The provider's name, as its live calls report it.
+    fn name(&self) -> &str;
+
+    /// How much one batch may hold.
+    fn limits(&self) -> BatchLimits;
+
+    /// The model `request` goes to: requests to different models go in different batches.
+    fn model_of(&self, request: &ProviderRequest) -> String;
+
+    /// `request` as one line of a submission, under `custom_id`.
+    async fn line(
+        &self,
+        custom_id: &str,
+        request: &ProviderRequest,
+    ) -> Result<Vec<u8>, ProviderError>;
+
+    /// Submits `lines` (all for `model`) as one batch; its id.
+    async fn submit(&self, model: &str, lines: &[Vec<u8>]) -> Result<String, ProviderError>;
+
+    /// Where the batch `id` stands.
+    async fn state(&self, id: &str) -> Result<BatchState, ProviderError>;
+
+    /// Reads the results of an ended batch, handing each to `sink` with its custom id, in
+    /// the order the provider wrote them (any order).
+    async fn results(
+        &self,
+        id: &str,
+        handles: &[String],
+        sink: &mut Sink<'_>,
+    ) -> Result<(), ProviderError>;
+
+    /// Asks the provider to cancel the batch `id`; it ends later, with what was answered.
+    async fn cancel(&self, id: &str) -> Result<(), ProviderError>;
+}
+
+/// A provider's batch API, for [`BatchOptions::provider`](super::BatchOptions::provider)
+/// and [`Provider::batch`](crate::provider::Provider::batch).
+///
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct BatchProvider {
+    pub(crate) api: Arc<dyn BatchApi>,
+}
+
+impl fmt::Debug for BatchProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchProvider")
+            .field("api", &self.api)
+            .finish()
+    }
+}
+
+impl BatchProvider {
+    /// OpenAI's Batch API (`/v1/files`, `/v1/batches`) with this provider's key, base URL,
+    /// model and HTTP settings.
+    pub fn openai(provider: crate::provider::OpenAi) -> Self {
+        Self {
+            api: Arc::new(super::openai::OpenAiBatch::new(provider)),
+        }
+    }
+
+    /// Anthropic's Message Batches (`/v1/messages/batches`) with this provider's key, base
+    /// URL, model and HTTP settings.
+    pub fn anthropic(provider: crate::provider::Anthropic) -> Self {
+        Self {
+            api: Arc::new(super::anthropic::AnthropicBatch::new(provider)),
+        }
+    }
+
+    /// An offline batch API whose replies come from `provider`: each request is answered
+    /// as it is queued, and each batch ends on its second look. For tests and examples.
+    pub fn scripted(provider: crate::provider::ScriptedProvider) -> Self {
+        Self {
+            api: Arc::new(super::scripted::ScriptedBatch::new(provider)),
+        }
+    }
+
+    /// The provider's name.
+    pub fn name(&self) -> &str {
+        self.api.name()
+    }
+
+    /// How much one of its batches may hold.
+    pub fn limits(&self) -> BatchLimits {
+        self.api.limits()
+    }
+}
+
+/// The custom id of an item's `k`-th request (counted from 0): stable across runs, so
+/// results map back to their item whatever order they come in.
+pub(crate) fn custom_id(item: u32, k: u32) -> String {
+    format!("item-{item}-{k}")
+}
+
+/// The item and request number a custom id names.
+pub(crate) fn parse_custom_id(id: &str) -> Option<(u32, u32)> {
+    let (item, k) = id.strip_prefix("item-")?.split_once('-')?;
+    Some((item.parse().ok()?, k.parse().ok()?))
+}
+
+/// Splits bytes arriving in chunks into lines (JSONL), without holding more than one
+/// line and one chunk.
+#[derive(Default)]
+pub(crate) struct Lines {
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    /// Hands every complete line in `chunk` to `each`.
+    pub(crate) fn push(&mut self, chunk: &[u8], each: &mut dyn FnMut(&[u8])) {
+        let mut rest = chunk;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            if self.partial.is_empty() {
+                each(&rest[..end]);
+            } else {
+                self.partial.extend_from_slice(&rest[..end]);
+                each(&self.partial);
+                self.partial.clear();
+            }
+            rest = &rest[end + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// Hands the last line, when the input did not end in a newline.
+    pub(crate) fn finish(self, each: &mut dyn FnMut(&[u8])) {
+        if !self.partial.iter().all(u8::is_ascii_whitespace) {
+            each(&self.partial);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_ids_round_trip_and_refuse_others() {
+        assert_eq!(parse_custom_id(&custom_id(12, 3)), Some((12, 3)));
+        assert_eq!(parse_custom_id("item-1"), None);
+        assert_eq!(parse_custom_id("other-1-2"), None);
+        assert_eq!(parse_custom_id("item-x-2"), None);
+    }
+
+    #[test]
+    fn lines_are_joined_across_chunks() {
+        let mut seen = Vec::new();
+        let mut lines = Lines::default();
+        for chunk in [&b"ab"[..], b"c\nd", b"e\n\nf\ng", b"h"] {
+            lines.push(chunk, &mut |line| {
+                seen.push(String::from_utf8_lossy(line).into_owned())
+            });
+        }
+        lines.finish(&mut |line| seen.push(String::from_utf8_lossy(line).into_owned()));
+        assert_eq!(seen, ["abc", "de", "", "f", "gh"]);
+    }
+
+    #[test]
+    fn the_tighter_limit_wins() {
+        let a = BatchLimits {
+            max_requests: 10,
+            max_bytes: 5,
+        };
+        let b = BatchLimits {
+            max_requests: 3,
+            max_bytes: 50,
+        };
+        assert_eq!(
+            a.min(b),
+            BatchLimits {
+                max_requests: 3,
+                max_bytes: 5
+            }
+        );
+    }
+}

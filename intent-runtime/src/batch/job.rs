@@ -1,0 +1,582 @@
+//! The driver of a batch job: runs every item's call, submits the requests they make in
+//! batches within the provider's limits, polls with backoff, hands results back, records
+//! every step, and cancels on request or at the time limit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use super::api::{BatchApi, BatchLimits, BatchState, Outcome, parse_custom_id};
+use super::router::{Queued, Routed, Router, as_item};
+use super::state::{Inflight, JobState, RequestRef};
+use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
+use crate::client::IntentClient;
+use crate::provider::{ProviderError, ProviderErrorKind};
+use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
+use crate::telemetry::names::GEN_AI_PROVIDER_NAME;
+
+/// How many times a submission that failed transiently is tried before its items fail.
+const SUBMIT_TRIES: u32 = 3;
+
+/// Cancels a running [`BatchJob`] from anywhere (another task, a signal handler).
+///
+/// Cancelling stops submitting, asks the provider to cancel the job's batches, waits for
+/// them to end, and hands back every item: those answered before the cancellation
+/// verified as usual, the others failed with a `canceled` provider issue. The directory
+/// records the cancellation: resuming a canceled job does not submit again.
+#[derive(Debug, Clone, Default)]
+pub struct BatchCancel {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Debug, Default)]
+struct CancelInner {
+    canceled: AtomicBool,
+    notify: Notify,
+}
+
+impl BatchCancel {
+    /// Asks the job to cancel.
+    pub fn cancel(&self) {
+        self.inner.canceled.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Whether cancellation was asked for.
+    pub fn is_canceled(&self) -> bool {
+        self.inner.canceled.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps for `wait`, or less when cancellation is asked for meanwhile.
+    async fn sleep(&self, wait: Duration) {
+        let notified = self.inner.notify.notified();
+        if self.is_canceled() {
+            return;
+        }
+        let _ = tokio::time::timeout(wait, notified).await;
+    }
+}
+
+/// A batch job, ready to run: see [`IntentClient::batch`].
+#[must_use = "a batch job does nothing until it is run"]
+pub struct BatchJob<T> {
+    client: IntentClient,
+    items: Vec<BatchItem<T>>,
+    options: BatchOptions,
+    progress: Option<ProgressFn>,
+    cancel: BatchCancel,
+}
+
+impl<T> std::fmt::Debug for BatchJob<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchJob")
+            .field("items", &self.items.len())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A submitted batch whose results are awaited.
+struct Running {
+    seq: u64,
+    batch_id: String,
+    requests: HashMap<(u32, u32), u64>,
+}
+
+impl From<Inflight> for Running {
+    fn from(inflight: Inflight) -> Self {
+        Running {
+            seq: inflight.seq,
+            batch_id: inflight.batch_id,
+            requests: inflight.requests,
+        }
+    }
+}
+
+impl<T: Send + 'static> BatchJob<T> {
+    pub(crate) fn new(
+        client: IntentClient,
+        items: Vec<BatchItem<T>>,
+        options: BatchOptions,
+    ) -> Self {
+        Self {
+            client,
+            items,
+            options,
+            progress: None,
+            cancel: BatchCancel::default(),
+        }
+    }
+
+    /// Calls `report` with the job's counts after every step (a submission, a look at
+    /// the batches, results handed back).
+    pub fn on_progress(mut self, report: impl Fn(&BatchProgress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(report));
+        self
+    }
+
+    /// A handle that cancels the job (see [`BatchCancel`]).
+    pub fn cancel_handle(&self) -> BatchCancel {
+        self.cancel.clone()
+    }
+
+    /// Runs the job to its end and returns one result per item, in the items' order, each
+    /// with the record a live call has (attempts, raw replies, repairs, issues, usage).
+    ///
+    /// Fails only when the job cannot go on (see [`BatchError`]); the directory then keeps
+    /// the job, to resume later.
+    pub async fn run(self) -> Result<Vec<AIResult<T>>, BatchError> {
+        let BatchJob {
+            client,
+            items,
+            options,
+            progress,
+            cancel,
+        } = self;
+        let live = client.inner().provider.clone();
+        let provider: BatchProvider = match options.provider.clone().or_else(|| live.batch()) {
+            Some(provider) => provider,
+            None => {
+                return Err(BatchError::NoBatchApi {
+                    provider: live.name().to_owned(),
+                });
+            }
+        };
+        let api = provider.api;
+        let count = items.len();
+        if u32::try_from(count).is_err() {
+            return Err(BatchError::TooManyItems {
+                max: u32::MAX as usize,
+            });
+        }
+        let (mut state, loaded) = JobState::open(&options.dir, api.name(), count)?;
+        let mut pending = HashMap::new();
+        for inflight in &loaded.inflight {
+            pending.extend(inflight.requests.iter().map(|(key, hash)| (*key, *hash)));
+        }
+        let router = Arc::new(Router::new(
+            api.clone(),
+            live,
+            options.live_from_attempt,
+            count,
+            loaded.replay,
+            pending,
+        ));
+        let job_client = client.for_batch(Arc::new(Routed(router.clone())));
+        if let Some(reason) = state.canceled() {
+            router.cancel(reason);
+        }
+        let mut tasks = JoinSet::new();
+        for (index, item) in items.into_iter().enumerate() {
+            let item_client = job_client.clone();
+            let router = router.clone();
+            tasks.spawn(async move {
+                let result = as_item(index as u32, (item.run)(item_client)).await;
+                router.item_finished(result.is_success());
+                (index, result)
+            });
+        }
+        let mut driver = Driver {
+            api: api.as_ref(),
+            router: &router,
+            state: &mut state,
+            running: loaded.inflight.into_iter().map(Running::from).collect(),
+            limits: options
+                .limits
+                .map_or(api.limits(), |limits| limits.min(api.limits())),
+            progress,
+            items: count,
+        };
+        let deadline = options
+            .time_limit
+            .map(|limit| driver.state.started_at() + limit);
+        let mut wait = options.poll_interval;
+        loop {
+            router.settled().await;
+            if let Some(mismatch) = router.mismatch() {
+                return Err(BatchError::ChangedInputs(mismatch));
+            }
+            if router.finished() {
+                break;
+            }
+            if driver.state.canceled().is_none() {
+                let reason = if cancel.is_canceled() {
+                    Some("the batch job was canceled")
+                } else if deadline.is_some_and(|at| SystemTime::now() >= at) {
+                    Some("the batch job's time limit ran out")
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    driver.cancel(reason).await?;
+                    continue;
+                }
+            }
+            let queued = router.take_queue();
+            if !queued.is_empty() {
+                driver
+                    .submit(queued, &cancel, options.poll_interval)
+                    .await?;
+                driver.report();
+                wait = options.poll_interval;
+                continue;
+            }
+            if driver.running.is_empty() {
+                // Every item waits, yet nothing is queued or submitted: cannot happen, but
+                // waiting forever would be the worst way to find out.
+                router.cancel("the batch job lost track of its requests");
+                continue;
+            }
+            let sleep = match deadline.and_then(|at| at.duration_since(SystemTime::now()).ok()) {
+                Some(left) => wait.min(left),
+                None => wait,
+            };
+            cancel.sleep(sleep).await;
+            let ended = driver.poll().await?;
+            driver.report();
+            wait = if ended {
+                options.poll_interval
+            } else {
+                (wait * 2).min(options.max_poll_interval)
+            };
+        }
+        let mut results: Vec<Option<AIResult<T>>> =
+            std::iter::repeat_with(|| None).take(count).collect();
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok((index, result)) => results[index] = Some(result),
+                Err(error) => tracing::error!(%error, "a batch item's call panicked"),
+            }
+        }
+        let results: Vec<AIResult<T>> = results
+            .into_iter()
+            .map(|result| result.unwrap_or_else(panicked))
+            .collect();
+        client.add_totals(
+            results
+                .iter()
+                .map(|result| u64::from(result.model_calls()))
+                .sum(),
+            results
+                .iter()
+                .fold(Usage::default(), |sum, result| sum + result.usage),
+        );
+        driver.report();
+        Ok(results)
+    }
+}
+
+fn panicked<T>() -> AIResult<T> {
+    AIResult {
+        value: None,
+        issues: vec![ResultIssue::new(
+            IssueSource::Input,
+            "the item's call panicked (a validator or the input's serialization); see the log",
+            1,
+        )],
+        attempts: Vec::new(),
+        usage: Usage::default(),
+        elapsed: Duration::ZERO,
+    }
+}
+
+struct Driver<'a> {
+    api: &'a dyn BatchApi,
+    router: &'a Router,
+    state: &'a mut JobState,
+    running: Vec<Running>,
+    limits: BatchLimits,
+    progress: Option<ProgressFn>,
+    items: usize,
+}
+
+impl Driver<'_> {
+    fn report(&self) {
+        let Some(report) = &self.progress else {
+            return;
+        };
+        let counts = self.router.counts();
+        report(&BatchProgress {
+            items: self.items,
+            queued: counts.queued,
+            submitted: counts.waiting,
+            running: counts.running,
+            done: counts.done,
+            failed: counts.failed,
+            batches: self.state.batches(),
+        });
+    }
+
+    /// Splits `queued` by model and by the limits, and submits each part.
+    async fn submit(
+        &mut self,
+        queued: Vec<Queued>,
+        cancel: &BatchCancel,
+        backoff: Duration,
+    ) -> Result<(), BatchError> {
+        let mut by_model: BTreeMap<String, Vec<Queued>> = BTreeMap::new();
+        for request in queued {
+            by_model
+                .entry(request.model.clone())
+                .or_default()
+                .push(request);
+        }
+        for (model, requests) in by_model {
+            for part in split(requests, self.limits) {
+                self.submit_part(&model, part, cancel, backoff).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn submit_part(
+        &mut self,
+        model: &str,
+        part: Vec<Queued>,
+        cancel: &BatchCancel,
+        backoff: Duration,
+    ) -> Result<(), BatchError> {
+        let refs: Vec<RequestRef> = part
+            .iter()
+            .map(|request| RequestRef {
+                item: request.item,
+                k: request.k,
+                hash: request.hash,
+            })
+            .collect();
+        let seq = self.state.begin(model, &refs)?;
+        let lines: Vec<Vec<u8>> = part.into_iter().map(|request| request.line).collect();
+        let span = tracing::info_span!(
+            "batch",
+            otel.name = "batch submit",
+            { GEN_AI_PROVIDER_NAME } = self.api.name(),
+            gen_ai.request.model = model,
+            intent.batch.requests = lines.len(),
+            intent.batch.id = tracing::field::Empty,
+        );
+        let mut tries = 0;
+        let outcome = loop {
+            tries += 1;
+            match self
+                .api
+                .submit(model, &lines)
+                .instrument(span.clone())
+                .await
+            {
+                Ok(id) => break Ok(id),
+                Err(error) if error.is_transient() && tries < SUBMIT_TRIES => {
+                    tracing::warn!(parent: &span, %error, "a batch submission failed; trying again");
+                    cancel.sleep(backoff * tries).await;
+                }
+                Err(error) => break Err(error),
+            }
+        };
+        drop(lines);
+        match outcome {
+            Ok(batch_id) => {
+                span.record("intent.batch.id", batch_id.as_str());
+                self.state.submitted(seq, &batch_id)?;
+                self.running.push(Running {
+                    seq,
+                    batch_id,
+                    requests: refs.iter().map(|r| ((r.item, r.k), r.hash)).collect(),
+                });
+            }
+            Err(error) => {
+                tracing::warn!(parent: &span, %error, "a batch submission was refused; its items fail");
+                if !error.request_sent() || error.kind() == ProviderErrorKind::Authentication {
+                    // Nothing the provider kept: an invalid key or a refused connection
+                    // ends the job, to resume once fixed.
+                    self.state.abandoned(seq)?;
+                    return Err(BatchError::Provider(error));
+                }
+                let mut writer = self.state.results_writer(seq)?;
+                for request in &refs {
+                    let outcome: Outcome = Err(error.clone());
+                    writer.write(request.item, request.k, &outcome);
+                    self.router.deliver(request.item, request.k, outcome);
+                }
+                self.state.collected(writer)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks at every running batch once and reads the results of those that ended;
+    /// whether any did.
+    async fn poll(&mut self) -> Result<bool, BatchError> {
+        let mut ended_any = false;
+        let mut index = 0;
+        while index < self.running.len() {
+            let batch_id = self.running[index].batch_id.clone();
+            let span = tracing::info_span!(
+                "batch",
+                otel.name = "batch poll",
+                { GEN_AI_PROVIDER_NAME } = self.api.name(),
+                intent.batch.id = batch_id.as_str(),
+                intent.batch.state = tracing::field::Empty,
+            );
+            let state = match self.api.state(&batch_id).instrument(span.clone()).await {
+                Ok(state) => state,
+                Err(error) if error.is_transient() => {
+                    tracing::warn!(parent: &span, %error, "looking at a batch failed; looking again later");
+                    index += 1;
+                    continue;
+                }
+                Err(error) => return Err(BatchError::Provider(error)),
+            };
+            let (handles, missing) = match state {
+                BatchState::Running => {
+                    span.record("intent.batch.state", "running");
+                    index += 1;
+                    continue;
+                }
+                BatchState::Failed(reason) => {
+                    span.record("intent.batch.state", "failed");
+                    (None, (ProviderErrorKind::InvalidRequest, reason))
+                }
+                BatchState::Ended { handles, missing } => {
+                    span.record("intent.batch.state", "ended");
+                    (Some(handles), missing)
+                }
+            };
+            let running = &self.running[index];
+            let mut writer = self.state.results_writer(running.seq)?;
+            let mut answered = std::collections::HashSet::new();
+            if let Some(handles) = handles {
+                let router = self.router;
+                let requests = &running.requests;
+                let mut sink = |custom_id: &str, outcome: Outcome| {
+                    let Some(key) = parse_custom_id(custom_id) else {
+                        return;
+                    };
+                    if requests.contains_key(&key) && answered.insert(key) {
+                        writer.write(key.0, key.1, &outcome);
+                        router.deliver(key.0, key.1, outcome);
+                    }
+                };
+                let read = self
+                    .api
+                    .results(&batch_id, &handles, &mut sink)
+                    .instrument(span.clone())
+                    .await;
+                if let Err(error) = read {
+                    if error.is_transient() {
+                        // Read again on the next look; what was handed back is handed
+                        // back again then, and kept aside by the router.
+                        tracing::warn!(parent: &span, %error, "reading a batch's results failed; reading again later");
+                        index += 1;
+                        continue;
+                    }
+                    return Err(BatchError::Provider(error));
+                }
+            }
+            let provider = self.api.name().to_owned();
+            for &(item, k) in running.requests.keys() {
+                if !answered.contains(&(item, k)) {
+                    let outcome: Outcome = Err(ProviderError::new(
+                        missing.0,
+                        provider.as_str(),
+                        missing.1.as_str(),
+                    ));
+                    writer.write(item, k, &outcome);
+                    self.router.deliver(item, k, outcome);
+                }
+            }
+            self.state.collected(writer)?;
+            self.running.swap_remove(index);
+            ended_any = true;
+        }
+        Ok(ended_any)
+    }
+
+    /// Cancels the job: queued requests fail at once, running batches are asked to stop.
+    async fn cancel(&mut self, reason: &str) -> Result<(), BatchError> {
+        self.state.set_canceled(reason)?;
+        self.router.cancel(reason);
+        for running in &self.running {
+            let span = tracing::info_span!(
+                "batch",
+                otel.name = "batch cancel",
+                { GEN_AI_PROVIDER_NAME } = self.api.name(),
+                intent.batch.id = running.batch_id.as_str(),
+            );
+            if let Err(error) = self
+                .api
+                .cancel(&running.batch_id)
+                .instrument(span.clone())
+                .await
+            {
+                tracing::warn!(parent: &span, %error, "canceling a batch failed; its results are still read when it ends");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `requests` in parts within `limits` (a line is never split; one larger than the byte
+/// limit goes alone, for the provider to refuse).
+fn split(requests: Vec<Queued>, limits: BatchLimits) -> Vec<Vec<Queued>> {
+    let mut parts = Vec::new();
+    let mut part: Vec<Queued> = Vec::new();
+    let mut bytes = 0;
+    for request in requests {
+        let size = request.line.len() + 1;
+        if !part.is_empty()
+            && (part.len() >= limits.max_requests.max(1) || bytes + size > limits.max_bytes)
+        {
+            parts.push(std::mem::take(&mut part));
+            bytes = 0;
+        }
+        bytes += size;
+        part.push(request);
+    }
+    if !part.is_empty() {
+        parts.push(part);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(item: u32, size: usize) -> Queued {
+        Queued {
+            item,
+            k: 0,
+            model: "m".into(),
+            hash: 0,
+            line: vec![b'x'; size],
+        }
+    }
+
+    #[test]
+    fn requests_are_split_by_count_and_by_bytes() {
+        let limits = BatchLimits {
+            max_requests: 2,
+            max_bytes: 25,
+        };
+        let parts = split((0..5).map(|i| queued(i, 9)).collect(), limits);
+        let items: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|part| part.iter().map(|q| q.item).collect())
+            .collect();
+        assert_eq!(items, [vec![0, 1], vec![2, 3], vec![4]]);
+        let limits = BatchLimits {
+            max_requests: 10,
+            max_bytes: 25,
+        };
+        let parts = split(
+            vec![queued(0, 30), queued(1, 10), queued(2, 10), queued(3, 10)],
+            limits,
+        );
+        let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [1, 2, 1]);
+    }
+}

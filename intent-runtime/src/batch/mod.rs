@@ -1,0 +1,311 @@
+//! Batch jobs: many calls sent through a provider's batch API (OpenAI's Batch API,
+//! Anthropic's Message Batches: half the price, answered within a day), every reply
+//! verified, judged and retried exactly as a live call's, and the job's progress kept in a
+//! directory so that a stopped process resumes where it was.
+//!
+//! # How a job runs
+//!
+//! Each item is an ordinary call ([`BatchItem`]: a `transform`, or a generated method's
+//! `<method>_batch_item`), run by the same attempt loop as a live call: the same prompt,
+//! the same request body, the same verifier and judge, the same record. Only the model
+//! request travels differently: it joins the next provider batch, and the item waits
+//! until that batch's results come back. Replies that fail verification are asked again,
+//! with the previous reply and its problems in the conversation, in a follow-up batch, up
+//! to the call's attempt limit; [`BatchOptions::live_from_attempt`] sends the last
+//! attempts as live calls instead, for a job that would rather finish early than save.
+//!
+//! The per-call time budget does not apply inside a batch (a batch answers within
+//! hours); the job's own [`BatchOptions::time_limit`] does. Judge calls, when the method
+//! asks for the judge, are live calls.
+//!
+//! # Resuming
+//!
+//! After every step (a submission recorded, a batch created, a batch's results read) the
+//! job's directory is updated by writing a temporary file and renaming it. Run the same
+//! job (the same items, in the same order) with the same directory after a crash, and it
+//! resumes: batches already created are polled rather than submitted again, results
+//! already read are used as they are, and item ids (`item-<index>-<request>`) map every
+//! result back exactly. A directory that holds another job (another number of items,
+//! another provider, other requests) is refused.
+//!
+//! ```
+//! use intent_runtime::batch::{BatchItem, BatchOptions};
+//! use intent_runtime::provider::ScriptedProvider;
+//! use intent_runtime::{IntentClient, IntentOptions};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let model = ScriptedProvider::new([r#"{"value": 3}"#, r#"{"value": 2}"#]);
+//! let client = IntentClient::builder().provider(model).build().unwrap();
+//! let items = ["one two three", "four five"]
+//!     .map(|text| BatchItem::transform(text, "Count the words", IntentOptions::<u32>::new()));
+//! let dir = std::env::temp_dir().join(format!("intent-batch-doc-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! let results = client
+//!     .batch(items, BatchOptions::new(&dir).poll_interval(std::time::Duration::from_millis(1)))
+//!     .run()
+//!     .await
+//!     .unwrap();
+//! let counts: Vec<Option<u32>> = results.into_iter().map(|result| result.value).collect();
+//! assert_eq!(counts, [Some(3), Some(2)]);
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! # });
+//! ```
+
+mod anthropic;
+mod api;
+mod job;
+mod openai;
+mod router;
+mod scripted;
+mod state;
+
+use std::fmt;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use api::{BatchLimits, BatchProvider};
+pub use job::{BatchCancel, BatchJob};
+
+use crate::client::IntentClient;
+use crate::input::{InputError, PreparedInput, prepare_input};
+use crate::options::IntentOptions;
+use crate::provider::ProviderError;
+use crate::result::AIResult;
+
+type ItemFuture<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
+
+/// One call of a batch job: what a live call would send, not yet sent.
+///
+/// Build one with [`BatchItem::transform`] (or [`BatchItem::transform_value`]), or with a
+/// generated client's `<method>_batch_item`, which takes the method's arguments.
+pub struct BatchItem<T> {
+    run: Box<dyn FnOnce(IntentClient) -> ItemFuture<T> + Send>,
+}
+
+impl<T> fmt::Debug for BatchItem<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchItem").finish_non_exhaustive()
+    }
+}
+
+impl<T> BatchItem<T>
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    /// [`IntentClient::transform`] of `input`, as a batch item.
+    pub fn transform<I>(input: &I, intent: impl Into<String>, options: IntentOptions<T>) -> Self
+    where
+        I: Serialize + JsonSchema + ?Sized,
+    {
+        Self::transform_input(prepare_input(input), intent, options)
+    }
+
+    /// [`IntentClient::transform_input`] of a prepared input, as a batch item.
+    pub fn transform_input(
+        input: Result<PreparedInput, InputError>,
+        intent: impl Into<String>,
+        options: IntentOptions<T>,
+    ) -> Self {
+        let intent = intent.into();
+        Self {
+            run: Box::new(move |client| {
+                Box::pin(async move { client.transform_input(input, &intent, options).await })
+            }),
+        }
+    }
+}
+
+impl BatchItem<Value> {
+    /// [`IntentClient::transform_value`] of `input` with a runtime schema, as a batch item.
+    pub fn transform_value<I>(
+        input: &I,
+        intent: impl Into<String>,
+        schema: Option<Value>,
+        options: IntentOptions<Value>,
+    ) -> Self
+    where
+        I: Serialize + JsonSchema + ?Sized,
+    {
+        let input = prepare_input(input);
+        let intent = intent.into();
+        Self {
+            run: Box::new(move |client| {
+                Box::pin(async move {
+                    client
+                        .transform_value_prepared(input, &intent, schema.as_ref(), options)
+                        .await
+                })
+            }),
+        }
+    }
+
+    /// A generated method's item with a runtime schema embedded by the macro.
+    pub(crate) fn method_value(
+        input: Result<PreparedInput, InputError>,
+        intent: &'static str,
+        schema: Option<&'static crate::__private::RuntimeSchema>,
+        options: IntentOptions<Value>,
+    ) -> Self {
+        Self {
+            run: Box::new(move |client| {
+                Box::pin(async move {
+                    crate::__private::transform_value(&client, input, intent, schema, options).await
+                })
+            }),
+        }
+    }
+}
+
+/// Progress callback.
+pub(crate) type ProgressFn = Arc<dyn Fn(&BatchProgress) + Send + Sync>;
+
+/// How a batch job runs: where its state lives, how often it looks, how long it may take.
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    pub(crate) dir: PathBuf,
+    pub(crate) provider: Option<BatchProvider>,
+    pub(crate) poll_interval: Duration,
+    pub(crate) max_poll_interval: Duration,
+    pub(crate) time_limit: Option<Duration>,
+    pub(crate) live_from_attempt: Option<u32>,
+    pub(crate) limits: Option<BatchLimits>,
+}
+
+impl BatchOptions {
+    /// A job whose state is kept in `dir` (created when missing; give the same directory
+    /// to resume the job after a stop).
+    pub fn new(dir: impl AsRef<Path>) -> Self {
+        Self {
+            dir: dir.as_ref().to_owned(),
+            provider: None,
+            poll_interval: Duration::from_secs(10),
+            max_poll_interval: Duration::from_secs(300),
+            time_limit: None,
+            live_from_attempt: None,
+            limits: None,
+        }
+    }
+
+    /// The batch API to use; by default the client's provider's own
+    /// ([`Provider::batch`](crate::provider::Provider::batch)).
+    pub fn provider(mut self, provider: BatchProvider) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// How long to wait before the first look at a batch (default 10 s); the wait
+    /// doubles while nothing ends, up to [`BatchOptions::max_poll_interval`].
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self.max_poll_interval = self.max_poll_interval.max(interval);
+        self
+    }
+
+    /// The longest wait between two looks (default 5 minutes).
+    pub fn max_poll_interval(mut self, interval: Duration) -> Self {
+        self.max_poll_interval = interval.max(self.poll_interval);
+        self
+    }
+
+    /// How long the job may take, counted from its first start (across restarts): past
+    /// it the job is canceled as by [`BatchCancel::cancel`].
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// Sends attempts from number `attempt` on (a retry) as live calls rather than in a
+    /// follow-up batch: the job finishes sooner, at the live price for those calls.
+    pub fn live_from_attempt(mut self, attempt: u32) -> Self {
+        self.live_from_attempt = Some(attempt.max(2));
+        self
+    }
+
+    /// Tighter limits on one batch than the provider's own (requests, bytes).
+    pub fn limits(mut self, limits: BatchLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+}
+
+/// Where a batch job stands, handed to [`BatchJob::on_progress`] after every step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BatchProgress {
+    /// Items in the job.
+    pub items: usize,
+    /// Requests waiting for the next submission.
+    pub queued: usize,
+    /// Requests in provider batches, not answered yet.
+    pub submitted: usize,
+    /// Items being verified (or judged, or retried live) on this machine.
+    pub running: usize,
+    /// Items finished with a verified value.
+    pub done: usize,
+    /// Items finished without one.
+    pub failed: usize,
+    /// Provider batches created for the job so far (by earlier runs too).
+    pub batches: usize,
+}
+
+impl BatchProgress {
+    /// Items finished, with or without a value.
+    pub fn finished(&self) -> usize {
+        self.done + self.failed
+    }
+}
+
+/// Why a batch job could not run; the failures of single items are on their results.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    /// The client's provider has no batch API and none was given.
+    #[error(
+        "the provider `{provider}` has no batch API; use OpenAi or Anthropic, or pass one with `BatchOptions::provider`"
+    )]
+    NoBatchApi {
+        /// The client's provider.
+        provider: String,
+    },
+    /// The job has more items than item ids can number.
+    #[error("a batch job holds at most {max} items; split the job")]
+    TooManyItems {
+        /// The most items one job holds.
+        max: usize,
+    },
+    /// The state directory could not be read or written.
+    #[error("the batch state at {path} could not be used: {message}")]
+    State {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The state directory holds another job.
+    #[error(
+        "{dir} holds another batch job ({found}, not {expected}); resume with the same items and provider, or use a new directory"
+    )]
+    OtherJob {
+        /// The directory.
+        dir: PathBuf,
+        /// What it holds.
+        found: String,
+        /// What this job is.
+        expected: String,
+    },
+    /// A resumed job's request differs from the one its directory submitted.
+    #[error("{0}")]
+    ChangedInputs(String),
+    /// The provider's batch API failed in a way retrying cannot help (an invalid key, a
+    /// batch that disappeared); the directory keeps the job for a later resume.
+    #[error("the batch API failed: {0}")]
+    Provider(#[from] ProviderError),
+}

@@ -1,0 +1,374 @@
+//! OpenAI's Batch API: the requests as a JSONL file uploaded with `purpose` `batch`, one
+//! batch per file for `/v1/chat/completions` within 24 hours, polled, its output and error
+//! files read back line by line.
+
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::api::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
+use crate::provider::http::{self, RawResponse};
+use crate::provider::openai::chat::{ChatBody, parse_reply};
+use crate::provider::{OpenAi, ProviderError, ProviderErrorKind, ProviderRequest};
+
+/// OpenAI's limits on one batch's input file: 50,000 requests and 200 MB.
+pub(crate) const OPENAI_BATCH_LIMITS: BatchLimits = BatchLimits {
+    max_requests: 50_000,
+    max_bytes: 200 * 1024 * 1024,
+};
+
+/// The endpoint every line asks for (the path as the Batch API names it).
+const ENDPOINT: &str = "/v1/chat/completions";
+
+#[derive(Debug)]
+pub(crate) struct OpenAiBatch {
+    provider: OpenAi,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    custom_id: &'a str,
+    method: &'static str,
+    url: &'static str,
+    body: ChatBody<'a>,
+}
+
+#[derive(Deserialize)]
+struct Created {
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct Batch {
+    status: String,
+    output_file_id: Option<String>,
+    error_file_id: Option<String>,
+    errors: Option<BatchErrors>,
+}
+
+#[derive(Deserialize)]
+struct BatchErrors {
+    #[serde(default)]
+    data: Vec<BatchErrorLine>,
+}
+
+#[derive(Deserialize)]
+struct BatchErrorLine {
+    code: Option<String>,
+    message: Option<String>,
+    line: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct OutputLine {
+    custom_id: String,
+    response: Option<OutputResponse>,
+    error: Option<OutputError>,
+}
+
+#[derive(Deserialize)]
+struct OutputResponse {
+    status_code: u16,
+    request_id: Option<String>,
+    body: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+struct OutputError {
+    code: Option<String>,
+    message: Option<String>,
+}
+
+impl OpenAiBatch {
+    pub(crate) fn new(provider: OpenAi) -> Self {
+        Self { provider }
+    }
+
+    fn name(&self) -> &str {
+        &self.provider.endpoint().provider_name
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.provider.endpoint().base_url())
+    }
+
+    fn invalid(&self, raw: &RawResponse, what: &str) -> ProviderError {
+        http::invalid_response(
+            self.name(),
+            raw,
+            what,
+            "x-request-id",
+            self.provider.endpoint().secret(),
+        )
+    }
+
+    /// Sends a request and reads its JSON reply as `R`, a non-success status classified
+    /// as a live call's would be.
+    async fn call<R: for<'de> Deserialize<'de>>(
+        &self,
+        build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<R, ProviderError> {
+        let endpoint = self.provider.endpoint();
+        let headers = endpoint.auth_headers()?;
+        let raw = endpoint
+            .transport()
+            .send_built(self.name(), build, &headers, endpoint.secret())
+            .await?;
+        if !raw.status.is_success() {
+            return Err(endpoint.error_reply(&raw));
+        }
+        serde_json::from_slice(&raw.body)
+            .map_err(|error| self.invalid(&raw, &format!("the reply is not {what} ({error})")))
+    }
+
+    /// One output or error line as the item's outcome.
+    fn outcome(&self, line: OutputLine) -> (String, Outcome) {
+        let name = self.name();
+        let outcome = match (line.response, line.error) {
+            (Some(response), _) => {
+                let raw = RawResponse {
+                    status: reqwest::StatusCode::from_u16(response.status_code)
+                        .unwrap_or(reqwest::StatusCode::INTERNAL_SERVER_ERROR),
+                    headers: reqwest::header::HeaderMap::new(),
+                    body: bytes::Bytes::copy_from_slice(response.body.get().as_bytes()),
+                };
+                let endpoint = self.provider.endpoint();
+                let outcome = if raw.status.is_success() {
+                    parse_reply(name, &raw, "", endpoint.secret())
+                } else {
+                    Err(endpoint.error_reply(&raw))
+                };
+                outcome
+                    .map(|mut reply| {
+                        reply.request_id = response.request_id.clone();
+                        reply
+                    })
+                    .map_err(|error| match response.request_id {
+                        Some(id) => error.with_request_id(id),
+                        None => error,
+                    })
+            }
+            (None, Some(error)) => Err(line_error(name, error.code.as_deref(), error.message)),
+            (None, None) => Err(ProviderError::new(
+                ProviderErrorKind::InvalidResponse,
+                name,
+                "the batch's result line holds neither a response nor an error",
+            )),
+        };
+        (line.custom_id, outcome)
+    }
+}
+
+/// A per-line error of OpenAI's batch (`batch_expired`, `batch_cancelled`, or a request
+/// the batch refused) as a classified error.
+fn line_error(provider: &str, code: Option<&str>, message: Option<String>) -> ProviderError {
+    let kind = match code {
+        Some("batch_expired") => ProviderErrorKind::Timeout,
+        Some("batch_cancelled") => ProviderErrorKind::Canceled,
+        _ => ProviderErrorKind::InvalidRequest,
+    };
+    let message = match (code, message) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (None, Some(message)) => message,
+        (Some(code), None) => code.to_owned(),
+        (None, None) => "the batch refused this request".to_owned(),
+    };
+    ProviderError::new(kind, provider, message)
+}
+
+#[async_trait::async_trait]
+impl BatchApi for OpenAiBatch {
+    fn name(&self) -> &str {
+        OpenAiBatch::name(self)
+    }
+
+    fn limits(&self) -> BatchLimits {
+        OPENAI_BATCH_LIMITS
+    }
+
+    fn model_of(&self, request: &ProviderRequest) -> String {
+        self.provider.endpoint().model_of(request).to_owned()
+    }
+
+    async fn line(
+        &self,
+        custom_id: &str,
+        request: &ProviderRequest,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let endpoint = self.provider.endpoint();
+        let schema = request.schema.as_ref().map(http::schema_json);
+        let body = endpoint.body(request, schema.as_deref());
+        let mut line = Vec::with_capacity(body.size_hint() + 96);
+        serde_json::to_writer(
+            &mut line,
+            &Line {
+                custom_id,
+                method: "POST",
+                url: ENDPOINT,
+                body,
+            },
+        )
+        .map_err(|error| {
+            ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                self.name(),
+                format!("the request could not be written as JSON: {error}"),
+            )
+            .not_sent()
+        })?;
+        Ok(line)
+    }
+
+    async fn submit(&self, _model: &str, lines: &[Vec<u8>]) -> Result<String, ProviderError> {
+        let size = lines.iter().map(|line| line.len() + 1).sum();
+        let mut file = Vec::with_capacity(size);
+        for line in lines {
+            file.extend_from_slice(line);
+            file.push(b'\n');
+        }
+        let part = reqwest::multipart::Part::bytes(file)
+            .file_name("batch.jsonl")
+            .mime_str("application/jsonl")
+            .map_err(|error| {
+                ProviderError::new(
+                    ProviderErrorKind::Configuration,
+                    self.name(),
+                    error.to_string(),
+                )
+            })?;
+        let form = reqwest::multipart::Form::new()
+            .text("purpose", "batch")
+            .part("file", part);
+        let url = self.url("/files");
+        let uploaded: Created = self
+            .call(
+                |client| client.post(url).multipart(form),
+                "an uploaded file",
+            )
+            .await?;
+        let url = self.url("/batches");
+        let body = json!({
+            "input_file_id": uploaded.id,
+            "endpoint": ENDPOINT,
+            "completion_window": "24h",
+        })
+        .to_string();
+        let created: Created = self
+            .call(
+                |client| {
+                    client
+                        .post(url)
+                        .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                        .body(body)
+                },
+                "a batch",
+            )
+            .await?;
+        Ok(created.id)
+    }
+
+    async fn state(&self, id: &str) -> Result<BatchState, ProviderError> {
+        let url = self.url(&format!("/batches/{id}"));
+        let batch: Batch = self.call(|client| client.get(url), "a batch").await?;
+        let missing = match batch.status.as_str() {
+            "validating" | "in_progress" | "finalizing" | "cancelling" => {
+                return Ok(BatchState::Running);
+            }
+            "failed" => {
+                let reasons: Vec<String> = batch
+                    .errors
+                    .map(|errors| errors.data)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|error| {
+                        let mut text = error.message.unwrap_or_else(|| "refused".to_owned());
+                        if let Some(code) = error.code {
+                            text = format!("{code}: {text}");
+                        }
+                        if let Some(line) = error.line {
+                            text = format!("line {line}: {text}");
+                        }
+                        text
+                    })
+                    .collect();
+                let reason = if reasons.is_empty() {
+                    "the batch failed".to_owned()
+                } else {
+                    format!("the batch failed: {}", reasons.join("; "))
+                };
+                return Ok(BatchState::Failed(reason));
+            }
+            "expired" => (
+                ProviderErrorKind::Timeout,
+                "the batch expired before this request was answered".to_owned(),
+            ),
+            "cancelled" => (
+                ProviderErrorKind::Canceled,
+                "the batch was canceled before this request was answered".to_owned(),
+            ),
+            _ => (
+                ProviderErrorKind::InvalidResponse,
+                "the batch's results do not name this request".to_owned(),
+            ),
+        };
+        let handles = [batch.output_file_id, batch.error_file_id]
+            .into_iter()
+            .flatten()
+            .filter(|id| !id.is_empty())
+            .collect();
+        Ok(BatchState::Ended { handles, missing })
+    }
+
+    async fn results(
+        &self,
+        _id: &str,
+        handles: &[String],
+        sink: &mut Sink<'_>,
+    ) -> Result<(), ProviderError> {
+        let endpoint = self.provider.endpoint();
+        let headers = endpoint.auth_headers()?;
+        let transport = endpoint.transport();
+        for file in handles {
+            let url = self.url(&format!("/files/{file}/content"));
+            let mut response = transport
+                .open_get(self.name(), &url, &headers, endpoint.secret())
+                .await?;
+            if !response.status().is_success() {
+                return Err(endpoint.error_reply(&http::read_error(response).await));
+            }
+            let mut lines = Lines::default();
+            let mut each = |line: &[u8]| {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    return;
+                }
+                match serde_json::from_slice::<OutputLine>(line) {
+                    Ok(parsed) => {
+                        let (custom_id, outcome) = self.outcome(parsed);
+                        sink(&custom_id, outcome);
+                    }
+                    Err(error) => tracing::warn!(
+                        provider = self.name(),
+                        %error,
+                        "a batch result line could not be read; its item is reported as unanswered"
+                    ),
+                }
+            };
+            while let Some(chunk) = transport
+                .next_chunk(self.name(), &mut response, endpoint.secret())
+                .await?
+            {
+                lines.push(&chunk, &mut each);
+            }
+            lines.finish(&mut each);
+        }
+        Ok(())
+    }
+
+    async fn cancel(&self, id: &str) -> Result<(), ProviderError> {
+        let url = self.url(&format!("/batches/{id}/cancel"));
+        let _: serde_json::Value = self.call(|client| client.post(url), "a batch").await?;
+        Ok(())
+    }
+}

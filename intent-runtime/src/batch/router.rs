@@ -1,0 +1,353 @@
+//! The provider a batch job's items call through: each request is answered from what an
+//! earlier run stored, or joins the next submission (or the batch it is already in), and
+//! its item waits until the batch's results come back.
+//!
+//! Every item runs the ordinary attempt loop (prompt, verify, judge, retry with the
+//! problems fed back); only the transport differs. That is what makes a batch item's
+//! record the same as a live call's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::{oneshot, watch};
+
+use super::api::{BatchApi, Outcome, custom_id};
+use super::state::fingerprint;
+use crate::provider::{
+    Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, Role,
+};
+
+tokio::task_local! {
+    /// The item whose call is running in this task.
+    static ITEM: u32;
+}
+
+/// Runs `future` as item `item`'s call: its requests are routed as that item's.
+pub(crate) async fn as_item<F: Future>(item: u32, future: F) -> F::Output {
+    ITEM.scope(item, future).await
+}
+
+/// A request waiting for its submission.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub item: u32,
+    pub k: u32,
+    pub model: String,
+    pub hash: u64,
+    pub line: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// Requests made so far, per item: the next one's number.
+    calls: Vec<u32>,
+    /// Outcomes already known (stored by an earlier run, or delivered before asked for).
+    replay: HashMap<(u32, u32), Outcome>,
+    /// Requests in a provider batch created by an earlier run, with their fingerprints.
+    pending: HashMap<(u32, u32), u64>,
+    waiters: HashMap<(u32, u32), oneshot::Sender<Outcome>>,
+    queue: Vec<Queued>,
+    canceled: Option<String>,
+    mismatch: Option<String>,
+    /// Items running locally: neither finished nor waiting for a batch.
+    running: usize,
+    done: usize,
+    failed: usize,
+}
+
+/// Counts for progress reports.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Counts {
+    pub queued: usize,
+    pub waiting: usize,
+    pub running: usize,
+    pub done: usize,
+    pub failed: usize,
+}
+
+/// Routes a job's requests into its batches.
+#[derive(Debug)]
+pub(crate) struct Router {
+    shared: Mutex<Shared>,
+    running: watch::Sender<usize>,
+    api: Arc<dyn BatchApi>,
+    live: Arc<dyn Provider>,
+    live_from: Option<u32>,
+}
+
+fn canceled_error(provider: &str, reason: &str) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::Canceled,
+        provider,
+        format!("not answered: {reason}"),
+    )
+    .not_sent()
+}
+
+impl Router {
+    /// A router for `items` items; `replay` and `pending` are what an earlier run left.
+    pub(crate) fn new(
+        api: Arc<dyn BatchApi>,
+        live: Arc<dyn Provider>,
+        live_from: Option<u32>,
+        items: usize,
+        replay: HashMap<(u32, u32), Outcome>,
+        pending: HashMap<(u32, u32), u64>,
+    ) -> Self {
+        let shared = Shared {
+            calls: vec![0; items],
+            replay,
+            pending,
+            running: items,
+            ..Shared::default()
+        };
+        Self {
+            shared: Mutex::new(shared),
+            running: watch::Sender::new(items),
+            api,
+            live,
+            live_from,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        // Every change is made whole under the lock: a panic elsewhere leaves it sound.
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn publish(&self, shared: &Shared) {
+        self.running.send_replace(shared.running);
+    }
+
+    /// Waits until no item runs locally: every one is finished or waits for a batch.
+    pub(crate) async fn settled(&self) {
+        let mut running = self.running.subscribe();
+        // The sender lives as long as `self`: the wait cannot fail.
+        let _ = running.wait_for(|running| *running == 0).await;
+    }
+
+    /// Takes the requests waiting for a submission.
+    pub(crate) fn take_queue(&self) -> Vec<Queued> {
+        std::mem::take(&mut self.lock().queue)
+    }
+
+    /// Whether every item finished.
+    pub(crate) fn finished(&self) -> bool {
+        let shared = self.lock();
+        shared.done + shared.failed == shared.calls.len()
+    }
+
+    /// A request of a resumed run that does not match what the directory recorded.
+    pub(crate) fn mismatch(&self) -> Option<String> {
+        self.lock().mismatch.clone()
+    }
+
+    pub(crate) fn counts(&self) -> Counts {
+        let shared = self.lock();
+        Counts {
+            queued: shared.queue.len(),
+            waiting: shared.waiters.len() - shared.queue.len().min(shared.waiters.len()),
+            running: shared.running,
+            done: shared.done,
+            failed: shared.failed,
+        }
+    }
+
+    /// Hands request `k` of `item` its outcome (kept for later when it was not asked
+    /// for yet).
+    pub(crate) fn deliver(&self, item: u32, k: u32, outcome: Outcome) {
+        let mut shared = self.lock();
+        match shared.waiters.remove(&(item, k)) {
+            Some(waiter) => {
+                shared.running += 1;
+                if waiter.send(outcome).is_err() {
+                    shared.running -= 1;
+                }
+                self.publish(&shared);
+            }
+            None => {
+                shared.replay.insert((item, k), outcome);
+            }
+        }
+    }
+
+    /// Stops submitting: queued requests fail as canceled, and so will any later one.
+    pub(crate) fn cancel(&self, reason: &str) {
+        let mut shared = self.lock();
+        shared.canceled = Some(reason.to_owned());
+        for queued in std::mem::take(&mut shared.queue) {
+            if let Some(waiter) = shared.waiters.remove(&(queued.item, queued.k)) {
+                shared.running += 1;
+                if waiter
+                    .send(Err(canceled_error(self.api.name(), reason)))
+                    .is_err()
+                {
+                    shared.running -= 1;
+                }
+            }
+        }
+        self.publish(&shared);
+    }
+
+    /// Records that an item's call ended.
+    pub(crate) fn item_finished(&self, succeeded: bool) {
+        let mut shared = self.lock();
+        shared.running -= 1;
+        if succeeded {
+            shared.done += 1;
+        } else {
+            shared.failed += 1;
+        }
+        self.publish(&shared);
+    }
+
+    async fn route(&self, item: u32, request: &ProviderRequest) -> Outcome {
+        let hash = fingerprint(request);
+        let (k, receiver, needs_line) = match self.step(item, request, hash) {
+            Step::Answered(outcome) => return outcome,
+            Step::Live => return self.live.complete(request).await,
+            Step::Wait {
+                k,
+                receiver,
+                needs_line,
+            } => (k, receiver, needs_line),
+        };
+        if needs_line {
+            let line = self.api.line(&custom_id(item, k), request).await;
+            if let Err(error) = self.enqueue(item, k, request, hash, line) {
+                return Err(error);
+            }
+        }
+        receiver
+            .await
+            .unwrap_or_else(|_| Err(canceled_error(self.api.name(), "the batch job stopped")))
+    }
+
+    /// What to do with the next request of `item`, decided under the lock.
+    fn step(&self, item: u32, request: &ProviderRequest, hash: u64) -> Step {
+        let mut shared = self.lock();
+        let Some(calls) = shared.calls.get_mut(item as usize) else {
+            return Step::Live;
+        };
+        let k = *calls;
+        *calls += 1;
+        if let Some(outcome) = shared.replay.remove(&(item, k)) {
+            return Step::Answered(outcome);
+        }
+        if let Some(reason) = &shared.canceled {
+            return Step::Answered(Err(canceled_error(self.api.name(), reason)));
+        }
+        let attempt = 1 + request
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Assistant)
+            .count() as u32;
+        if self.live_from.is_some_and(|from| attempt >= from) {
+            return Step::Live;
+        }
+        let (sender, receiver) = oneshot::channel();
+        shared.waiters.insert((item, k), sender);
+        let needs_line = match shared.pending.remove(&(item, k)) {
+            Some(recorded) if recorded == hash => false,
+            Some(_) => {
+                shared.mismatch = Some(format!(
+                    "item {item}'s request {k} is not the one this directory submitted: the \
+                     inputs changed; resume with the same inputs, or start the job in a new \
+                     directory"
+                ));
+                false
+            }
+            None => true,
+        };
+        if !needs_line {
+            shared.running -= 1;
+            self.publish(&shared);
+        }
+        Step::Wait {
+            k,
+            receiver,
+            needs_line,
+        }
+    }
+
+    /// Queues request `k` of `item` for the next submission, unless the job was canceled
+    /// meanwhile or the line could not be written.
+    fn enqueue(
+        &self,
+        item: u32,
+        k: u32,
+        request: &ProviderRequest,
+        hash: u64,
+        line: Result<Vec<u8>, ProviderError>,
+    ) -> Result<(), ProviderError> {
+        let mut shared = self.lock();
+        let refusal = match line {
+            Ok(_) if shared.canceled.is_some() => canceled_error(
+                self.api.name(),
+                shared.canceled.as_deref().unwrap_or_default(),
+            ),
+            Ok(line) => {
+                shared.queue.push(Queued {
+                    item,
+                    k,
+                    model: self.api.model_of(request),
+                    hash,
+                    line,
+                });
+                shared.running -= 1;
+                self.publish(&shared);
+                return Ok(());
+            }
+            Err(error) => error,
+        };
+        shared.waiters.remove(&(item, k));
+        Err(refusal)
+    }
+}
+
+/// What the router does with a request.
+enum Step {
+    Answered(Outcome),
+    Live,
+    Wait {
+        k: u32,
+        receiver: oneshot::Receiver<Outcome>,
+        needs_line: bool,
+    },
+}
+
+/// The provider seen by a job's items: the client's own, with every answer request routed
+/// through the job.
+#[derive(Debug, Clone)]
+pub(crate) struct Routed(pub(crate) Arc<Router>);
+
+#[async_trait::async_trait]
+impl Provider for Routed {
+    fn name(&self) -> &str {
+        self.0.live.name()
+    }
+
+    fn default_model(&self) -> &str {
+        self.0.live.default_model()
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        self.0.live.server_url()
+    }
+
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        match ITEM.try_with(|item| *item) {
+            Ok(item) => self.0.route(item, request).await,
+            // Not inside an item (nothing in the runtime does this): a live call.
+            Err(_) => self.0.live.complete(request).await,
+        }
+    }
+
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        self.0.live.enforces_schema(request)
+    }
+
+    fn max_top_logprobs(&self) -> Option<u8> {
+        self.0.live.max_top_logprobs()
+    }
+}

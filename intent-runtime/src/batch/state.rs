@@ -1,0 +1,707 @@
+//! A batch job's state on disk: what was submitted, under which provider batch id, and
+//! every request's outcome once it came back; enough for a stopped process to resume
+//! without submitting anything twice or losing anything that finished.
+//!
+//! Layout of the job's directory:
+//!
+//! - `job.json`: the provider, the number of items, when the job started, whether it was
+//!   canceled, and each submission's sequence number, state and provider batch id.
+//! - `submission-<n>.requests.jsonl`: the requests of submission `n` (item, request
+//!   number, fingerprint), written before the batch is created.
+//! - `submission-<n>.results.jsonl`: the outcome of each of them, written once the batch
+//!   ended.
+//!
+//! Every file is written whole to a temporary file in the same directory and renamed over
+//! its name, so a crash leaves the old state or the new one, never half of one.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::BatchError;
+use super::api::Outcome;
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
+use crate::result::Usage;
+
+/// The version of the layout; a directory of another version is refused.
+const VERSION: u32 = 1;
+
+/// One request of a submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RequestRef {
+    pub item: u32,
+    pub k: u32,
+    /// [`fingerprint`] of the request, to notice a directory reused for other inputs.
+    pub hash: u64,
+}
+
+/// Where a submission stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SubmissionState {
+    /// Recorded, not yet known to be created at the provider.
+    Preparing,
+    /// Created: `batch_id` is set, results not yet read.
+    Submitted,
+    /// Its results are in its results file.
+    Collected,
+    /// Never created (the process stopped before the provider answered, or the provider
+    /// refused it); its requests go out again.
+    Abandoned,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Submission {
+    pub seq: u64,
+    pub state: SubmissionState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
+    pub model: String,
+    pub requests: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct JobFile {
+    version: u32,
+    provider: String,
+    items: usize,
+    /// Seconds since the Unix epoch when the job first started: its time limit counts
+    /// from there, across restarts.
+    started_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    canceled: Option<String>,
+    submissions: Vec<Submission>,
+}
+
+/// A submission that was created and whose results are still to be read.
+#[derive(Debug)]
+pub(crate) struct Inflight {
+    pub seq: u64,
+    pub batch_id: String,
+    pub requests: HashMap<(u32, u32), u64>,
+}
+
+/// The job's state directory.
+#[derive(Debug)]
+pub(crate) struct JobState {
+    dir: PathBuf,
+    file: JobFile,
+}
+
+/// What a reopened directory holds.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    /// Outcomes read back from collected submissions, by (item, request number).
+    pub replay: HashMap<(u32, u32), Outcome>,
+    /// Submissions created and not yet collected.
+    pub inflight: Vec<Inflight>,
+}
+
+fn io_error(path: &Path, error: std::io::Error) -> BatchError {
+    BatchError::State {
+        path: path.to_owned(),
+        message: error.to_string(),
+    }
+}
+
+/// Writes `path` whole through a temporary file renamed over it.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> Result<(), BatchError> {
+    let temporary = temporary_path(path);
+    let result = (|| {
+        let mut out = BufWriter::new(File::create(&temporary)?);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|error| error.into_error())?;
+        file.sync_all()?;
+        fs::rename(&temporary, path)
+    })();
+    result.map_err(|error| {
+        let _ = fs::remove_file(&temporary);
+        io_error(path, error)
+    })
+}
+
+fn temporary_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+impl JobState {
+    /// Opens the job's directory, creating it for a new job, and reads back what an
+    /// earlier run left: `provider` and `items` must match it.
+    pub(crate) fn open(
+        dir: &Path,
+        provider: &str,
+        items: usize,
+    ) -> Result<(Self, Loaded), BatchError> {
+        fs::create_dir_all(dir).map_err(|error| io_error(dir, error))?;
+        let path = dir.join("job.json");
+        let file = match fs::read(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice::<JobFile>(&bytes).map_err(|error| BatchError::State {
+                    path: path.clone(),
+                    message: format!("not a batch job's state ({error})"),
+                })?
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => JobFile {
+                version: VERSION,
+                provider: provider.to_owned(),
+                items,
+                started_at: now_secs(),
+                canceled: None,
+                submissions: Vec::new(),
+            },
+            Err(error) => return Err(io_error(&path, error)),
+        };
+        if file.version != VERSION || file.provider != provider || file.items != items {
+            return Err(BatchError::OtherJob {
+                dir: dir.to_owned(),
+                found: format!(
+                    "{} items through {} (layout {})",
+                    file.items, file.provider, file.version
+                ),
+                expected: format!("{items} items through {provider} (layout {VERSION})"),
+            });
+        }
+        let mut state = JobState {
+            dir: dir.to_owned(),
+            file,
+        };
+        let mut loaded = Loaded::default();
+        let mut abandoned = false;
+        for submission in &mut state.file.submissions {
+            match submission.state {
+                SubmissionState::Collected => {
+                    let path = results_path(dir, submission.seq);
+                    read_results(&path, &mut loaded.replay)?;
+                }
+                SubmissionState::Submitted => {
+                    let path = requests_path(dir, submission.seq);
+                    let requests = read_requests(&path)?;
+                    loaded.inflight.push(Inflight {
+                        seq: submission.seq,
+                        batch_id: submission.batch_id.clone().unwrap_or_default(),
+                        requests,
+                    });
+                }
+                // The process stopped before the provider answered the creation: the
+                // requests go out again. (Should the provider have created the batch in
+                // that instant, its results are never read, and its items are answered
+                // by the new one.)
+                SubmissionState::Preparing => {
+                    submission.state = SubmissionState::Abandoned;
+                    abandoned = true;
+                }
+                SubmissionState::Abandoned => {}
+            }
+        }
+        if abandoned || !path.exists() {
+            state.save()?;
+        }
+        Ok((state, loaded))
+    }
+
+    fn save(&self) -> Result<(), BatchError> {
+        let path = self.dir.join("job.json");
+        write_atomically(&path, |out| {
+            serde_json::to_writer_pretty(&mut *out, &self.file)?;
+            out.write_all(b"\n")
+        })
+    }
+
+    /// When the job first started.
+    pub(crate) fn started_at(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.file.started_at)
+    }
+
+    /// Why the job was canceled, when it was.
+    pub(crate) fn canceled(&self) -> Option<&str> {
+        self.file.canceled.as_deref()
+    }
+
+    /// How many provider batches were created for the job so far.
+    pub(crate) fn batches(&self) -> usize {
+        self.file
+            .submissions
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.state,
+                    SubmissionState::Submitted | SubmissionState::Collected
+                ) && s.batch_id.is_some()
+            })
+            .count()
+    }
+
+    /// Records that the job was canceled, for `reason`.
+    pub(crate) fn set_canceled(&mut self, reason: &str) -> Result<(), BatchError> {
+        self.file.canceled = Some(reason.to_owned());
+        self.save()
+    }
+
+    /// Records a submission about to be created: its requests first, then its entry.
+    pub(crate) fn begin(
+        &mut self,
+        model: &str,
+        requests: &[RequestRef],
+    ) -> Result<u64, BatchError> {
+        let seq = self.file.submissions.last().map_or(1, |s| s.seq + 1);
+        write_atomically(&requests_path(&self.dir, seq), |out| {
+            for request in requests {
+                serde_json::to_writer(&mut *out, request)?;
+                out.write_all(b"\n")?;
+            }
+            Ok(())
+        })?;
+        self.file.submissions.push(Submission {
+            seq,
+            state: SubmissionState::Preparing,
+            batch_id: None,
+            model: model.to_owned(),
+            requests: requests.len(),
+        });
+        self.save()?;
+        Ok(seq)
+    }
+
+    fn submission(&mut self, seq: u64) -> Option<&mut Submission> {
+        self.file.submissions.iter_mut().find(|s| s.seq == seq)
+    }
+
+    /// Records that submission `seq` was created as the provider's batch `batch_id`.
+    pub(crate) fn submitted(&mut self, seq: u64, batch_id: &str) -> Result<(), BatchError> {
+        if let Some(submission) = self.submission(seq) {
+            submission.state = SubmissionState::Submitted;
+            submission.batch_id = Some(batch_id.to_owned());
+        }
+        self.save()
+    }
+
+    /// Records that submission `seq` was never created.
+    pub(crate) fn abandoned(&mut self, seq: u64) -> Result<(), BatchError> {
+        if let Some(submission) = self.submission(seq) {
+            submission.state = SubmissionState::Abandoned;
+        }
+        self.save()
+    }
+
+    /// A writer of submission `seq`'s results, committed by [`ResultsWriter::commit`].
+    pub(crate) fn results_writer(&self, seq: u64) -> Result<ResultsWriter, BatchError> {
+        let path = results_path(&self.dir, seq);
+        let temporary = temporary_path(&path);
+        let file = File::create(&temporary).map_err(|error| io_error(&temporary, error))?;
+        Ok(ResultsWriter {
+            seq,
+            path,
+            temporary,
+            out: BufWriter::new(file),
+            error: None,
+        })
+    }
+
+    /// Renames the results in place and marks submission `seq` collected.
+    pub(crate) fn collected(&mut self, writer: ResultsWriter) -> Result<(), BatchError> {
+        let seq = writer.seq;
+        writer.commit()?;
+        if let Some(submission) = self.submission(seq) {
+            submission.state = SubmissionState::Collected;
+        }
+        self.save()
+    }
+}
+
+fn requests_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("submission-{seq}.requests.jsonl"))
+}
+
+fn results_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("submission-{seq}.results.jsonl"))
+}
+
+fn read_lines(
+    path: &Path,
+    mut each: impl FnMut(&str) -> Result<(), String>,
+) -> Result<(), BatchError> {
+    let file = File::open(path).map_err(|error| io_error(path, error))?;
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|error| io_error(path, error))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        each(&line).map_err(|message| BatchError::State {
+            path: path.to_owned(),
+            message,
+        })?;
+    }
+    Ok(())
+}
+
+fn read_requests(path: &Path) -> Result<HashMap<(u32, u32), u64>, BatchError> {
+    let mut requests = HashMap::new();
+    read_lines(path, |line| {
+        let request: RequestRef = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        requests.insert((request.item, request.k), request.hash);
+        Ok(())
+    })?;
+    Ok(requests)
+}
+
+fn read_results(path: &Path, into: &mut HashMap<(u32, u32), Outcome>) -> Result<(), BatchError> {
+    read_lines(path, |line| {
+        let stored: StoredResult = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        into.insert((stored.item, stored.k), stored.outcome.into_outcome());
+        Ok(())
+    })
+}
+
+/// Writes one submission's results, line by line, to a temporary file.
+#[derive(Debug)]
+pub(crate) struct ResultsWriter {
+    seq: u64,
+    path: PathBuf,
+    temporary: PathBuf,
+    out: BufWriter<File>,
+    error: Option<std::io::Error>,
+}
+
+impl ResultsWriter {
+    /// Appends the outcome of request `k` of `item`; a write error is kept for
+    /// [`ResultsWriter::commit`].
+    pub(crate) fn write(&mut self, item: u32, k: u32, outcome: &Outcome) {
+        if self.error.is_some() {
+            return;
+        }
+        let line = StoredResultRef {
+            item,
+            k,
+            outcome: StoredOutcome::of(outcome),
+        };
+        let written = serde_json::to_writer(&mut self.out, &line)
+            .map_err(std::io::Error::from)
+            .and_then(|()| self.out.write_all(b"\n"));
+        if let Err(error) = written {
+            self.error = Some(error);
+        }
+    }
+
+    fn commit(self) -> Result<(), BatchError> {
+        let ResultsWriter {
+            path,
+            temporary,
+            out,
+            error,
+            ..
+        } = self;
+        let result = match error {
+            Some(error) => Err(error),
+            None => out
+                .into_inner()
+                .map_err(|error| error.into_error())
+                .and_then(|file| file.sync_all())
+                .and_then(|()| fs::rename(&temporary, &path)),
+        };
+        result.map_err(|error| {
+            let _ = fs::remove_file(&temporary);
+            io_error(&path, error)
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct StoredResultRef {
+    item: u32,
+    k: u32,
+    outcome: StoredOutcome,
+}
+
+#[derive(Deserialize)]
+struct StoredResult {
+    item: u32,
+    k: u32,
+    outcome: StoredOutcome,
+}
+
+/// An outcome as stored: everything the attempt loop reads from a reply or an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StoredOutcome {
+    Reply {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refusal: Option<String>,
+        #[serde(default)]
+        truncated: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<String>,
+        #[serde(default)]
+        usage: StoredUsage,
+        #[serde(default)]
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+    },
+    Error {
+        kind: String,
+        provider: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        transient: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredUsage {
+    input: u64,
+    output: u64,
+    #[serde(default)]
+    cached: u64,
+    #[serde(default)]
+    cache_write: u64,
+}
+
+/// Every error kind and its stored name.
+const KINDS: &[(ProviderErrorKind, &str)] = &[
+    (ProviderErrorKind::Authentication, "authentication"),
+    (ProviderErrorKind::Permission, "permission"),
+    (ProviderErrorKind::NotFound, "not_found"),
+    (ProviderErrorKind::InvalidRequest, "invalid_request"),
+    (ProviderErrorKind::SchemaRejected, "schema_rejected"),
+    (ProviderErrorKind::RateLimited, "rate_limited"),
+    (ProviderErrorKind::Overloaded, "overloaded"),
+    (ProviderErrorKind::Server, "server"),
+    (ProviderErrorKind::Timeout, "timeout"),
+    (ProviderErrorKind::Transport, "transport"),
+    (ProviderErrorKind::InvalidResponse, "invalid_response"),
+    (ProviderErrorKind::Configuration, "configuration"),
+    (ProviderErrorKind::Canceled, "canceled"),
+];
+
+impl StoredOutcome {
+    pub(crate) fn of(outcome: &Outcome) -> Self {
+        match outcome {
+            Ok(reply) => StoredOutcome::Reply {
+                text: reply.text.clone(),
+                refusal: reply.refusal.clone(),
+                truncated: reply.truncated,
+                stop_reason: reply.stop_reason.clone(),
+                usage: StoredUsage {
+                    input: reply.usage.input_tokens,
+                    output: reply.usage.output_tokens,
+                    cached: reply.usage.cached_input_tokens,
+                    cache_write: reply.usage.cache_write_input_tokens,
+                },
+                model: reply.model.clone(),
+                request_id: reply.request_id.clone(),
+            },
+            Err(error) => StoredOutcome::Error {
+                kind: KINDS
+                    .iter()
+                    .find(|(kind, _)| *kind == error.kind())
+                    .map_or("server", |(_, name)| name)
+                    .to_owned(),
+                provider: error.provider().to_owned(),
+                message: error.message().to_owned(),
+                status: error.status(),
+                transient: error.is_transient(),
+            },
+        }
+    }
+
+    pub(crate) fn into_outcome(self) -> Outcome {
+        match self {
+            StoredOutcome::Reply {
+                text,
+                refusal,
+                truncated,
+                stop_reason,
+                usage,
+                model,
+                request_id,
+            } => Ok(ProviderReply {
+                text,
+                refusal,
+                truncated,
+                stop_reason,
+                usage: Usage {
+                    input_tokens: usage.input,
+                    output_tokens: usage.output,
+                    cached_input_tokens: usage.cached,
+                    cache_write_input_tokens: usage.cache_write,
+                },
+                model,
+                request_id,
+                logprobs: None,
+            }),
+            StoredOutcome::Error {
+                kind,
+                provider,
+                message,
+                status,
+                transient,
+            } => {
+                let kind = KINDS
+                    .iter()
+                    .find(|(_, name)| *name == kind)
+                    .map_or(ProviderErrorKind::Server, |(kind, _)| *kind);
+                let mut error =
+                    ProviderError::new(kind, provider, message).with_transient(transient);
+                if let Some(status) = status {
+                    error = error.with_status(status);
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+/// A request's fingerprint (FNV-1a over what it asks), stable across runs and builds: a
+/// directory reused for other inputs is noticed instead of answering them with another
+/// job's replies.
+pub(crate) fn fingerprint(request: &crate::provider::ProviderRequest) -> u64 {
+    let mut hash = Fnv::default();
+    hash.write(request.model.as_deref().unwrap_or("").as_bytes());
+    hash.write(request.system.as_bytes());
+    for message in &request.messages {
+        hash.write(message.role.as_str().as_bytes());
+        hash.write(message.content.as_bytes());
+    }
+    hash.write(request.schema_name.as_bytes());
+    hash.0
+}
+
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        // A separator, so ("ab", "c") and ("a", "bc") differ.
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("intent-batch-state-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn outcomes_round_trip() {
+        let reply: Outcome = Ok(ProviderReply {
+            text: "{\"value\": 1}".into(),
+            stop_reason: Some("stop".into()),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 2,
+                cached_input_tokens: 4,
+                cache_write_input_tokens: 1,
+            },
+            model: "m".into(),
+            request_id: Some("req_1".into()),
+            ..ProviderReply::default()
+        });
+        assert_eq!(StoredOutcome::of(&reply).into_outcome(), reply);
+        let error: Outcome =
+            Err(
+                ProviderError::new(ProviderErrorKind::Canceled, "openai", "stopped")
+                    .with_status(499),
+            );
+        assert_eq!(StoredOutcome::of(&error).into_outcome(), error);
+    }
+
+    #[test]
+    fn a_submission_left_preparing_is_abandoned_and_a_submitted_one_is_in_flight() {
+        let dir = temp_dir("reopen");
+        let (mut state, loaded) = JobState::open(&dir, "openai", 3).unwrap();
+        assert!(loaded.inflight.is_empty());
+        let refs = [
+            RequestRef {
+                item: 0,
+                k: 0,
+                hash: 7,
+            },
+            RequestRef {
+                item: 2,
+                k: 0,
+                hash: 9,
+            },
+        ];
+        let first = state.begin("m", &refs).unwrap();
+        state.submitted(first, "batch_1").unwrap();
+        let second = state.begin("m", &refs[..1]).unwrap();
+        assert_eq!(second, first + 1);
+        drop(state);
+        let (state, loaded) = JobState::open(&dir, "openai", 3).unwrap();
+        assert_eq!(loaded.inflight.len(), 1);
+        assert_eq!(loaded.inflight[0].batch_id, "batch_1");
+        assert_eq!(loaded.inflight[0].requests.get(&(2, 0)), Some(&9));
+        assert_eq!(state.file.submissions[1].state, SubmissionState::Abandoned);
+        // Another job's directory is refused.
+        let error = JobState::open(&dir, "openai", 4).unwrap_err();
+        assert!(matches!(error, BatchError::OtherJob { .. }), "{error}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn collected_results_are_read_back_and_a_failed_write_leaves_no_file() {
+        let dir = temp_dir("results");
+        let (mut state, _) = JobState::open(&dir, "anthropic", 1).unwrap();
+        let seq = state
+            .begin(
+                "m",
+                &[RequestRef {
+                    item: 0,
+                    k: 0,
+                    hash: 1,
+                }],
+            )
+            .unwrap();
+        state.submitted(seq, "msgbatch_1").unwrap();
+        let mut writer = state.results_writer(seq).unwrap();
+        writer.write(0, 0, &Ok(ProviderReply::text("hi")));
+        state.collected(writer).unwrap();
+        let (_, loaded) = JobState::open(&dir, "anthropic", 1).unwrap();
+        assert!(loaded.inflight.is_empty());
+        assert_eq!(
+            loaded.replay.get(&(0, 0)).unwrap().as_ref().unwrap().text,
+            "hi"
+        );
+        assert!(fs::read_dir(&dir).unwrap().all(|entry| {
+            !entry
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        }));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,496 @@
+//! Batch jobs against loopback servers speaking OpenAI's Batch API and Anthropic's Message
+//! Batches: the whole lifecycle, results out of order, per-item errors, a failed batch,
+//! cancellation, a resume after the process stopped between submission and completion,
+//! and a verification retry round, each item's record the same as a live call's.
+
+mod batch_support;
+mod provider_support;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use batch_support::{Answer, Behaviour, Fake, KEY, is_retry, last_user};
+use intent_runtime::batch::{BatchItem, BatchLimits, BatchOptions, BatchProgress};
+use intent_runtime::provider::{Anthropic, OpenAi, Provider};
+use intent_runtime::{AIResult, IntentClient, IntentOptions, IssueSource};
+use provider_support::assert_valid_chat_request;
+use serde_json::Value;
+
+fn dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("intent-batch-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn options(dir: &PathBuf) -> BatchOptions {
+    BatchOptions::new(dir)
+        .poll_interval(Duration::from_millis(5))
+        .max_poll_interval(Duration::from_millis(20))
+}
+
+/// Counts the words after `words:` in the request; `retry` asks for a wrong first reply,
+/// `reject` for a per-item error.
+fn answer() -> Answer {
+    Arc::new(|body: &Value| {
+        let user = body["messages"]
+            .as_array()
+            .and_then(|messages| messages.iter().find(|m| m["role"] == "user"))
+            .map(|message| message["content"].clone())
+            .unwrap_or_default();
+        let first = match &user {
+            Value::String(text) => text.clone(),
+            blocks => blocks[0]["text"].as_str().unwrap_or_default().to_owned(),
+        };
+        // The input, as sent: `words: ...` up to the end of its line or its JSON quote.
+        let line = first
+            .split_once("words:")
+            .map(|(_, rest)| rest.split(['\n', '"']).next().unwrap_or_default())
+            .unwrap_or_default()
+            .to_owned();
+        if line.contains("reject") {
+            return Err((400, "this request is refused".to_owned()));
+        }
+        if line.contains("retry") && !is_retry(body) {
+            return Ok(r#"{"value": "many"}"#.to_owned());
+        }
+        let _ = last_user(body);
+        Ok(format!(
+            r#"{{"value": {}}}"#,
+            line.split_whitespace().count()
+        ))
+    })
+}
+
+fn items(texts: &[&str]) -> Vec<BatchItem<i64>> {
+    texts
+        .iter()
+        .map(|text| {
+            BatchItem::transform(
+                &format!("words:{text}"),
+                "Count the words",
+                IntentOptions::<i64>::new(),
+            )
+        })
+        .collect()
+}
+
+fn openai_client(fake: &Fake) -> IntentClient {
+    let provider = OpenAi::new(KEY)
+        .with_base_url(format!("{}/v1", fake.server.uri()))
+        .with_model("gpt-test");
+    IntentClient::builder().provider(provider).build().unwrap()
+}
+
+fn anthropic_client(fake: &Fake) -> IntentClient {
+    let provider = Anthropic::new(KEY)
+        .with_base_url(fake.server.uri())
+        .with_model("claude-test");
+    IntentClient::builder().provider(provider).build().unwrap()
+}
+
+fn values(results: &[AIResult<i64>]) -> Vec<Option<i64>> {
+    results.iter().map(|result| result.value).collect()
+}
+
+#[tokio::test]
+async fn openai_lifecycle_maps_out_of_order_results_back_with_a_live_calls_record() {
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            reversed: true,
+            looks: 2,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-lifecycle");
+    let seen: Arc<Mutex<Vec<BatchProgress>>> = Arc::default();
+    let record = seen.clone();
+    let results = client
+        .batch(items(&[" a", " a b", " a b c", " a b c d"]), options(&dir))
+        .on_progress(move |progress| record.lock().unwrap().push(*progress))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2), Some(3), Some(4)]);
+    let first = &results[0];
+    assert_eq!(first.attempts.len(), 1);
+    assert_eq!(first.attempts[0].raw_output, r#"{"value": 1}"#);
+    assert_eq!(first.attempts[0].model, "gpt-test-2025");
+    assert_eq!(first.usage.input_tokens, 20);
+    assert_eq!(first.usage.output_tokens, 4);
+    assert_eq!(client.total_usage().input_tokens, 80);
+    assert_eq!(client.total_model_calls(), 4);
+    // One file, one batch, every line a valid Chat Completions body for one model.
+    let state = fake.state();
+    assert_eq!((state.uploads, state.batches.len()), (1, 1));
+    drop(state);
+    for body in fake.bodies(0) {
+        assert_valid_chat_request(&body, &["model", "messages", "response_format"]);
+        assert_eq!(body["model"], "gpt-test");
+    }
+    // The body is the one a live call sends, byte for byte.
+    let live = client
+        .transform("words: a", "Count the words", IntentOptions::<i64>::new())
+        .await;
+    assert_eq!(live.value, Some(1));
+    let batched = fake.bodies(0)[0].clone();
+    assert_eq!(fake.state().live[0], batched);
+    let last = *seen.lock().unwrap().last().unwrap();
+    assert_eq!(
+        (last.items, last.done, last.failed, last.batches),
+        (4, 4, 0, 1)
+    );
+    assert!(seen.lock().unwrap().iter().any(|p| p.submitted == 4));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_per_item_errors_are_issues_on_their_items() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-item-errors");
+    let results = client
+        .batch(items(&[" a b", " reject me", " c"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(2), None, Some(1)]);
+    let failed = &results[1];
+    assert_eq!(failed.attempts.len(), 1);
+    assert_eq!(failed.issues[0].source, IssueSource::Provider);
+    assert!(
+        failed.issues[0].message.contains("this request is refused"),
+        "{:?}",
+        failed.issues
+    );
+    assert!(
+        failed.issues[0].message.contains("HTTP 400"),
+        "{:?}",
+        failed.issues
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_openai_batch_fails_its_items_with_the_reason() {
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            fail: true,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-failed");
+    let results = client
+        .batch(items(&[" a", " b"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    for result in &results {
+        assert_eq!(result.value, None);
+        assert!(
+            result.issues[0].message.contains("invalid_json_line"),
+            "{:?}",
+            result.issues
+        );
+    }
+    assert_eq!(fake.state().batches.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn requests_are_split_into_batches_within_the_limits() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-split");
+    let limits = BatchLimits {
+        max_requests: 2,
+        max_bytes: 1 << 20,
+    };
+    let results = client
+        .batch(
+            items(&[" a", " b", " c", " d", " e"]),
+            options(&dir).limits(limits),
+        )
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1); 5]);
+    let sizes: Vec<usize> = fake
+        .state()
+        .batches
+        .iter()
+        .map(|(_, lines)| lines.len())
+        .collect();
+    assert_eq!(sizes, [2, 2, 1]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A verification failure goes into a follow-up batch with the previous reply and its
+/// problems, as a live retry would.
+async fn retry_round(fake: Fake, client: IntentClient, name: &str) {
+    let dir = dir(name);
+    let results = client
+        .batch(items(&[" a b retry", " c"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(3), Some(1)]);
+    let retried = &results[0];
+    assert_eq!(retried.attempts.len(), 2);
+    assert_eq!(retried.attempts[0].raw_output, r#"{"value": "many"}"#);
+    assert!(!retried.attempts[0].issues.is_empty());
+    assert_eq!(fake.state().batches.len(), 2);
+    let retry = &fake.bodies(1)[0];
+    let messages = retry["messages"].as_array().unwrap();
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    let assistant_text = match &assistant["content"] {
+        Value::String(text) => text.clone(),
+        blocks => blocks[0]["text"].as_str().unwrap().to_owned(),
+    };
+    assert_eq!(assistant_text, r#"{"value": "many"}"#);
+    assert!(last_user(retry).contains("many"), "{}", last_user(retry));
+    assert_eq!(fake.submitted_ids(), ["item-0-0", "item-1-0", "item-0-1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_verification_failures_are_retried_in_a_follow_up_batch() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    retry_round(fake, client, "openai-retry").await;
+}
+
+#[tokio::test]
+async fn anthropic_verification_failures_are_retried_in_a_follow_up_batch() {
+    let fake = batch_support::anthropic(answer(), Behaviour::default()).await;
+    let client = anthropic_client(&fake);
+    retry_round(fake, client, "anthropic-retry").await;
+}
+
+#[tokio::test]
+async fn the_last_attempts_can_go_out_as_live_calls() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-live-retry");
+    let results = client
+        .batch(items(&[" a b retry"]), options(&dir).live_from_attempt(2))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(3)]);
+    assert_eq!(results[0].attempts.len(), 2);
+    let state = fake.state();
+    assert_eq!(state.batches.len(), 1);
+    assert_eq!(state.live.len(), 1);
+    assert!(is_retry(&state.live[0]));
+    drop(state);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Stops the process (aborts the job's task) once its batch is submitted, then runs the
+/// same job again on the same directory.
+async fn resume_after_stop(fake: Fake, client: IntentClient, release: Arc<AtomicBool>, name: &str) {
+    let dir = dir(name);
+    let texts = [" a", " a b", " a b c"];
+    let first = {
+        let client = client.clone();
+        let options = options(&dir);
+        tokio::spawn(async move { client.batch(items(&texts), options).run().await })
+    };
+    for _ in 0..500 {
+        if !fake.state().batches.is_empty() && fake.state().polls > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    assert_eq!(fake.state().batches.len(), 1);
+    release.store(true, Ordering::SeqCst);
+    let results = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2), Some(3)]);
+    let ids = fake.submitted_ids();
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_eq!(unique.len(), 3, "nothing is submitted twice: {ids:?}");
+    assert_eq!(fake.state().batches.len(), 1);
+    // A third run finds everything finished in the directory and sends nothing.
+    let polls = fake.state().polls;
+    let again = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&again), [Some(1), Some(2), Some(3)]);
+    assert_eq!(fake.state().polls, polls);
+    assert_eq!(fake.state().batches.len(), 1);
+    // Other inputs are refused rather than answered with this job's replies.
+    let other = client
+        .batch(items(&[" x", " y"]), options(&dir))
+        .run()
+        .await;
+    assert!(other.is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_job_resumes_after_a_stop_between_submission_and_completion() {
+    let release = Arc::new(AtomicBool::new(false));
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            hold: Some(release.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    resume_after_stop(fake, client, release, "openai-resume").await;
+}
+
+#[tokio::test]
+async fn anthropic_job_resumes_after_a_stop_between_submission_and_completion() {
+    let release = Arc::new(AtomicBool::new(false));
+    let fake = batch_support::anthropic(
+        answer(),
+        Behaviour {
+            hold: Some(release.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = anthropic_client(&fake);
+    resume_after_stop(fake, client, release, "anthropic-resume").await;
+}
+
+/// Cancels once the batch is submitted; the provider answered only the first item.
+async fn cancel_job(fake: Fake, client: IntentClient, name: &str) {
+    let dir = dir(name);
+    let job = client.batch(items(&[" a", " a b", " a b c"]), options(&dir));
+    let cancel = job.cancel_handle();
+    let results = job
+        .on_progress(move |progress| {
+            if progress.batches >= 1 {
+                cancel.cancel();
+            }
+        })
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), None, None]);
+    for result in &results[1..] {
+        assert!(
+            result.issues[0].message.contains("canceled"),
+            "{:?}",
+            result.issues
+        );
+    }
+    assert_eq!(fake.state().canceled.len(), 1);
+    // The cancellation is recorded: resuming submits nothing and reports the same.
+    let again = client
+        .batch(items(&[" a", " a b", " a b c"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&again), [Some(1), None, None]);
+    assert_eq!(fake.state().batches.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_cancel_cancels_the_batch_and_records_unfinished_items() {
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            hold: Some(Arc::new(AtomicBool::new(false))),
+            answered_on_cancel: 1,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    cancel_job(fake, client, "openai-cancel").await;
+}
+
+#[tokio::test]
+async fn anthropic_cancel_cancels_the_batch_and_records_unfinished_items() {
+    let fake = batch_support::anthropic(
+        answer(),
+        Behaviour {
+            hold: Some(Arc::new(AtomicBool::new(false))),
+            answered_on_cancel: 1,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = anthropic_client(&fake);
+    cancel_job(fake, client, "anthropic-cancel").await;
+}
+
+#[tokio::test]
+async fn anthropic_lifecycle_with_out_of_order_results_and_errored_items() {
+    let fake = batch_support::anthropic(
+        answer(),
+        Behaviour {
+            reversed: true,
+            looks: 1,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = anthropic_client(&fake);
+    let dir = dir("anthropic-lifecycle");
+    let results = client
+        .batch(items(&[" a", " reject", " a b c"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(
+        values(&results),
+        [Some(1), None, Some(3)],
+        "{:?}",
+        results[0].issues
+    );
+    assert!(
+        results[1].issues[0]
+            .message
+            .contains("this request is refused")
+    );
+    assert_eq!(results[2].attempts[0].model, "claude-test-2025");
+    assert_eq!(results[2].usage.output_tokens, 4);
+    // The params are the body a live Messages call sends.
+    let live = client
+        .transform("words: a", "Count the words", IntentOptions::<i64>::new())
+        .await;
+    assert_eq!(live.value, Some(1));
+    let batched = fake.bodies(0)[0].clone();
+    assert_eq!(fake.state().live[0], batched);
+    assert_eq!(fake.bodies(0)[0]["model"], "claude-test");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_provider_without_a_batch_api_is_refused() {
+    let provider = intent_runtime::provider::OpenAiCompatible::new("http://127.0.0.1:9", "m");
+    assert!(provider.batch().is_none());
+    let client = IntentClient::builder().provider(provider).build().unwrap();
+    let dir = dir("no-batch-api");
+    let error = client
+        .batch(items(&[" a"]), options(&dir))
+        .run()
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("has no batch API"), "{error}");
+}

@@ -1,0 +1,462 @@
+//! Loopback servers speaking OpenAI's Batch API and Anthropic's Message Batches, with the
+//! behaviours the batch tests need: results out of order, per-item errors, a failed batch,
+//! cancellation, batches held back until released, and a record of every submitted
+//! request.
+
+#![allow(dead_code)] // each test crate uses a different subset
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// A test key distinctive enough that finding it anywhere means it leaked.
+pub const KEY: &str = "sk-batch-LEAKCHECK-9d1e";
+
+/// How a fake answers one request: `Ok(text)` for a reply, `Err((status, message))` for a
+/// per-item error.
+pub type Answer = Arc<dyn Fn(&Value) -> Result<String, (u16, String)> + Send + Sync>;
+
+/// The last user turn of a Chat Completions or Messages body.
+pub fn last_user(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            blocks => blocks[0]["text"].as_str().unwrap_or_default().to_owned(),
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the body continues an earlier attempt.
+pub fn is_retry(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .is_some_and(|messages| messages.iter().any(|m| m["role"] == "assistant"))
+}
+
+#[derive(Default)]
+pub struct FakeState {
+    /// Every submitted line, by batch, in submission order.
+    pub batches: Vec<(String, Vec<Value>)>,
+    files: HashMap<String, Vec<u8>>,
+    status: HashMap<String, String>,
+    outputs: HashMap<String, (Vec<Value>, Vec<Value>)>,
+    looks: HashMap<String, u32>,
+    pub canceled: Vec<String>,
+    pub uploads: usize,
+    pub polls: usize,
+    /// Bodies of live Chat Completions / Messages calls.
+    pub live: Vec<Value>,
+}
+
+/// What a fake does beyond answering.
+#[derive(Clone, Default)]
+pub struct Behaviour {
+    /// Results in reverse order of submission.
+    pub reversed: bool,
+    /// Batches stay in progress until `release` is set.
+    pub hold: Option<Arc<AtomicBool>>,
+    /// Looks before a batch ends.
+    pub looks: u32,
+    /// The batch fails as a whole (OpenAI: validation failed).
+    pub fail: bool,
+    /// On cancel, the batch ends with only the first `answered_on_cancel` items answered.
+    pub answered_on_cancel: usize,
+}
+
+pub struct Fake {
+    pub server: MockServer,
+    pub state: Arc<Mutex<FakeState>>,
+}
+
+impl Fake {
+    pub fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
+        self.state.lock().unwrap()
+    }
+
+    /// Every custom id submitted, across batches.
+    pub fn submitted_ids(&self) -> Vec<String> {
+        self.state()
+            .batches
+            .iter()
+            .flat_map(|(_, lines)| {
+                lines
+                    .iter()
+                    .map(|l| l["custom_id"].as_str().unwrap().to_owned())
+            })
+            .collect()
+    }
+
+    /// The bodies submitted in batch `index` (OpenAI's `body`, Anthropic's `params`).
+    pub fn bodies(&self, index: usize) -> Vec<Value> {
+        self.state().batches[index]
+            .1
+            .iter()
+            .map(|line| {
+                line.get("body")
+                    .or_else(|| line.get("params"))
+                    .cloned()
+                    .unwrap()
+            })
+            .collect()
+    }
+}
+
+fn jsonl(lines: &[Value]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+fn lines_of(bytes: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+        .filter(|value| value.get("custom_id").is_some())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// OpenAI
+
+struct OpenAiFake {
+    state: Arc<Mutex<FakeState>>,
+    answer: Answer,
+    behaviour: Behaviour,
+    base: String,
+}
+
+fn completion(text: &str) -> Value {
+    json!({
+        "id": "chatcmpl-b", "object": "chat.completion", "model": "gpt-test-2025",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 4, "total_tokens": 24}
+    })
+}
+
+impl OpenAiFake {
+    fn finish(&self, state: &mut FakeState, id: &str, answered: Option<usize>) {
+        let lines = state
+            .batches
+            .iter()
+            .find(|(batch, _)| batch == id)
+            .map(|(_, lines)| lines.clone())
+            .unwrap_or_default();
+        let mut output = Vec::new();
+        let mut errors = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            let custom_id = line["custom_id"].clone();
+            if answered.is_some_and(|answered| index >= answered) {
+                errors.push(json!({"id": format!("r{index}"), "custom_id": custom_id, "response": null,
+                    "error": {"code": "batch_cancelled", "message": "This request was not executed because the batch was cancelled."}}));
+                continue;
+            }
+            match (self.answer)(&line["body"]) {
+                Ok(text) => output.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
+                    "response": {"status_code": 200, "request_id": format!("req_{index}"), "body": completion(&text)},
+                    "error": null})),
+                Err((status, message)) => errors.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
+                    "response": {"status_code": status, "request_id": format!("req_{index}"),
+                        "body": {"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}}},
+                    "error": null})),
+            }
+        }
+        if self.behaviour.reversed {
+            output.reverse();
+            errors.reverse();
+        }
+        state.outputs.insert(id.to_owned(), (output, errors));
+    }
+
+    fn batch_json(&self, state: &FakeState, id: &str) -> Value {
+        let status = state.status[id].clone();
+        let mut batch = json!({"id": id, "object": "batch", "endpoint": "/v1/chat/completions",
+            "input_file_id": format!("file-in-{id}"), "completion_window": "24h", "status": status,
+            "output_file_id": null, "error_file_id": null});
+        if status == "failed" {
+            batch["errors"] = json!({"object": "list", "data": [{"code": "invalid_json_line", "message": "This line is not parseable as valid JSON.", "line": 1}]});
+        }
+        if let Some((output, errors)) = state.outputs.get(id) {
+            if !output.is_empty() {
+                batch["output_file_id"] = json!(format!("file-out-{id}"));
+            }
+            if !errors.is_empty() {
+                batch["error_file_id"] = json!(format!("file-err-{id}"));
+            }
+        }
+        batch
+    }
+}
+
+impl Respond for OpenAiFake {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let auth = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if auth != format!("Bearer {KEY}") {
+            return ResponseTemplate::new(401).set_body_json(
+                json!({"error": {"message": "bad key", "type": "invalid_request_error"}}),
+            );
+        }
+        let path = request.url.path().to_owned();
+        let method = request.method.as_str().to_owned();
+        let mut state = self.state.lock().unwrap();
+        let base = self.base.as_str();
+        let rest = path.strip_prefix(base).unwrap_or(&path);
+        match (method.as_str(), rest) {
+            ("POST", "/chat/completions") => {
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                let text = (self.answer)(&body).unwrap_or_default();
+                state.live.push(body);
+                ResponseTemplate::new(200).set_body_json(completion(&text))
+            }
+            ("POST", "/files") => {
+                let body = String::from_utf8_lossy(&request.body);
+                assert!(
+                    body.contains("name=\"purpose\"\r\n\r\nbatch"),
+                    "purpose batch"
+                );
+                assert!(body.contains("filename=\"batch.jsonl\""), "a JSONL file");
+                state.uploads += 1;
+                let id = format!("file-{}", state.uploads);
+                state.files.insert(id.clone(), request.body.clone());
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"id": id, "object": "file", "purpose": "batch"}))
+            }
+            ("POST", "/batches") => {
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                assert_eq!(body["endpoint"], "/v1/chat/completions");
+                assert_eq!(body["completion_window"], "24h");
+                let file = body["input_file_id"].as_str().unwrap();
+                let lines = lines_of(&state.files[file]);
+                for line in &lines {
+                    assert_eq!(line["method"], "POST");
+                    assert_eq!(line["url"], "/v1/chat/completions");
+                }
+                let id = format!("batch_{}", state.batches.len() + 1);
+                state.batches.push((id.clone(), lines));
+                state.status.insert(
+                    id.clone(),
+                    if self.behaviour.fail {
+                        "failed"
+                    } else {
+                        "validating"
+                    }
+                    .to_owned(),
+                );
+                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+            }
+            ("POST", p) if p.ends_with("/cancel") => {
+                let id = p
+                    .trim_start_matches("/batches/")
+                    .trim_end_matches("/cancel")
+                    .to_owned();
+                state.canceled.push(id.clone());
+                if state.status[&id] != "completed" {
+                    state.status.insert(id.clone(), "cancelled".to_owned());
+                    let answered = self.behaviour.answered_on_cancel;
+                    self.finish(&mut state, &id, Some(answered));
+                }
+                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+            }
+            ("GET", p) if p.starts_with("/batches/") => {
+                let id = p.trim_start_matches("/batches/").to_owned();
+                state.polls += 1;
+                let looks = {
+                    let looks = state.looks.entry(id.clone()).or_default();
+                    *looks += 1;
+                    *looks
+                };
+                let held = self
+                    .behaviour
+                    .hold
+                    .as_ref()
+                    .is_some_and(|h| !h.load(Ordering::SeqCst));
+                let status = state.status[&id].clone();
+                if (status == "validating" || status == "in_progress")
+                    && !held
+                    && looks > self.behaviour.looks
+                {
+                    state.status.insert(id.clone(), "completed".to_owned());
+                    self.finish(&mut state, &id, None);
+                } else if status == "validating" {
+                    state.status.insert(id.clone(), "in_progress".to_owned());
+                }
+                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+            }
+            ("GET", p) if p.starts_with("/files/") && p.ends_with("/content") => {
+                let file = p.trim_start_matches("/files/").trim_end_matches("/content");
+                let (kind, id) = file.trim_start_matches("file-").split_once('-').unwrap();
+                let (output, errors) = &state.outputs[id];
+                let lines = if kind == "out" { output } else { errors };
+                ResponseTemplate::new(200).set_body_string(jsonl(lines))
+            }
+            _ => ResponseTemplate::new(404)
+                .set_body_json(json!({"error": {"message": format!("no route {method} {path}")}})),
+        }
+    }
+}
+
+/// A loopback OpenAI at `<uri>/v1`.
+pub async fn openai(answer: Answer, behaviour: Behaviour) -> Fake {
+    let server = MockServer::start().await;
+    let state = Arc::new(Mutex::new(FakeState::default()));
+    Mock::given(any())
+        .respond_with(OpenAiFake {
+            state: state.clone(),
+            answer,
+            behaviour,
+            base: "/v1".to_owned(),
+        })
+        .mount(&server)
+        .await;
+    Fake { server, state }
+}
+
+// ---------------------------------------------------------------------------------------
+// Anthropic
+
+struct AnthropicFake {
+    state: Arc<Mutex<FakeState>>,
+    answer: Answer,
+    behaviour: Behaviour,
+    uri: String,
+}
+
+fn message(text: &str) -> Value {
+    json!({"id": "msg_b", "type": "message", "role": "assistant", "model": "claude-test-2025",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 20, "output_tokens": 4}})
+}
+
+impl AnthropicFake {
+    fn finish(&self, state: &mut FakeState, id: &str, answered: Option<usize>) {
+        let lines = state
+            .batches
+            .iter()
+            .find(|(batch, _)| batch == id)
+            .map(|(_, lines)| lines.clone())
+            .unwrap_or_default();
+        let mut output: Vec<Value> = lines
+            .iter()
+            .enumerate()
+            .map(|(index, line)| {
+                let custom_id = line["custom_id"].clone();
+                if answered.is_some_and(|answered| index >= answered) {
+                    return json!({"custom_id": custom_id, "result": {"type": "canceled"}});
+                }
+                match (self.answer)(&line["params"]) {
+                    Ok(text) => json!({"custom_id": custom_id, "result": {"type": "succeeded", "message": message(&text)}}),
+                    Err((_, text)) => json!({"custom_id": custom_id, "result": {"type": "errored",
+                        "error": {"type": "error", "error": {"type": "invalid_request_error", "message": text}}}}),
+                }
+            })
+            .collect();
+        if self.behaviour.reversed {
+            output.reverse();
+        }
+        state.outputs.insert(id.to_owned(), (output, Vec::new()));
+    }
+
+    fn batch_json(&self, state: &FakeState, id: &str) -> Value {
+        let status = state.status[id].clone();
+        let results_url =
+            (status == "ended").then(|| format!("{}/v1/messages/batches/{id}/results", self.uri));
+        json!({"id": id, "type": "message_batch", "processing_status": status,
+            "request_counts": {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "results_url": results_url})
+    }
+}
+
+impl Respond for AnthropicFake {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let key = request
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let version = request
+            .headers
+            .get("anthropic-version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if key != KEY || version != "2023-06-01" {
+            return ResponseTemplate::new(401).set_body_json(json!({"type": "error", "error": {"type": "authentication_error", "message": "bad key"}}));
+        }
+        let path = request.url.path().to_owned();
+        let method = request.method.as_str().to_owned();
+        let mut state = self.state.lock().unwrap();
+        if path == "/v1/messages" {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let text = (self.answer)(&body).unwrap_or_default();
+            state.live.push(body);
+            return ResponseTemplate::new(200).set_body_json(message(&text));
+        }
+        let rest = path
+            .strip_prefix("/v1/messages/batches")
+            .unwrap_or(&path)
+            .to_owned();
+        match (method.as_str(), rest.as_str()) {
+            ("POST", "") => {
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                let lines = body["requests"].as_array().unwrap().clone();
+                let id = format!("msgbatch_{}", state.batches.len() + 1);
+                state.batches.push((id.clone(), lines));
+                state.status.insert(id.clone(), "in_progress".to_owned());
+                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+            }
+            ("POST", p) if p.ends_with("/cancel") => {
+                let id = p.trim_start_matches('/').trim_end_matches("/cancel").to_owned();
+                state.canceled.push(id.clone());
+                if state.status[&id] != "ended" {
+                    state.status.insert(id.clone(), "ended".to_owned());
+                    let answered = self.behaviour.answered_on_cancel;
+                    self.finish(&mut state, &id, Some(answered));
+                }
+                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+            }
+            ("GET", p) if p.ends_with("/results") => {
+                let id = p.trim_start_matches('/').trim_end_matches("/results");
+                ResponseTemplate::new(200).set_body_string(jsonl(&state.outputs[id].0))
+            }
+            ("GET", p) => {
+                let id = p.trim_start_matches('/').to_owned();
+                state.polls += 1;
+                let looks = {
+                    let looks = state.looks.entry(id.clone()).or_default();
+                    *looks += 1;
+                    *looks
+                };
+                let held = self.behaviour.hold.as_ref().is_some_and(|h| !h.load(Ordering::SeqCst));
+                if state.status[&id] == "in_progress" && !held && looks > self.behaviour.looks {
+                    state.status.insert(id.clone(), "ended".to_owned());
+                    self.finish(&mut state, &id, None);
+                }
+                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+            }
+            _ => ResponseTemplate::new(404).set_body_json(json!({"type": "error", "error": {"type": "not_found_error", "message": "no route"}})),
+        }
+    }
+}
+
+/// A loopback Anthropic API.
+pub async fn anthropic(answer: Answer, behaviour: Behaviour) -> Fake {
+    let server = MockServer::start().await;
+    let state = Arc::new(Mutex::new(FakeState::default()));
+    Mock::given(any())
+        .respond_with(AnthropicFake {
+            state: state.clone(),
+            answer,
+            behaviour,
+            uri: server.uri(),
+        })
+        .mount(&server)
+        .await;
+    Fake { server, state }
+}
