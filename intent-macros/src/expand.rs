@@ -70,7 +70,10 @@ pub(crate) fn client_name(item: &ItemTrait) -> Ident {
 fn client(model: &IntentTrait<'_>) -> TokenStream {
     let item = model.item;
     let methods = model.methods.iter().map(method);
-    let batch_items = model.methods.iter().map(|m| batch_item(m, &item.vis));
+    let batch_items = model
+        .methods
+        .iter()
+        .map(|m| batch_item(m, &item.vis, &item.generics));
     let header = client_header(item, &TokenStream::new());
     let name = client_name(item);
     let trait_name = &item.ident;
@@ -104,13 +107,34 @@ pub(crate) fn batchable(method: &IntentMethod<'_>) -> bool {
 
 /// `<method>_batch_item`: the method's call, with the same input, intent and options, as
 /// an item of a batch job instead of a live call.
-fn batch_item(method: &IntentMethod<'_>, vis: &syn::Visibility) -> TokenStream {
+///
+/// The client is not generic, so a generic trait's parameters become the companion's own,
+/// ahead of the method's.
+fn batch_item(
+    method: &IntentMethod<'_>,
+    vis: &syn::Visibility,
+    trait_generics: &syn::Generics,
+) -> TokenStream {
     if !batchable(method) {
         return TokenStream::new();
     }
     let sig = &method.item.sig;
     let name = batch_item_name(&sig.ident);
-    let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
+    let mut generics = trait_generics.clone();
+    generics.params.extend(sig.generics.params.iter().cloned());
+    // Lifetimes go first, whichever side declared them.
+    let (lifetimes, others): (Vec<_>, Vec<_>) = generics
+        .params
+        .into_iter()
+        .partition(|param| matches!(param, syn::GenericParam::Lifetime(_)));
+    generics.params = lifetimes.into_iter().chain(others).collect();
+    if let Some(own) = &sig.generics.where_clause {
+        generics
+            .make_where_clause()
+            .predicates
+            .extend(own.predicates.iter().cloned());
+    }
+    let where_clause = &generics.where_clause;
     let params = method.inputs.iter().map(|input| {
         let (name, ty) = (input.name, input.ty);
         quote!(#name: #ty)
@@ -468,9 +492,15 @@ mod tests {
         let impl_start = expansion
             .find("impl Documents for DocumentsClient")
             .unwrap();
-        let methods = &expansion[impl_start..];
+        let batch_start = expansion.rfind("impl DocumentsClient {").unwrap();
+        let methods = &expansion[impl_start..batch_start];
         let total = expansion.lines().count();
         let per_method = methods.lines().count() / 3;
+        let per_companion = expansion[batch_start..].lines().count() / 3;
+        assert!(
+            per_companion < 40,
+            "{per_companion} lines per batch companion:\n{expansion}"
+        );
         println!(
             "expansion: {total} lines in all, {per_method} lines per method in the impl\n{expansion}"
         );
@@ -518,8 +548,40 @@ mod tests {
     #[test]
     fn strictness_is_checked_for_typed_targets_only() {
         let text = expand(TYPICAL).to_string();
-        assert_eq!(text.matches("assert_strict").count(), 2, "{text}");
+        // Once in each typed method, once in its batch companion.
+        assert_eq!(text.matches("assert_strict").count(), 4, "{text}");
         assert!(!text.contains("assert_strict :: < String >"));
+    }
+
+    #[test]
+    fn every_method_has_a_batch_companion_taking_its_arguments() {
+        let text = expand(TYPICAL).to_string();
+        assert!(
+            text.contains("fn invoice_batch_item (& self , document : & str , currency : Currency) -> :: intent_runtime :: batch :: BatchItem < Invoice >"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#":: intent_runtime :: __private :: batch_item (__intent_input , "Classify the sentiment of the review" , __intent_options)"#),
+            "{text}"
+        );
+        assert!(text.contains("fn summary_batch_item"), "{text}");
+    }
+
+    #[test]
+    fn a_method_named_like_a_batch_companion_is_refused() {
+        let item: ItemTrait = syn::parse_str(
+            r#"trait Docs {
+                #[intent("Summarize")]
+                async fn summary(&self, text: &str) -> Result<String, IntentError>;
+                fn summary_batch_item(&self) {}
+            }"#,
+        )
+        .unwrap();
+        let error = intents(TokenStream::new(), &item).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`summary_batch_item` is the name of the batch companion the client generates for `summary`; rename this method"
+        );
     }
 
     #[test]

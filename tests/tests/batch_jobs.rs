@@ -494,3 +494,129 @@ async fn a_provider_without_a_batch_api_is_refused() {
         .unwrap_err();
     assert!(error.to_string().contains("has no batch API"), "{error}");
 }
+
+#[tokio::test]
+async fn a_job_past_its_time_limit_is_canceled() {
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            hold: Some(Arc::new(AtomicBool::new(false))),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-time-limit");
+    let results = client
+        .batch(
+            items(&[" a", " b"]),
+            options(&dir).time_limit(Duration::from_millis(100)),
+        )
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [None, None]);
+    assert!(
+        results[0].issues[0].message.contains("canceled"),
+        "{:?}",
+        results[0].issues
+    );
+    assert_eq!(fake.state().canceled, ["batch_1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn submissions_polls_and_item_requests_are_traced_and_the_key_never_leaks() {
+    let logs = provider_support::CapturedLogs::start();
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    let dir = dir("openai-traced");
+    let results = client
+        .batch(items(&[" a b", " a b retry"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(2), Some(3)]);
+    let text = logs.text();
+    for expected in [
+        r#"otel.name="batch submit""#,
+        r#"otel.name="batch poll""#,
+        r#"intent.batch.id="batch_2""#,
+        "span chat ",
+        "span intent ",
+    ] {
+        assert!(text.contains(expected), "{expected} in:\n{text}");
+    }
+    assert!(!text.contains(KEY), "the key leaked into the logs");
+    let state: String = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    assert!(!state.contains(KEY), "the key leaked into the job's state");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+mod generated {
+    use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
+    use intent_runtime::{AIResult, IntentClient, IntentError, intents};
+
+    use super::{BatchOptions, Duration, dir};
+
+    #[intents]
+    trait Words {
+        #[intent("Count the words", max_attempts = 2)]
+        async fn count(&self, text: &str, language: &str) -> AIResult<u32>;
+
+        #[intent("Shout the text")]
+        async fn shout(&self, text: &str) -> Result<String, IntentError>;
+    }
+
+    #[tokio::test]
+    async fn generated_methods_have_batch_companions_run_by_the_scripted_batch_api() {
+        let model = ScriptedProvider::from_fn(|request, _| {
+            let user = request.user();
+            ScriptedReply::text(if user.contains("Shout") {
+                "HELLO".to_owned()
+            } else if user.contains("one two") && !request.is_retry() {
+                r#"{"value": "two"}"#.to_owned()
+            } else if user.contains("one two") {
+                r#"{"value": 2}"#.to_owned()
+            } else {
+                r#"{"value": 1}"#.to_owned()
+            })
+        });
+        let client = IntentClient::builder()
+            .provider(model.clone())
+            .build()
+            .unwrap();
+        let words = WordsClient::new(client.clone());
+        let dir = dir("generated");
+        let options = || BatchOptions::new(&dir).poll_interval(Duration::from_millis(1));
+        let items = ["one", "one two"].map(|text| words.count_batch_item(text, "en"));
+        let counts = client.batch(items, options()).run().await.unwrap();
+        assert_eq!(
+            counts.iter().map(|r| r.value).collect::<Vec<_>>(),
+            [Some(1), Some(2)]
+        );
+        assert_eq!(counts[1].attempts.len(), 2);
+        // The same request a live call of the method sends.
+        let live = words.count("one", "en").await;
+        assert_eq!(live.value, Some(1));
+        let requests = model.requests();
+        let (live_request, batched) = requests.split_last().unwrap();
+        assert!(batched.contains(live_request));
+        assert!(
+            live_request.user().contains(r#""language":"en""#),
+            "{}",
+            live_request.user()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let shouted = client
+            .batch([words.shout_batch_item("hello")], options())
+            .run()
+            .await
+            .unwrap();
+        assert_eq!(shouted[0].value.as_deref(), Some("HELLO"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -54,6 +54,14 @@ impl Loopback {
         Loopback::start_inner(Reply::Computed(Arc::new(reply)), None, || {})
     }
 
+    /// Starts a server answering each request with what `reply` returns for its method,
+    /// path and body (the batch bench's Batch API).
+    pub fn start_routed(
+        reply: impl Fn(&str, &str, &[u8]) -> String + Send + Sync + 'static,
+    ) -> Loopback {
+        Loopback::start_inner(Reply::Routed(Arc::new(reply)), None, || {})
+    }
+
     fn start_inner(reply: Reply, delay: Option<Duration>, on_thread_start: fn()) -> Loopback {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -101,6 +109,9 @@ impl Drop for Loopback {
 /// Computes a reply body from a request body.
 type ReplyFn = dyn Fn(&[u8]) -> String + Send + Sync;
 
+/// Computes a reply body from a request's method, path and body.
+type RoutedFn = dyn Fn(&str, &str, &[u8]) -> String + Send + Sync;
+
 /// What the server answers.
 #[derive(Clone)]
 enum Reply {
@@ -108,6 +119,8 @@ enum Reply {
     Canned(Bytes),
     /// A body computed from the request's body.
     Computed(Arc<ReplyFn>),
+    /// A body computed from the request's method, path and body.
+    Routed(Arc<RoutedFn>),
 }
 
 async fn serve(
@@ -139,6 +152,8 @@ async fn serve(
             let service = service_fn(move |request: Request<Incoming>| {
                 let reply = reply.clone();
                 async move {
+                    let method = request.method().as_str().to_owned();
+                    let path = request.uri().path().to_owned();
                     // Read the whole request as a real server would before answering.
                     let body = request.into_body().collect().await;
                     let reply = match reply {
@@ -146,6 +161,10 @@ async fn serve(
                         Reply::Computed(reply) => {
                             let body = body.map(|b| b.to_bytes()).unwrap_or_default();
                             Bytes::from(reply(&body))
+                        }
+                        Reply::Routed(reply) => {
+                            let body = body.map(|b| b.to_bytes()).unwrap_or_default();
+                            Bytes::from(reply(&method, &path, &body))
                         }
                     };
                     if let Some(delay) = delay {

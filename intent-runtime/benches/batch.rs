@@ -1,0 +1,152 @@
+//! A batch job's client cost: 10,000 invoice extractions (`BATCH_ITEMS` for another size)
+//! through the real OpenAI batch client against an in-process loopback server speaking the
+//! Batch API (upload, create, poll, output file), every reply verified as a live call's.
+//!
+//! Reports wall time, the client's CPU time (the process's less the server thread's) in
+//! all and per item, and the process's peak resident memory over the job, next to the
+//! memory the inputs alone hold. The server keeps only the custom ids it was sent, so the
+//! peak is the client's but for the one upload the server reads whole.
+//!
+//! `cargo bench -p intent-runtime --bench batch`; `-- --test` (or `--quick`) runs 200
+//! items to check that it works, without judging the figures.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use intent_runtime::batch::{BatchItem, BatchOptions};
+use intent_runtime::provider::OpenAi;
+use intent_runtime::{IntentClient, IntentOptions};
+use serde_json::{Value, json};
+use support::loopback::{CpuTimes, Loopback, chat_completion, peak_rss_kib, reset_peak_rss};
+use support::{INVOICE_DOCUMENT, Invoice, invoice_reply, totals_add_up};
+
+/// What the loopback Batch API holds: the custom ids of each uploaded file.
+#[derive(Default)]
+struct Server {
+    files: Vec<Vec<String>>,
+}
+
+/// The loopback Batch API: files, batches (ended on the first look) and output files.
+fn batch_api(state: Arc<Mutex<Server>>) -> impl Fn(&str, &str, &[u8]) -> String {
+    let reply = chat_completion(&invoice_reply());
+    let body: Value = serde_json::from_str(&reply).expect("a reply");
+    move |method, path, request| {
+        let mut server = state.lock().expect("server state");
+        match (method, path) {
+            ("POST", "/v1/files") => {
+                let text = String::from_utf8_lossy(request);
+                let ids = text
+                    .lines()
+                    .filter_map(|line| line.split_once(r#"{"custom_id":""#))
+                    .filter_map(|(_, rest)| rest.split_once('"'))
+                    .map(|(id, _)| id.to_owned())
+                    .collect();
+                server.files.push(ids);
+                json!({"id": format!("file-{}", server.files.len() - 1)}).to_string()
+            }
+            ("POST", "/v1/batches") => {
+                let created: Value = serde_json::from_slice(request).unwrap_or_default();
+                let file = created["input_file_id"].as_str().unwrap_or_default();
+                let index = file.trim_start_matches("file-");
+                json!({"id": format!("batch_{index}"), "status": "validating"}).to_string()
+            }
+            ("GET", path) if path.starts_with("/v1/batches/") => {
+                let index = path.trim_start_matches("/v1/batches/batch_");
+                json!({"id": format!("batch_{index}"), "status": "completed",
+                    "output_file_id": format!("out-{index}"), "error_file_id": null})
+                .to_string()
+            }
+            ("GET", path) if path.starts_with("/v1/files/out-") => {
+                let index: usize = path
+                    .trim_start_matches("/v1/files/out-")
+                    .trim_end_matches("/content")
+                    .parse()
+                    .unwrap_or_default();
+                let mut output = String::new();
+                for id in &server.files[index] {
+                    output.push_str(
+                        &json!({"id": "r", "custom_id": id, "error": null,
+                            "response": {"status_code": 200, "request_id": "req", "body": body}})
+                        .to_string(),
+                    );
+                    output.push('\n');
+                }
+                output
+            }
+            _ => json!({"error": {"message": format!("no route {method} {path}")}}).to_string(),
+        }
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|arg| arg == "--test" || arg == "--quick");
+    let items: usize = std::env::var("BATCH_ITEMS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if quick { 200 } else { 10_000 });
+    let server = Loopback::start_routed(batch_api(Arc::default()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = std::env::temp_dir().join(format!("intent-batch-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let provider = OpenAi::new("sk-bench").with_base_url(server.base_url());
+    let client = IntentClient::builder()
+        .provider(provider)
+        .build()
+        .expect("client");
+    // Distinct inputs, as a real job has.
+    let documents: Vec<String> = (0..items)
+        .map(|index| format!("{INVOICE_DOCUMENT} (scan {index})"))
+        .collect();
+    let rss_reset = reset_peak_rss();
+    let inputs_rss = peak_rss_kib();
+    let job_items = documents.iter().map(|document| {
+        BatchItem::transform(
+            document,
+            "Extract the invoice",
+            IntentOptions::<Invoice>::new().validate(totals_add_up),
+        )
+    });
+    let options = BatchOptions::new(&dir).poll_interval(Duration::from_millis(1));
+    let cpu_before = CpuTimes::now();
+    let started = Instant::now();
+    let results = runtime
+        .block_on(client.batch(job_items, options).run())
+        .expect("the job runs");
+    let wall = started.elapsed();
+    let cpu = CpuTimes::now().since(cpu_before);
+    let peak = peak_rss_kib();
+    let succeeded = results.iter().filter(|result| result.is_success()).count();
+    assert_eq!(succeeded, items, "every item is verified");
+    let state_bytes: u64 = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    let _ = std::fs::remove_dir_all(&dir);
+    let client_cpu = cpu.client();
+    println!(
+        "batch/{items} items: wall {:.0} ms, client CPU {:.0} ms ({:.1} µs per item), server CPU {:.0} ms",
+        wall.as_secs_f64() * 1e3,
+        client_cpu.as_secs_f64() * 1e3,
+        client_cpu.as_secs_f64() * 1e6 / items as f64,
+        cpu.server.as_secs_f64() * 1e3,
+    );
+    match (rss_reset, inputs_rss, peak) {
+        (true, Some(before), Some(peak)) => println!(
+            "batch/{items} items: peak RSS {:.1} MiB (inputs alone {:.1} MiB), state on disk {:.1} MiB",
+            peak as f64 / 1024.0,
+            before as f64 / 1024.0,
+            state_bytes as f64 / (1024.0 * 1024.0)
+        ),
+        _ => println!("batch/{items} items: peak RSS not available on this system"),
+    }
+}
