@@ -510,7 +510,7 @@ async fn a_job_past_its_time_limit_is_canceled() {
     let results = client
         .batch(
             items(&[" a", " b"]),
-            options(&dir).time_limit(Duration::from_millis(100)),
+            options(&dir).time_limit(Duration::from_secs(1)),
         )
         .run()
         .await

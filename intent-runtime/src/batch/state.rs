@@ -69,9 +69,9 @@ struct JobFile {
     version: u32,
     provider: String,
     items: usize,
-    /// Seconds since the Unix epoch when the job first started: its time limit counts
-    /// from there, across restarts.
-    started_at: u64,
+    /// Milliseconds since the Unix epoch when the job first started: its time limit
+    /// counts from there, across restarts.
+    started_at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     canceled: Option<String>,
     submissions: Vec<Submission>,
@@ -133,10 +133,10 @@ fn temporary_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn now_secs() -> u64 {
+fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl JobState {
@@ -160,7 +160,7 @@ impl JobState {
                 version: VERSION,
                 provider: provider.to_owned(),
                 items,
-                started_at: now_secs(),
+                started_at_ms: now_ms(),
                 canceled: None,
                 submissions: Vec::new(),
             },
@@ -224,7 +224,7 @@ impl JobState {
 
     /// When the job first started.
     pub(crate) fn started_at(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(self.file.started_at)
+        UNIX_EPOCH + Duration::from_millis(self.file.started_at_ms)
     }
 
     /// Why the job was canceled, when it was.
