@@ -127,8 +127,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("\nreview {index}, attempt by attempt (the retry went out in a follow-up batch):");
         print_attempts(&results[index]);
     }
+    // The same question as a live call: the same request, the same checks.
+    let live = reviews.sentiment(REVIEWS[0]).await?;
+    println!("\nasked live, the first review is {live:?}");
     println!(
-        "\nmodel calls: {}, tokens in/out: {}/{}",
+        "model calls: {}, tokens in/out: {}/{}",
         client.total_model_calls(),
         client.total_usage().input_tokens,
         client.total_usage().output_tokens

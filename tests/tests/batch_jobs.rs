@@ -126,9 +126,11 @@ async fn openai_lifecycle_maps_out_of_order_results_back_with_a_live_calls_recor
     assert_eq!(client.total_usage().input_tokens, 80);
     assert_eq!(client.total_model_calls(), 4);
     // One file, one batch, every line a valid Chat Completions body for one model.
-    let state = fake.state();
-    assert_eq!((state.uploads, state.batches.len()), (1, 1));
-    drop(state);
+    let counts = {
+        let state = fake.state();
+        (state.uploads, state.batches.len())
+    };
+    assert_eq!(counts, (1, 1));
     for body in fake.bodies(0) {
         assert_valid_chat_request(&body, &["model", "messages", "response_format"]);
         assert_eq!(body["model"], "gpt-test");
@@ -617,6 +619,7 @@ mod generated {
             .await
             .unwrap();
         assert_eq!(shouted[0].value.as_deref(), Some("HELLO"));
+        assert_eq!(words.shout("hello").await.unwrap(), "HELLO");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

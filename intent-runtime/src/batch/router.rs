@@ -214,9 +214,7 @@ impl Router {
         };
         if needs_line {
             let line = self.api.line(&custom_id(item, k), request).await;
-            if let Err(error) = self.enqueue(item, k, request, hash, line) {
-                return Err(error);
-            }
+            self.enqueue(item, k, request, hash, line)?;
         }
         receiver
             .await
