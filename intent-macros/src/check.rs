@@ -23,10 +23,10 @@ fn check_batch_names(model: &IntentTrait<'_>, errors: &mut Errors) {
     let companions: Vec<(syn::Ident, &syn::Ident)> = model
         .methods
         .iter()
-        .filter(|method| crate::expand::batchable(method))
+        .filter(|method| crate::model::batchable(method))
         .map(|method| {
             let ident = &method.item.sig.ident;
-            (crate::expand::batch_item_name(ident), ident)
+            (crate::model::batch_item_name(ident), ident)
         })
         .collect();
     for item in &model.item.items {

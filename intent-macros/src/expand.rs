@@ -10,7 +10,9 @@ use crate::attr;
 use crate::check;
 use crate::ctxt::Errors;
 use crate::decision::DecisionKind;
-use crate::model::{self, Input, IntentMethod, IntentTrait, TargetKind, Wrapper};
+use crate::model::{
+    self, Input, IntentMethod, IntentTrait, TargetKind, Wrapper, batch_item_name, batchable,
+};
 
 /// Parses, checks and generates; every mistake comes back as one combined error.
 pub(crate) fn intents(args: TokenStream, item: &ItemTrait) -> syn::Result<TokenStream> {
@@ -88,21 +90,6 @@ fn client(model: &IntentTrait<'_>) -> TokenStream {
             #(#batch_items)*
         }
     }
-}
-
-/// The name of a method's batch companion: `<method>_batch_item`.
-pub(crate) fn batch_item_name(method: &Ident) -> Ident {
-    format_ident!("{}_batch_item", method)
-}
-
-/// Whether a method has a batch companion: a call answered once (not a stream), by an
-/// intent (not a decision question).
-pub(crate) fn batchable(method: &IntentMethod<'_>) -> bool {
-    method.output.wrapper != Wrapper::Stream
-        && matches!(
-            method.output.kind,
-            TargetKind::Text | TargetKind::Typed | TargetKind::Value
-        )
 }
 
 /// `<method>_batch_item`: the method's call, with the same input, intent and options, as

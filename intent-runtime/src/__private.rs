@@ -265,7 +265,9 @@ pub fn batch_value_item(
     schema: Option<&'static RuntimeSchema>,
     options: IntentOptions<Value>,
 ) -> BatchItem<Value> {
-    BatchItem::method_value(input, intent, schema, options)
+    BatchItem::from_fn(move |client| {
+        Box::pin(async move { transform_value(&client, input, intent, schema, options).await })
+    })
 }
 
 /// A result with no attempt, for a request that could not be built.

@@ -14,7 +14,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::attempt::{CallSettings, run_attempts};
-use crate::batch::{BatchItem, BatchJob, BatchOptions};
 use crate::cache::{InMemoryCache, ResponseCache};
 use crate::decision::{
     DecisionClient, DecisionError, DecisionEvaluator, DecisionRequest, DecisionResponse,
@@ -181,18 +180,6 @@ impl IntentClient {
                 .cache_write_input_tokens
                 .load(Ordering::Relaxed),
         }
-    }
-
-    /// A batch job of `items`, sent through the provider's batch API (see the
-    /// [`batch`](crate::batch) module): every item verified, judged and retried as a live
-    /// call is, the job's state kept in the options' directory so that it can resume.
-    /// Nothing happens until [`BatchJob::run`] is awaited.
-    pub fn batch<T, I>(&self, items: I, options: BatchOptions) -> BatchJob<T>
-    where
-        T: Send + 'static,
-        I: IntoIterator<Item = BatchItem<T>>,
-    {
-        BatchJob::new(self.clone(), items.into_iter().collect(), options)
     }
 
     /// The shared configuration (for a batch job's driver).

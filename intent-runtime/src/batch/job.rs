@@ -11,11 +11,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::api::{BatchApi, BatchLimits, BatchState, Outcome, parse_custom_id};
 use super::router::{Queued, Routed, Router, as_item};
 use super::state::{Inflight, JobState, RequestRef};
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
 use crate::client::IntentClient;
+use crate::provider::batch::{BatchApi, BatchLimits, BatchState, Outcome, parse_custom_id};
 use crate::provider::{ProviderError, ProviderErrorKind};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::telemetry::names::GEN_AI_PROVIDER_NAME;

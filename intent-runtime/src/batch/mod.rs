@@ -51,12 +51,8 @@
 //! # });
 //! ```
 
-mod anthropic;
-mod api;
 mod job;
-mod openai;
 mod router;
-mod scripted;
 mod state;
 
 use std::fmt;
@@ -71,7 +67,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use api::{BatchLimits, BatchProvider};
+pub use crate::provider::batch::{BatchLimits, BatchProvider};
 pub use job::{BatchCancel, BatchJob};
 
 use crate::client::IntentClient;
@@ -80,7 +76,7 @@ use crate::options::IntentOptions;
 use crate::provider::ProviderError;
 use crate::result::AIResult;
 
-type ItemFuture<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
+pub(crate) type ItemFuture<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 
 /// One call of a batch job: what a live call would send, not yet sent.
 ///
@@ -88,6 +84,18 @@ type ItemFuture<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 /// generated client's `<method>_batch_item`, which takes the method's arguments.
 pub struct BatchItem<T> {
     run: Box<dyn FnOnce(IntentClient) -> ItemFuture<T> + Send>,
+}
+
+impl<T> BatchItem<T> {
+    /// An item that runs `call` on the job's client: what a generated method's companion
+    /// builds (with the method's runtime schema, when it has one).
+    pub(crate) fn from_fn(
+        call: impl FnOnce(IntentClient) -> ItemFuture<T> + Send + 'static,
+    ) -> Self {
+        Self {
+            run: Box::new(call),
+        }
+    }
 }
 
 impl<T> fmt::Debug for BatchItem<T> {
@@ -146,21 +154,19 @@ impl BatchItem<Value> {
             }),
         }
     }
+}
 
-    /// A generated method's item with a runtime schema embedded by the macro.
-    pub(crate) fn method_value(
-        input: Result<PreparedInput, InputError>,
-        intent: &'static str,
-        schema: Option<&'static crate::__private::RuntimeSchema>,
-        options: IntentOptions<Value>,
-    ) -> Self {
-        Self {
-            run: Box::new(move |client| {
-                Box::pin(async move {
-                    crate::__private::transform_value(&client, input, intent, schema, options).await
-                })
-            }),
-        }
+impl IntentClient {
+    /// A batch job of `items`, sent through the provider's batch API (see the
+    /// [`batch`](crate::batch) module): every item verified, judged and retried as a live
+    /// call is, the job's state kept in the options' directory so that it can resume.
+    /// Nothing happens until [`BatchJob::run`] is awaited.
+    pub fn batch<T, I>(&self, items: I, options: BatchOptions) -> BatchJob<T>
+    where
+        T: Send + 'static,
+        I: IntoIterator<Item = BatchItem<T>>,
+    {
+        BatchJob::new(self.clone(), items.into_iter().collect(), options)
     }
 }
 

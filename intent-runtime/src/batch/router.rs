@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{oneshot, watch};
 
-use super::api::{BatchApi, Outcome, custom_id};
 use super::state::fingerprint;
+use crate::provider::batch::{BatchApi, Outcome, custom_id};
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, Role,
 };

@@ -23,9 +23,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::BatchError;
-use super::api::Outcome;
-use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
-use crate::result::Usage;
+use crate::provider::batch::Outcome;
+use crate::provider::batch::outcome::StoredOutcome;
 
 /// The version of the layout; a directory of another version is refused.
 const VERSION: u32 = 1;
@@ -436,140 +435,6 @@ struct StoredResult {
     outcome: StoredOutcome,
 }
 
-/// An outcome as stored: everything the attempt loop reads from a reply or an error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum StoredOutcome {
-    Reply {
-        text: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        refusal: Option<String>,
-        #[serde(default)]
-        truncated: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stop_reason: Option<String>,
-        #[serde(default)]
-        usage: StoredUsage,
-        #[serde(default)]
-        model: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        request_id: Option<String>,
-    },
-    Error {
-        kind: String,
-        provider: String,
-        message: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        status: Option<u16>,
-        transient: bool,
-    },
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StoredUsage {
-    input: u64,
-    output: u64,
-    #[serde(default)]
-    cached: u64,
-    #[serde(default)]
-    cache_write: u64,
-}
-
-/// Every error kind and its stored name.
-const KINDS: &[(ProviderErrorKind, &str)] = &[
-    (ProviderErrorKind::Authentication, "authentication"),
-    (ProviderErrorKind::Permission, "permission"),
-    (ProviderErrorKind::NotFound, "not_found"),
-    (ProviderErrorKind::InvalidRequest, "invalid_request"),
-    (ProviderErrorKind::SchemaRejected, "schema_rejected"),
-    (ProviderErrorKind::RateLimited, "rate_limited"),
-    (ProviderErrorKind::Overloaded, "overloaded"),
-    (ProviderErrorKind::Server, "server"),
-    (ProviderErrorKind::Timeout, "timeout"),
-    (ProviderErrorKind::Transport, "transport"),
-    (ProviderErrorKind::InvalidResponse, "invalid_response"),
-    (ProviderErrorKind::Configuration, "configuration"),
-    (ProviderErrorKind::Canceled, "canceled"),
-];
-
-impl StoredOutcome {
-    pub(crate) fn of(outcome: &Outcome) -> Self {
-        match outcome {
-            Ok(reply) => StoredOutcome::Reply {
-                text: reply.text.clone(),
-                refusal: reply.refusal.clone(),
-                truncated: reply.truncated,
-                stop_reason: reply.stop_reason.clone(),
-                usage: StoredUsage {
-                    input: reply.usage.input_tokens,
-                    output: reply.usage.output_tokens,
-                    cached: reply.usage.cached_input_tokens,
-                    cache_write: reply.usage.cache_write_input_tokens,
-                },
-                model: reply.model.clone(),
-                request_id: reply.request_id.clone(),
-            },
-            Err(error) => StoredOutcome::Error {
-                kind: KINDS
-                    .iter()
-                    .find(|(kind, _)| *kind == error.kind())
-                    .map_or("server", |(_, name)| name)
-                    .to_owned(),
-                provider: error.provider().to_owned(),
-                message: error.message().to_owned(),
-                status: error.status(),
-                transient: error.is_transient(),
-            },
-        }
-    }
-
-    pub(crate) fn into_outcome(self) -> Outcome {
-        match self {
-            StoredOutcome::Reply {
-                text,
-                refusal,
-                truncated,
-                stop_reason,
-                usage,
-                model,
-                request_id,
-            } => Ok(ProviderReply {
-                text,
-                refusal,
-                truncated,
-                stop_reason,
-                usage: Usage {
-                    input_tokens: usage.input,
-                    output_tokens: usage.output,
-                    cached_input_tokens: usage.cached,
-                    cache_write_input_tokens: usage.cache_write,
-                },
-                model,
-                request_id,
-                logprobs: None,
-            }),
-            StoredOutcome::Error {
-                kind,
-                provider,
-                message,
-                status,
-                transient,
-            } => {
-                let kind = KINDS
-                    .iter()
-                    .find(|(_, name)| *name == kind)
-                    .map_or(ProviderErrorKind::Server, |(kind, _)| *kind);
-                let mut error =
-                    ProviderError::new(kind, provider, message).with_transient(transient);
-                if let Some(status) = status {
-                    error = error.with_status(status);
-                }
-                Err(error)
-            }
-        }
-    }
-}
-
 /// A request's fingerprint (FNV-1a over what it asks), stable across runs and builds: a
 /// directory reused for other inputs is noticed instead of answering them with another
 /// job's replies.
@@ -608,6 +473,8 @@ impl Fnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
+    use crate::result::Usage;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir =

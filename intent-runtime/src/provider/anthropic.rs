@@ -331,8 +331,10 @@ impl Provider for Anthropic {
     }
 
     /// Anthropic's Message Batches, with this provider's key, base URL and model.
-    fn batch(&self) -> Option<crate::batch::BatchProvider> {
-        Some(crate::batch::BatchProvider::anthropic(self.clone()))
+    fn batch(&self) -> Option<crate::provider::batch::BatchProvider> {
+        Some(crate::provider::batch::BatchProvider::anthropic(
+            self.clone(),
+        ))
     }
 }
 

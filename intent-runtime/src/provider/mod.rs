@@ -5,6 +5,7 @@
 //! failures with backoff is the attempt loop's job, so every provider gets the same policy.
 
 pub mod anthropic;
+pub mod batch;
 mod cache_breakpoints;
 pub mod compatible;
 mod env;
@@ -351,10 +352,11 @@ pub trait Provider: Send + Sync + fmt::Debug {
         None
     }
 
-    /// The provider's batch API, which [`IntentClient::batch`](crate::IntentClient::batch)
-    /// jobs use unless their options name another; `None` (the default) for a provider
+    /// The provider's batch API, which batch jobs
+    /// ([`IntentClient::batch`](crate::IntentClient::batch)) use unless their options name
+    /// another; `None` (the default) for a provider
     /// without one.
-    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+    fn batch(&self) -> Option<batch::BatchProvider> {
         None
     }
 }
@@ -382,7 +384,7 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     fn max_top_logprobs(&self) -> Option<u8> {
         (**self).max_top_logprobs()
     }
-    fn batch(&self) -> Option<crate::batch::BatchProvider> {
+    fn batch(&self) -> Option<batch::BatchProvider> {
         (**self).batch()
     }
 }

@@ -160,8 +160,8 @@ impl Provider for OpenAi {
     }
 
     /// OpenAI's Batch API, with this provider's key, base URL and model.
-    fn batch(&self) -> Option<crate::batch::BatchProvider> {
-        Some(crate::batch::BatchProvider::openai(self.clone()))
+    fn batch(&self) -> Option<crate::provider::batch::BatchProvider> {
+        Some(crate::provider::batch::BatchProvider::openai(self.clone()))
     }
 }
 

@@ -345,9 +345,11 @@ fn serialized_len(value: &serde_json::Value) -> usize {
 #[async_trait::async_trait]
 impl Provider for ScriptedProvider {
     /// An offline batch API answering from this script
-    /// ([`BatchProvider::scripted`](crate::batch::BatchProvider::scripted)).
-    fn batch(&self) -> Option<crate::batch::BatchProvider> {
-        Some(crate::batch::BatchProvider::scripted(self.clone()))
+    /// ([`BatchProvider::scripted`](crate::provider::batch::BatchProvider::scripted)).
+    fn batch(&self) -> Option<crate::provider::batch::BatchProvider> {
+        Some(crate::provider::batch::BatchProvider::scripted(
+            self.clone(),
+        ))
     }
 
     fn name(&self) -> &str {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::api::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
+use super::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
 use crate::provider::http::{self, RawResponse};
 use crate::provider::openai::chat::{ChatBody, parse_reply};
 use crate::provider::{OpenAi, ProviderError, ProviderErrorKind, ProviderRequest};

@@ -6,7 +6,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::api::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
+use super::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
 use crate::provider::anthropic::{MessagesBody, kind_of_error_type, output_schema, parse_reply};
 use crate::provider::http::{self, RawResponse};
 use crate::provider::{Anthropic, ProviderError, ProviderErrorKind, ProviderRequest};

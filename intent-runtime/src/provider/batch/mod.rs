@@ -1,5 +1,12 @@
-//! The seam between a batch job and a provider's batch API: one request as a line of a
-//! submission, a submission, its state, its results, its cancellation.
+//! The providers' batch APIs: one request as a line of a submission, a submission, its
+//! state, its results, its cancellation; OpenAI's Batch API, Anthropic's Message Batches
+//! and an offline one answering from a script. Batch jobs (`IntentClient::batch`) drive
+//! them.
+
+mod anthropic;
+mod openai;
+pub(crate) mod outcome;
+mod scripted;
 
 use std::fmt;
 use std::sync::Arc;
@@ -88,8 +95,8 @@ pub(crate) trait BatchApi: Send + Sync + fmt::Debug {
     async fn cancel(&self, id: &str) -> Result<(), ProviderError>;
 }
 
-/// A provider's batch API, for [`BatchOptions::provider`](super::BatchOptions::provider)
-/// and [`Provider::batch`](crate::provider::Provider::batch).
+/// A provider's batch API, for a batch job's options (`BatchOptions::provider`) and
+/// [`Provider::batch`](crate::provider::Provider::batch).
 ///
 /// Cheap to clone.
 #[derive(Clone)]
@@ -110,7 +117,7 @@ impl BatchProvider {
     /// model and HTTP settings.
     pub fn openai(provider: crate::provider::OpenAi) -> Self {
         Self {
-            api: Arc::new(super::openai::OpenAiBatch::new(provider)),
+            api: Arc::new(openai::OpenAiBatch::new(provider)),
         }
     }
 
@@ -118,7 +125,7 @@ impl BatchProvider {
     /// URL, model and HTTP settings.
     pub fn anthropic(provider: crate::provider::Anthropic) -> Self {
         Self {
-            api: Arc::new(super::anthropic::AnthropicBatch::new(provider)),
+            api: Arc::new(anthropic::AnthropicBatch::new(provider)),
         }
     }
 
@@ -126,7 +133,7 @@ impl BatchProvider {
     /// as it is queued, and each batch ends on its second look. For tests and examples.
     pub fn scripted(provider: crate::provider::ScriptedProvider) -> Self {
         Self {
-            api: Arc::new(super::scripted::ScriptedBatch::new(provider)),
+            api: Arc::new(scripted::ScriptedBatch::new(provider)),
         }
     }
 

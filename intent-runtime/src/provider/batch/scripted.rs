@@ -7,8 +7,8 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use super::api::{BatchApi, BatchLimits, BatchState, Sink};
-use super::state::StoredOutcome;
+use super::outcome::StoredOutcome;
+use super::{BatchApi, BatchLimits, BatchState, Sink};
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderRequest, ScriptedProvider,
 };
