@@ -522,24 +522,11 @@ impl HttpTransport {
         for (name, value) in headers {
             request = request.header(name.clone(), value.clone());
         }
-        let mut response = request
+        let response = request
             .send()
             .await
             .map_err(|err| transport_error(provider, &err, secret))?;
-        let status = response.status();
-        let headers = std::mem::take(response.headers_mut());
-        let mut raw = RawResponse {
-            status,
-            headers,
-            body: Bytes::new(),
-        };
-        raw.body = read_body(&mut response, self.max_response_bytes)
-            .await
-            .map_err(|failure| match failure {
-                BodyFailure::Transport(err) => transport_error(provider, &err, secret),
-                BodyFailure::TooLarge => too_large(provider, &raw, self.max_response_bytes),
-            })?;
-        Ok(raw)
+        self.read(provider, response, secret).await
     }
 
     /// Opens a `GET` of `url` whose body is read by the caller, chunk by chunk (a batch's
