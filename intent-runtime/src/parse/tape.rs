@@ -10,6 +10,8 @@
 //! The grammar is exactly `serde_json`'s (the tape is built by its `Deserializer`, with
 //! the same recursion limit), so a text is a tape exactly when it is a `Value`.
 
+mod read;
+
 use std::borrow::Cow;
 use std::fmt;
 

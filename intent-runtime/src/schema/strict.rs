@@ -103,6 +103,23 @@ pub fn make_strict(schema: &mut Value) {
     recurse_into_subschemas(map);
 }
 
+/// Closes every object schema of `schema` as [`make_strict`] does (`additionalProperties:
+/// false`, every property required) and changes nothing else: constraints, `oneOf` and
+/// every other keyword stay.
+///
+/// A value valid against the result is valid against both `schema` (closing only adds
+/// demands) and `make_strict(schema)` (which demands the same closure and drops or
+/// weakens the rest), so one check against it answers both.
+pub(crate) fn close_objects(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if is_object_schema(map) {
+        close_object(map);
+    }
+    for_each_subschema(map, close_objects);
+}
+
 fn drop_unaccepted_format(map: &mut Map<String, Value>) {
     let accepted = match map.get("format") {
         None => return,
@@ -136,17 +153,22 @@ fn close_object(map: &mut Map<String, Value>) {
 }
 
 fn recurse_into_subschemas(map: &mut Map<String, Value>) {
+    for_each_subschema(map, make_strict);
+}
+
+/// Runs `walk` on each subschema the strict walk descends into.
+fn for_each_subschema(map: &mut Map<String, Value>, walk: fn(&mut Value)) {
     if let Some(items) = map.get_mut("items") {
-        make_strict(items);
+        walk(items);
     }
     for keyword in SUBSCHEMA_LISTS {
         if let Some(Value::Array(branches)) = map.get_mut(*keyword) {
-            branches.iter_mut().for_each(make_strict);
+            branches.iter_mut().for_each(walk);
         }
     }
     for keyword in SUBSCHEMA_MAPS {
         if let Some(Value::Object(named)) = map.get_mut(*keyword) {
-            named.values_mut().for_each(make_strict);
+            named.values_mut().for_each(walk);
         }
     }
 }
@@ -160,6 +182,38 @@ pub(crate) mod tests {
     fn strict(mut schema: Value) -> Value {
         make_strict(&mut schema);
         schema
+    }
+
+    #[test]
+    fn closing_objects_keeps_every_other_keyword() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 0},
+                "pick": {"oneOf": [{"type": "object", "properties": {"a": {"maxLength": 2}}},
+                                   {"type": "null"}]}
+            },
+            "minProperties": 1,
+            "default": {}
+        });
+        close_objects(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer", "minimum": 0},
+                    "pick": {"oneOf": [{"type": "object",
+                                        "properties": {"a": {"maxLength": 2}},
+                                        "additionalProperties": false, "required": ["a"]},
+                                       {"type": "null"}]}
+                },
+                "minProperties": 1,
+                "default": {},
+                "additionalProperties": false,
+                "required": ["n", "pick"]
+            })
+        );
     }
 
     #[test]

@@ -1,27 +1,19 @@
 //! The fast path for a clean typed reply: strict JSON in a lone `{"value": ...}`
 //! envelope that already conforms to the strict schema and meets the full schema's
 //! constraints. Such a reply has nothing to repair and nothing to report, so it is
-//! checked on a [`Tape`] of the text and read as its type straight from the text,
-//! never building a `serde_json::Value`.
+//! checked on a [`Tape`] of the text and read as its type from that tape, never building
+//! a `serde_json::Value` nor parsing the text twice.
 //!
 //! The path only ever answers "yes, here is the value"; on any doubt it declines and
 //! the verifier's ordinary steps run from step 5, so it can change how fast a reply is
 //! read but never what the verifier concludes.
 
 use jsonschema::json::Node as _;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::schema_rules;
 use crate::parse::Tape;
 use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
-
-/// The envelope, read straight from the reply text.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Envelope<T> {
-    value: T,
-}
 
 /// The value of a reply text (fence already stripped) that the ordinary steps would
 /// accept without a repair or an issue, or `None` when that is not certain.
@@ -34,7 +26,8 @@ struct Envelope<T> {
 /// - the value is not null: step 8 has nothing to say;
 /// - the strict schema is faithful and the envelope conforms to it: the schema-guided
 ///   walk is skipped there too, so nothing is repaired;
-/// - `T` reads from the text: step 7 reads it from the same content;
+/// - `T` reads from the tape: step 7 reads it from a `Value` of the same content, and
+///   the tape answers as a `Value` does;
 /// - the full schema's constraints hold: step 9's schema check finds nothing.
 pub(crate) fn clean_typed_reply<T: DeserializeOwned>(
     text: &str,
@@ -52,9 +45,8 @@ pub(crate) fn clean_typed_reply<T: DeserializeOwned>(
     if value.is_null() {
         return None;
     }
-    if !schema_rules::conforms_tape(&target.strict, &tape) {
+    if !schema_rules::conforms_within_bounds_tape(target, &tape) {
         return None;
     }
-    let envelope: Envelope<T> = serde_json::from_str(text).ok()?;
-    schema_rules::satisfies_constraints_tape(&target.full, &tape).then_some(envelope.value)
+    T::deserialize(value).ok()
 }

@@ -20,7 +20,8 @@ use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
 use crate::parse::{Tape, TapeJson};
 use crate::result::{IssueSource, ResultIssue};
 use crate::schema::derived::DerivedCache;
-use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
+use crate::schema::strict::close_objects;
+use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY, TargetSchema};
 
 /// At most this many schema issues per attempt: more would drown the model's prompt.
 const MAX_SCHEMA_ISSUES: usize = 20;
@@ -154,14 +155,28 @@ pub(crate) fn conforms_tape(schema: &Arc<Value>, tape: &Tape<'_>) -> bool {
     !tape.has_duplicate_keys() && compiled(schema).accepts_tape(schema, tape)
 }
 
-/// Whether the tape, an envelope, meets every constraint keyword of the full schema
-/// `full`, so that [`check_against_full_schema`] with [`Scope::ConstraintsOnly`] would
-/// find nothing. It asks for validity against the whole schema: a shape violation the
-/// constraint check would pass over only makes the answer a needless "no".
-pub(crate) fn satisfies_constraints_tape(full: &Arc<Value>, tape: &Tape<'_>) -> bool {
-    let compiled = compiled(full);
-    !compiled.has_constraints || (!tape.has_duplicate_keys() && compiled.accepts_tape(full, tape))
+/// Whether the tape, an envelope, both conforms to `target`'s strict schema (as
+/// [`conforms_tape`] says) and meets every constraint of its full schema (as
+/// [`satisfies_constraints_tape`] says), in one walk of the tape.
+///
+/// When the full schema has constraints, the tape is checked once against the full schema
+/// with its objects closed ([`close_objects`]), which demands all of both; otherwise the
+/// strict schema alone says it. The answer may be a needless "no" (a `oneOf` whose
+/// branches overlap once closed) but is never a wrong "yes".
+pub(crate) fn conforms_within_bounds_tape(target: &TargetSchema, tape: &Tape<'_>) -> bool {
+    if !compiled(&target.full).has_constraints {
+        return conforms_tape(&target.strict, tape);
+    }
+    let closed = CLOSED.get_or_derive(&target.full, || {
+        let mut closed = Value::clone(&target.full);
+        close_objects(&mut closed);
+        Arc::new(closed)
+    });
+    conforms_tape(&closed, tape)
 }
+
+/// The full schemas with their objects closed, for [`conforms_within_bounds_tape`].
+static CLOSED: LazyLock<DerivedCache<Arc<Value>>> = LazyLock::new(DerivedCache::new);
 
 /// Adds the messages of the constraint violations that make up `error`; returns whether
 /// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
@@ -447,27 +462,79 @@ mod tests {
         // A `Value` keeps the last `a`, which conforms; the tape cannot say which it holds.
         assert!(conforms(&schema, &serde_json::from_str(text).unwrap()));
         assert!(!conforms_tape(&schema, &Tape::parse(text).unwrap()));
-        assert!(!satisfies_constraints_tape(
-            &schema,
-            &Tape::parse(text).unwrap()
+        let target = target_of(envelope(
+            json!({"type": "integer", "minimum": 2}),
+            json!({}),
         ));
+        let repeated = Tape::parse(r#"{"value": 1, "value": 2}"#).unwrap();
+        assert!(!conforms_within_bounds_tape(&target, &repeated));
         assert!(conforms_tape(&schema, &Tape::parse(r#"{"a": 2}"#).unwrap()));
     }
 
+    /// The target the verifier would build around the envelope schema `full`.
+    fn target_of(full: Arc<Value>) -> TargetSchema {
+        let mut strict = Value::clone(&full);
+        crate::schema::make_strict(&mut strict);
+        TargetSchema {
+            type_name: "T".to_owned(),
+            strict: Arc::new(strict),
+            full,
+            strict_compatible: true,
+        }
+    }
+
+    fn within_bounds(target: &TargetSchema, text: &str) -> bool {
+        conforms_within_bounds_tape(target, &Tape::parse(text).unwrap())
+    }
+
     #[test]
-    fn the_tape_check_of_the_full_schema_asks_only_when_there_are_constraints() {
-        let typed_only = envelope(json!({"type": "integer"}), json!({}));
-        let wrong_shape = Tape::parse(r#"{"value": "x"}"#).unwrap();
-        assert!(satisfies_constraints_tape(&typed_only, &wrong_shape));
-        let bounded = envelope(json!({"type": "integer", "minimum": 1}), json!({}));
-        assert!(!satisfies_constraints_tape(
-            &bounded,
-            &Tape::parse(r#"{"value": 0}"#).unwrap()
+    fn the_single_tape_check_demands_the_strict_shape_and_the_bounds() {
+        let target = target_of(envelope(
+            json!({"type": "object", "properties": {
+                "total": {"type": "integer", "minimum": 0},
+                "note": {"type": ["string", "null"], "maxLength": 4}
+            }, "required": ["total"]}),
+            json!({}),
         ));
-        assert!(satisfies_constraints_tape(
-            &bounded,
-            &Tape::parse(r#"{"value": 1}"#).unwrap()
+        assert!(within_bounds(
+            &target,
+            r#"{"value": {"total": 3, "note": null}}"#
         ));
+        assert!(within_bounds(
+            &target,
+            r#"{"value": {"total": 0, "note": "abcd"}}"#
+        ));
+        // Below a bound or past a length: the full schema's constraints.
+        assert!(!within_bounds(
+            &target,
+            r#"{"value": {"total": -1, "note": null}}"#
+        ));
+        assert!(!within_bounds(
+            &target,
+            r#"{"value": {"total": 1, "note": "abcde"}}"#
+        ));
+        // Valid against the full schema, but not the strict shape: every property is
+        // required there and no other is allowed.
+        assert!(!within_bounds(&target, r#"{"value": {"total": 3}}"#));
+        assert!(!within_bounds(
+            &target,
+            r#"{"value": {"total": 3, "note": null, "extra": 1}}"#
+        ));
+        assert!(!within_bounds(
+            &target,
+            r#"{"value": {"total": 3, "note": null}, "x": 1}"#
+        ));
+    }
+
+    #[test]
+    fn without_constraints_the_single_check_is_the_strict_check() {
+        let target = target_of(envelope(
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            json!({}),
+        ));
+        assert!(within_bounds(&target, r#"{"value": {"a": -5}}"#));
+        assert!(!within_bounds(&target, r#"{"value": {}}"#));
+        assert!(!within_bounds(&target, r#"{"value": {"a": "x"}}"#));
     }
 
     #[test]
@@ -563,6 +630,22 @@ mod tests {
                     conforms(&schema, &value),
                     "{} against {}", text, schema
                 );
+            }
+        }
+
+        /// The single check never says yes where either of the two checks it stands for
+        /// would say no.
+        #[test]
+        fn the_single_tape_check_implies_both_checks(inner in json_value()) {
+            let value = json!({"value": inner});
+            let text = value.to_string();
+            let tape = Tape::parse(&text).unwrap();
+            for full in schemas() {
+                let target = target_of(full);
+                if conforms_within_bounds_tape(&target, &tape) {
+                    proptest::prop_assert!(conforms(&target.strict, &value), "{} strict", text);
+                    proptest::prop_assert!(conforms(&target.full, &value), "{} full", text);
+                }
             }
         }
     }
