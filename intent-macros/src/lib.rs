@@ -14,6 +14,7 @@ mod expand;
 mod fallback;
 mod model;
 mod partial;
+mod serde_attrs;
 mod strict;
 
 use proc_macro::TokenStream;

@@ -10,28 +10,12 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Attribute, Data, DeriveInput, Field, Fields, LitStr, Type};
+use syn::{Data, DeriveInput, Fields, Type};
 
 use crate::ctxt::Errors;
-
-/// The serde naming and shape of a field.
-#[derive(Default)]
-struct FieldAttrs {
-    rename: Option<String>,
-    skipped: bool,
-    flatten: bool,
-    /// `#[schemars(with = "T")]`: the JSON is `T`'s.
-    with: Option<Type>,
-}
-
-/// The container attributes that change how the partial is read.
-#[derive(Default)]
-struct ContainerAttrs {
-    rename_all: Option<LitStr>,
-    transparent: bool,
-    /// `from` / `try_from`: read through another type, so only whole.
-    converted: bool,
-}
+use crate::serde_attrs::{
+    ContainerAttrs, RENAME_RULES, container_attrs, ident_name, member_attrs, renamed,
+};
 
 /// Generates the partial type and the `Partial` impl, or every error found.
 pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -45,7 +29,8 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             ),
         );
     }
-    let container = container_attrs(&input.attrs, &mut errors);
+    let container = container_attrs(&input.attrs);
+    check_rename_rule(&container, &mut errors);
     let body = match &input.data {
         _ if container.converted => whole(input),
         Data::Enum(_) => whole(input),
@@ -115,7 +100,7 @@ fn object(input: &DeriveInput, fields: &Fields, container: &ContainerAttrs) -> T
     let mut declared = Vec::new();
     let mut reads = Vec::new();
     for field in fields {
-        let attrs = field_attrs(field);
+        let attrs = member_attrs(&field.attrs);
         if attrs.skipped {
             continue;
         }
@@ -166,140 +151,17 @@ fn object(input: &DeriveInput, fields: &Fields, container: &ContainerAttrs) -> T
     }
 }
 
-fn ident_name(ident: &syn::Ident) -> String {
-    let text = ident.to_string();
-    text.strip_prefix("r#").map(str::to_owned).unwrap_or(text)
-}
-
-/// `field` (snake case, as Rust fields are) under serde's `rename_all` rule.
-fn renamed(field: &str, rule: Option<&LitStr>) -> String {
-    let Some(rule) = rule else {
-        return field.to_owned();
-    };
-    let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();
-    let capitalized = |word: &str| {
-        let mut chars = word.chars();
-        chars.next().map_or_else(String::new, |first| {
-            first.to_uppercase().chain(chars).collect()
-        })
-    };
-    match rule.value().as_str() {
-        "lowercase" => field.to_lowercase(),
-        "UPPERCASE" => field.to_uppercase(),
-        "PascalCase" => words.iter().map(|w| capitalized(w)).collect(),
-        "camelCase" => words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| {
-                if i == 0 {
-                    (*w).to_owned()
-                } else {
-                    capitalized(w)
-                }
-            })
-            .collect(),
-        "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
-        "kebab-case" => field.replace('_', "-"),
-        "SCREAMING-KEBAB-CASE" => field.replace('_', "-").to_uppercase(),
-        _ => field.to_owned(),
+/// Reports a `rename_all` rule serde does not know (the partial could not name the
+/// fields as serde does).
+fn check_rename_rule(container: &ContainerAttrs, errors: &mut Errors) {
+    if let Some(rule) = &container.rename_all
+        && !RENAME_RULES.contains(&rule.value().as_str())
+    {
+        errors.spanned(
+            rule,
+            "unknown `rename_all` rule; serde reports which it accepts",
+        );
     }
-}
-
-fn container_attrs(attrs: &[Attribute], errors: &mut Errors) -> ContainerAttrs {
-    let mut parsed = ContainerAttrs::default();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        // serde_derive reports malformed serde attributes; this derive only reads them.
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("rename_all") {
-                parsed.rename_all = deserialize_name(&meta)?;
-            } else if meta.path.is_ident("transparent") {
-                parsed.transparent = true;
-            } else if meta.path.is_ident("from") || meta.path.is_ident("try_from") {
-                parsed.converted = true;
-                return skip_value(&meta);
-            } else {
-                return skip_value(&meta);
-            }
-            Ok(())
-        });
-    }
-    if let Some(rule) = &parsed.rename_all {
-        const RULES: &[&str] = &[
-            "lowercase",
-            "UPPERCASE",
-            "PascalCase",
-            "camelCase",
-            "snake_case",
-            "SCREAMING_SNAKE_CASE",
-            "kebab-case",
-            "SCREAMING-KEBAB-CASE",
-        ];
-        if !RULES.contains(&rule.value().as_str()) {
-            errors.spanned(
-                rule,
-                "unknown `rename_all` rule; serde reports which it accepts",
-            );
-        }
-    }
-    parsed
-}
-
-fn field_attrs(field: &Field) -> FieldAttrs {
-    let mut parsed = FieldAttrs::default();
-    for attr in &field.attrs {
-        let is_schemars = attr.path().is_ident("schemars");
-        if !is_schemars && !attr.path().is_ident("serde") {
-            continue;
-        }
-        // serde_derive reports malformed serde attributes; this derive only reads them.
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("skip") || meta.path.is_ident("skip_deserializing") {
-                parsed.skipped = true;
-            } else if meta.path.is_ident("flatten") {
-                parsed.flatten = true;
-            } else if !is_schemars && meta.path.is_ident("rename") {
-                parsed.rename = deserialize_name(&meta)?.map(|name| name.value());
-                return Ok(());
-            } else if is_schemars && meta.path.is_ident("with") {
-                let text: LitStr = meta.value()?.parse()?;
-                parsed.with = text.parse().ok();
-                return Ok(());
-            } else {
-                return skip_value(&meta);
-            }
-            Ok(())
-        });
-    }
-    parsed
-}
-
-/// `key = "name"` or `key(deserialize = "name", ...)`: the name used when reading.
-fn deserialize_name(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Option<LitStr>> {
-    if meta.input.peek(syn::Token![=]) {
-        return Ok(Some(meta.value()?.parse()?));
-    }
-    let mut name = None;
-    meta.parse_nested_meta(|inner| {
-        if inner.path.is_ident("deserialize") {
-            name = Some(inner.value()?.parse()?);
-        } else {
-            inner.value()?.parse::<LitStr>()?;
-        }
-        Ok(())
-    })?;
-    Ok(name)
-}
-
-/// Consumes the value of a key this derive does not need (`= expr` or `(...)`).
-fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        let content;
-        syn::parenthesized!(content in meta.input);
-        content.parse::<TokenStream>()?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -340,18 +202,6 @@ mod tests {
             out.contains("type Partial = < String as :: intent_runtime :: Partial > :: Partial"),
             "{out}"
         );
-    }
-
-    #[test]
-    fn rename_rules_follow_serde() {
-        let rule = |r: &str| LitStr::new(r, proc_macro2::Span::call_site());
-        assert_eq!(renamed("due_date", Some(&rule("PascalCase"))), "DueDate");
-        assert_eq!(renamed("due_date", Some(&rule("camelCase"))), "dueDate");
-        assert_eq!(
-            renamed("due_date", Some(&rule("SCREAMING-KEBAB-CASE"))),
-            "DUE-DATE"
-        );
-        assert_eq!(renamed("due_date", None), "due_date");
     }
 
     #[test]

@@ -20,33 +20,12 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
-use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
-use syn::{Attribute, Data, DeriveInput, Field, Fields, Ident, LitStr, Token, Type};
+use syn::{Data, DeriveInput, Field, Fields, Ident, Type};
 
 use crate::ctxt::Errors;
-
-/// The serde / schemars attributes of the container that change the schema's shape.
-#[derive(Default)]
-struct ContainerAttrs {
-    tag: bool,
-    content: bool,
-    untagged: bool,
-    transparent: bool,
-    /// `from` / `try_from`: the schema is that type's.
-    from: Option<Type>,
-}
-
-/// The attributes of one field or variant.
-#[derive(Default)]
-struct MemberAttrs {
-    skipped: bool,
-    flatten: bool,
-    untagged: bool,
-    /// `#[schemars(with = "T")]`.
-    with: Option<Type>,
-}
+use crate::serde_attrs::{container_attrs, member_attrs};
 
 /// Generates the impls and the spanned field assertions, or every error found.
 pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -214,71 +193,6 @@ fn names_type(ty: &Type, name: &Ident) -> bool {
     let mut finder = Finder { name, found: false };
     finder.visit_type(ty);
     finder.found
-}
-
-fn container_attrs(attrs: &[Attribute]) -> ContainerAttrs {
-    let mut parsed = ContainerAttrs::default();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        // serde_derive reports malformed serde attributes; this derive only reads them.
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("tag") {
-                parsed.tag = true;
-            } else if meta.path.is_ident("content") {
-                parsed.content = true;
-            } else if meta.path.is_ident("untagged") {
-                parsed.untagged = true;
-            } else if meta.path.is_ident("transparent") {
-                parsed.transparent = true;
-            } else if meta.path.is_ident("from") || meta.path.is_ident("try_from") {
-                parsed.from = type_value(&meta)?;
-                return Ok(());
-            }
-            skip_value(&meta)
-        });
-    }
-    parsed
-}
-
-fn member_attrs(attrs: &[Attribute]) -> MemberAttrs {
-    let mut parsed = MemberAttrs::default();
-    for attr in attrs {
-        let is_schemars = attr.path().is_ident("schemars");
-        if !is_schemars && !attr.path().is_ident("serde") {
-            continue;
-        }
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("skip") || meta.path.is_ident("skip_deserializing") {
-                parsed.skipped = true;
-            } else if meta.path.is_ident("flatten") {
-                parsed.flatten = true;
-            } else if meta.path.is_ident("untagged") {
-                parsed.untagged = true;
-            } else if is_schemars && meta.path.is_ident("with") {
-                parsed.with = type_value(&meta)?;
-                return Ok(());
-            }
-            skip_value(&meta)
-        });
-    }
-    parsed
-}
-
-/// `key = "Type"` as a type.
-fn type_value(meta: &ParseNestedMeta) -> syn::Result<Option<Type>> {
-    let text: LitStr = meta.value()?.parse()?;
-    Ok(text.parse().ok())
-}
-
-/// Consumes the value of a key this derive does not need (`= expr` or `(...)`).
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        let content;
-        syn::parenthesized!(content in meta.input);
-        content.parse::<TokenStream>()?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
