@@ -3,6 +3,7 @@
 //! every step, and cancels on request or at the time limit.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
@@ -11,11 +12,13 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::router::{Queued, Routed, Router, as_item};
-use super::state::{Inflight, JobState, RequestRef};
+use super::router::{Queued, Routed, Router, Taken, as_item};
+use super::state::{Inflight, JobState, RequestRef, Unconfirmed};
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
 use crate::client::IntentClient;
-use crate::provider::batch::{BatchApi, BatchLimits, BatchState, Outcome, parse_custom_id};
+use crate::provider::batch::{
+    BatchApi, BatchLimits, BatchState, Input, Outcome, Submitting, parse_custom_id,
+};
 use crate::provider::{ProviderError, ProviderErrorKind};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::telemetry::names::GEN_AI_PROVIDER_NAME;
@@ -155,8 +158,12 @@ impl<T: Send + 'static> BatchJob<T> {
             });
         }
         let (mut state, loaded) = JobState::open(&options.dir, api.name(), count)?;
+        let mut inflight = loaded.inflight;
+        for unconfirmed in loaded.unconfirmed {
+            inflight.extend(confirm(api.as_ref(), &mut state, &unconfirmed).await?);
+        }
         let mut pending = HashMap::new();
-        for inflight in &loaded.inflight {
+        for inflight in &inflight {
             pending.extend(inflight.requests.iter().map(|(key, hash)| (*key, *hash)));
         }
         let router = Arc::new(Router::new(
@@ -164,6 +171,7 @@ impl<T: Send + 'static> BatchJob<T> {
             live,
             options.live_from_attempt,
             count,
+            &options.dir,
             loaded.replay,
             pending,
         ));
@@ -185,7 +193,7 @@ impl<T: Send + 'static> BatchJob<T> {
             api: api.as_ref(),
             router: &router,
             state: &mut state,
-            running: loaded.inflight.into_iter().map(Running::from).collect(),
+            running: inflight.into_iter().map(Running::from).collect(),
             limits: options
                 .limits
                 .map_or(api.limits(), |limits| limits.min(api.limits())),
@@ -200,6 +208,9 @@ impl<T: Send + 'static> BatchJob<T> {
             router.settled().await;
             if let Some(mismatch) = router.mismatch() {
                 return Err(BatchError::ChangedInputs(mismatch));
+            }
+            if let Some(failure) = router.failure() {
+                return Err(failure);
             }
             if router.finished() {
                 break;
@@ -217,8 +228,8 @@ impl<T: Send + 'static> BatchJob<T> {
                     continue;
                 }
             }
-            let queued = router.take_queue();
-            if !queued.is_empty() {
+            let queued = router.take_queue()?;
+            if !queued.queued.is_empty() {
                 driver
                     .submit(queued, &cancel, options.poll_interval)
                     .await?;
@@ -271,6 +282,46 @@ impl<T: Send + 'static> BatchJob<T> {
     }
 }
 
+/// Asks the provider whether it created the batch of a submission whose creation an
+/// earlier run did not live to record: found, the batch is adopted (in flight); not
+/// found, the submission is abandoned and its requests go out again. A failed look
+/// stops the job, leaving the question for the next run.
+async fn confirm(
+    api: &dyn BatchApi,
+    state: &mut JobState,
+    unconfirmed: &Unconfirmed,
+) -> Result<Option<Inflight>, BatchError> {
+    let span = tracing::info_span!(
+        "batch",
+        otel.name = "batch find",
+        { GEN_AI_PROVIDER_NAME } = api.name(),
+        intent.batch.id = tracing::field::Empty,
+    );
+    let known = state.batch_ids();
+    let submitting = Submitting {
+        tag: &unconfirmed.tag,
+        requests: unconfirmed.requests,
+        began_at_ms: unconfirmed.began_at_ms,
+        known: &known,
+    };
+    let found = api
+        .find(&submitting)
+        .instrument(span.clone())
+        .await
+        .map_err(BatchError::Provider)?;
+    match found {
+        Some(batch_id) => {
+            span.record("intent.batch.id", batch_id.as_str());
+            tracing::info!(parent: &span, "a batch created before the process stopped was found; its results are awaited");
+            state.adopted(unconfirmed.seq, &batch_id).map(Some)
+        }
+        None => {
+            state.abandoned(unconfirmed.seq)?;
+            Ok(None)
+        }
+    }
+}
+
 fn panicked<T>() -> AIResult<T> {
     AIResult {
         value: None,
@@ -312,24 +363,33 @@ impl Driver<'_> {
         });
     }
 
-    /// Splits `queued` by model and by the limits, and submits each part.
+    /// Splits the queued requests by model and by the limits, and submits each part
+    /// from its model's queue file; the file is removed once all its parts are.
     async fn submit(
         &mut self,
-        queued: Vec<Queued>,
+        taken: Taken,
         cancel: &BatchCancel,
         backoff: Duration,
     ) -> Result<(), BatchError> {
         let mut by_model: BTreeMap<String, Vec<Queued>> = BTreeMap::new();
-        for request in queued {
+        for request in taken.queued {
             by_model
                 .entry(request.model.clone())
                 .or_default()
                 .push(request);
         }
         for (model, requests) in by_model {
+            let Some(path) = taken.files.get(&model) else {
+                return Err(BatchError::State {
+                    path: PathBuf::new(),
+                    message: format!("the queue file of the requests to {model} is missing"),
+                });
+            };
             for part in split(requests, self.limits) {
-                self.submit_part(&model, part, cancel, backoff).await?;
+                self.submit_part(&model, path, part, cancel, backoff)
+                    .await?;
             }
+            let _ = std::fs::remove_file(path);
         }
         Ok(())
     }
@@ -337,6 +397,7 @@ impl Driver<'_> {
     async fn submit_part(
         &mut self,
         model: &str,
+        path: &Path,
         part: Vec<Queued>,
         cancel: &BatchCancel,
         backoff: Duration,
@@ -349,14 +410,22 @@ impl Driver<'_> {
                 hash: request.hash,
             })
             .collect();
+        // The parts of one model's file are consecutive runs of its lines.
+        let input = Input {
+            path: path.to_owned(),
+            start: part.first().map_or(0, |request| request.placed.start),
+            len: part.iter().map(|request| request.placed.len).sum(),
+            count: part.len(),
+        };
+        drop(part);
         let seq = self.state.begin(model, &refs)?;
-        let lines: Vec<Vec<u8>> = part.into_iter().map(|request| request.line).collect();
+        let tag = self.state.tag(seq);
         let span = tracing::info_span!(
             "batch",
             otel.name = "batch submit",
             { GEN_AI_PROVIDER_NAME } = self.api.name(),
             gen_ai.request.model = model,
-            intent.batch.requests = lines.len(),
+            intent.batch.requests = input.count,
             intent.batch.id = tracing::field::Empty,
         );
         let mut tries = 0;
@@ -364,7 +433,7 @@ impl Driver<'_> {
             tries += 1;
             match self
                 .api
-                .submit(model, &lines)
+                .submit(model, &input, &tag)
                 .instrument(span.clone())
                 .await
             {
@@ -376,7 +445,6 @@ impl Driver<'_> {
                 Err(error) => break Err(error),
             }
         };
-        drop(lines);
         match outcome {
             Ok(batch_id) => {
                 span.record("intent.batch.id", batch_id.as_str());
@@ -526,7 +594,7 @@ fn split(requests: Vec<Queued>, limits: BatchLimits) -> Vec<Vec<Queued>> {
     let mut part: Vec<Queued> = Vec::new();
     let mut bytes = 0;
     for request in requests {
-        let size = request.line.len() + 1;
+        let size = usize::try_from(request.placed.len).unwrap_or(usize::MAX);
         if !part.is_empty()
             && (part.len() >= limits.max_requests.max(1) || bytes + size > limits.max_bytes)
         {
@@ -545,6 +613,7 @@ fn split(requests: Vec<Queued>, limits: BatchLimits) -> Vec<Vec<Queued>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::spool::Placed;
 
     fn queued(item: u32, size: usize) -> Queued {
         Queued {
@@ -552,7 +621,10 @@ mod tests {
             k: 0,
             model: "m".into(),
             hash: 0,
-            line: vec![b'x'; size],
+            placed: Placed {
+                start: 0,
+                len: size as u64 + 1,
+            },
         }
     }
 

@@ -53,6 +53,7 @@
 
 mod job;
 mod router;
+mod spool;
 mod state;
 
 use std::fmt;

@@ -7,10 +7,13 @@
 //! record the same as a live call's.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{oneshot, watch};
 
+use super::BatchError;
+use super::spool::{Placed, Spool};
 use super::state::fingerprint;
 use crate::provider::batch::{BatchApi, Outcome, custom_id};
 use crate::provider::{
@@ -27,17 +30,24 @@ pub(crate) async fn as_item<F: Future>(item: u32, future: F) -> F::Output {
     ITEM.scope(item, future).await
 }
 
-/// A request waiting for its submission.
+/// A request waiting for its submission; its line is in its model's queue file.
 #[derive(Debug)]
 pub(crate) struct Queued {
     pub item: u32,
     pub k: u32,
     pub model: String,
     pub hash: u64,
-    pub line: Vec<u8>,
+    pub placed: Placed,
 }
 
+/// The requests queued since the last submission, and their files by model.
 #[derive(Debug, Default)]
+pub(crate) struct Taken {
+    pub queued: Vec<Queued>,
+    pub files: HashMap<String, PathBuf>,
+}
+
+#[derive(Debug)]
 struct Shared {
     /// Requests made so far, per item: the next one's number.
     calls: Vec<u32>,
@@ -47,8 +57,12 @@ struct Shared {
     pending: HashMap<(u32, u32), u64>,
     waiters: HashMap<(u32, u32), oneshot::Sender<Outcome>>,
     queue: Vec<Queued>,
+    /// The queued requests' lines, on disk.
+    spool: Spool,
     canceled: Option<String>,
     mismatch: Option<String>,
+    /// Why the job cannot go on (its queue could not be written).
+    failure: Option<BatchError>,
     /// Items running locally: neither finished nor waiting for a batch.
     running: usize,
     done: usize,
@@ -85,12 +99,14 @@ fn canceled_error(provider: &str, reason: &str) -> ProviderError {
 }
 
 impl Router {
-    /// A router for `items` items; `replay` and `pending` are what an earlier run left.
+    /// A router for `items` items, queuing requests in files in `dir`; `replay` and
+    /// `pending` are what an earlier run left.
     pub(crate) fn new(
         api: Arc<dyn BatchApi>,
         live: Arc<dyn Provider>,
         live_from: Option<u32>,
         items: usize,
+        dir: &Path,
         replay: HashMap<(u32, u32), Outcome>,
         pending: HashMap<(u32, u32), u64>,
     ) -> Self {
@@ -98,8 +114,15 @@ impl Router {
             calls: vec![0; items],
             replay,
             pending,
+            waiters: HashMap::new(),
+            queue: Vec::new(),
+            spool: Spool::new(dir),
+            canceled: None,
+            mismatch: None,
+            failure: None,
             running: items,
-            ..Shared::default()
+            done: 0,
+            failed: 0,
         };
         Self {
             shared: Mutex::new(shared),
@@ -126,9 +149,17 @@ impl Router {
         let _ = running.wait_for(|running| *running == 0).await;
     }
 
-    /// Takes the requests waiting for a submission.
-    pub(crate) fn take_queue(&self) -> Vec<Queued> {
-        std::mem::take(&mut self.lock().queue)
+    /// Takes the requests waiting for a submission, and their files.
+    pub(crate) fn take_queue(&self) -> Result<Taken, BatchError> {
+        let mut shared = self.lock();
+        let queued = std::mem::take(&mut shared.queue);
+        let files = shared.spool.take()?;
+        Ok(Taken { queued, files })
+    }
+
+    /// Why the job cannot go on, when it cannot.
+    pub(crate) fn failure(&self) -> Option<BatchError> {
+        self.lock().failure.clone()
     }
 
     /// Whether every item finished.
@@ -285,16 +316,34 @@ impl Router {
                 shared.canceled.as_deref().unwrap_or_default(),
             ),
             Ok(line) => {
-                shared.queue.push(Queued {
-                    item,
-                    k,
-                    model: self.api.model_of(request),
-                    hash,
-                    line,
-                });
-                shared.running -= 1;
-                self.publish(&shared);
-                return Ok(());
+                let model = self.api.model_of(request);
+                let placed = shared.spool.push(&model, &line);
+                // The line is on disk now; only where it is stays in memory.
+                drop(line);
+                match placed {
+                    Ok(placed) => {
+                        shared.queue.push(Queued {
+                            item,
+                            k,
+                            model,
+                            hash,
+                            placed,
+                        });
+                        shared.running -= 1;
+                        self.publish(&shared);
+                        return Ok(());
+                    }
+                    Err(failure) => {
+                        let error = ProviderError::new(
+                            ProviderErrorKind::Configuration,
+                            self.api.name(),
+                            format!("the request could not be queued: {failure}"),
+                        )
+                        .not_sent();
+                        shared.failure.get_or_insert(failure);
+                        error
+                    }
+                }
             }
             Err(error) => error,
         };

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::BatchError;
+use super::{BatchError, spool};
 use crate::provider::batch::Outcome;
 use crate::provider::batch::outcome::StoredOutcome;
 
@@ -57,6 +57,13 @@ pub(crate) enum SubmissionState {
 pub(crate) struct Submission {
     pub seq: u64,
     pub state: SubmissionState,
+    /// The tag the batch carries at the provider, where it keeps one: the job's id and
+    /// the sequence number.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tag: String,
+    /// When the submission was recorded, in milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub began_at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_id: Option<String>,
     pub model: String,
@@ -66,6 +73,9 @@ pub(crate) struct Submission {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct JobFile {
     version: u32,
+    /// A random id, unique to the job: its submissions' tags start with it.
+    #[serde(default)]
+    job_id: String,
     provider: String,
     items: usize,
     /// Milliseconds since the Unix epoch when the job first started: its time limit
@@ -74,6 +84,16 @@ struct JobFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     canceled: Option<String>,
     submissions: Vec<Submission>,
+}
+
+/// A submission recorded but not known to be created: the process stopped between the
+/// two. The provider is asked whether it has the batch before anything goes out again.
+#[derive(Debug)]
+pub(crate) struct Unconfirmed {
+    pub seq: u64,
+    pub tag: String,
+    pub requests: usize,
+    pub began_at_ms: u64,
 }
 
 /// A submission that was created and whose results are still to be read.
@@ -98,6 +118,8 @@ pub(crate) struct Loaded {
     pub replay: HashMap<(u32, u32), Outcome>,
     /// Submissions created and not yet collected.
     pub inflight: Vec<Inflight>,
+    /// Submissions recorded and perhaps created: see [`JobState::adopted`].
+    pub unconfirmed: Vec<Unconfirmed>,
 }
 
 fn io_error(path: &Path, error: std::io::Error) -> BatchError {
@@ -132,6 +154,15 @@ fn temporary_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// A random id for a new job (64 bits, as hex), mixed with the time so that two jobs
+/// started from one seed still differ.
+fn new_job_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+    format!("{:016x}", fastrand::u64(..) ^ nanos.rotate_left(17))
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -159,6 +190,7 @@ impl JobState {
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => JobFile {
                 version: VERSION,
+                job_id: new_job_id(),
                 provider: provider.to_owned(),
                 items,
                 started_at_ms: now_ms(),
@@ -182,7 +214,7 @@ impl JobState {
             file,
         };
         let mut loaded = Loaded::default();
-        let mut abandoned = false;
+        let mut changed = false;
         for submission in &mut state.file.submissions {
             match submission.state {
                 SubmissionState::Collected => {
@@ -198,20 +230,32 @@ impl JobState {
                         requests,
                     });
                 }
-                // The process stopped before the provider answered the creation: the
-                // requests go out again. (Should the provider have created the batch in
-                // that instant, its results are never read, and its items are answered
-                // by the new one.)
+                // The process stopped before the provider's answer to the creation was
+                // recorded: the provider may have created the batch. The job asks it
+                // (by the tag) before anything goes out again.
+                SubmissionState::Preparing if !submission.tag.is_empty() => {
+                    loaded.unconfirmed.push(Unconfirmed {
+                        seq: submission.seq,
+                        tag: submission.tag.clone(),
+                        requests: submission.requests,
+                        began_at_ms: submission.began_at_ms,
+                    });
+                }
                 SubmissionState::Preparing => {
                     submission.state = SubmissionState::Abandoned;
-                    abandoned = true;
+                    changed = true;
                 }
                 SubmissionState::Abandoned => {}
             }
         }
-        if abandoned || !path.exists() {
+        if state.file.job_id.is_empty() {
+            state.file.job_id = new_job_id();
+            changed = true;
+        }
+        if changed || !path.exists() {
             state.save()?;
         }
+        spool::clear(dir)?;
         Ok((state, loaded))
     }
 
@@ -253,7 +297,34 @@ impl JobState {
         self.save()
     }
 
-    /// Records a submission about to be created: its requests first, then its entry.
+    /// Every provider batch id the job recorded.
+    pub(crate) fn batch_ids(&self) -> Vec<String> {
+        self.file
+            .submissions
+            .iter()
+            .filter_map(|s| s.batch_id.clone())
+            .collect()
+    }
+
+    /// Records that the unconfirmed submission `seq` was found at the provider as
+    /// `batch_id`: it is in flight.
+    pub(crate) fn adopted(&mut self, seq: u64, batch_id: &str) -> Result<Inflight, BatchError> {
+        let requests = read_requests(&requests_path(&self.dir, seq))?;
+        self.submitted(seq, batch_id)?;
+        Ok(Inflight {
+            seq,
+            batch_id: batch_id.to_owned(),
+            requests,
+        })
+    }
+
+    /// The tag of submission `seq`.
+    pub(crate) fn tag(&self, seq: u64) -> String {
+        format!("{}-{seq}", self.file.job_id)
+    }
+
+    /// Records a submission about to be created: its requests first, then its entry;
+    /// its sequence number.
     pub(crate) fn begin(
         &mut self,
         model: &str,
@@ -267,9 +338,12 @@ impl JobState {
             }
             Ok(())
         })?;
+        let tag = self.tag(seq);
         self.file.submissions.push(Submission {
             seq,
             state: SubmissionState::Preparing,
+            tag,
+            began_at_ms: now_ms(),
             batch_id: None,
             model: model.to_owned(),
             requests: requests.len(),

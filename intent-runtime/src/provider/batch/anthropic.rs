@@ -2,11 +2,13 @@
 //! `processing_status` polled, its results read line by line from `results_url`
 //! (succeeded, errored, canceled or expired per item).
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
+use super::{BatchApi, BatchLimits, BatchState, Input, Lines, Outcome, Sink, Submitting};
 use crate::provider::anthropic::{MessagesBody, kind_of_error_type, output_schema, parse_reply};
 use crate::provider::http::{self, RawResponse};
 use crate::provider::{Anthropic, ProviderError, ProviderErrorKind, ProviderRequest};
@@ -19,6 +21,100 @@ pub(crate) const ANTHROPIC_BATCH_LIMITS: BatchLimits = BatchLimits {
 
 /// Bytes of the create request around its lines (`{"requests":[`, `]}`).
 const ENVELOPE_BYTES: usize = 16;
+
+const PREFIX: &[u8] = b"{\"requests\":[";
+const SUFFIX: &[u8] = b"]}";
+
+/// How far the provider's clock may be from this machine's, in seconds, when a restarted
+/// job looks for a batch it created.
+const CLOCK_MARGIN_S: i64 = 15 * 60;
+
+/// How long after a submission was recorded its batch may have been created (the body
+/// of a large batch takes a while to send), in seconds.
+const CREATE_WINDOW_S: i64 = 60 * 60;
+
+/// The most pages of 100 batches a restarted job reads looking for its batch.
+const MAX_PAGES: usize = 50;
+
+#[derive(Deserialize)]
+struct BatchList {
+    #[serde(default)]
+    data: Vec<Listed>,
+    #[serde(default)]
+    has_more: bool,
+    last_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Listed {
+    id: String,
+    created_at: Option<String>,
+    request_counts: Option<RequestCounts>,
+}
+
+#[derive(Deserialize)]
+struct RequestCounts {
+    #[serde(default)]
+    processing: u64,
+    #[serde(default)]
+    succeeded: u64,
+    #[serde(default)]
+    errored: u64,
+    #[serde(default)]
+    canceled: u64,
+    #[serde(default)]
+    expired: u64,
+}
+
+impl RequestCounts {
+    /// The batch's size: the counts always add up to it.
+    fn total(&self) -> u64 {
+        self.processing + self.succeeded + self.errored + self.canceled + self.expired
+    }
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 time (`2024-09-24T18:37:24.100435Z`, or
+/// with an offset); `None` when it is not one.
+fn unix_seconds(text: &str) -> Option<i64> {
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let digits = text.get(range)?;
+        if !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    };
+    let bytes = text.as_bytes();
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || bytes[13] != b':' {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    // The offset: `Z`, or `±hh:mm` after any fraction of a second.
+    let rest = &text[19..];
+    let rest = rest.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+    let offset = match rest.as_bytes().first()? {
+        b'Z' | b'z' => 0,
+        sign @ (b'+' | b'-') => {
+            let hours: i64 = rest.get(1..3)?.parse().ok()?;
+            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            let offset = hours * 3600 + minutes * 60;
+            if *sign == b'+' { offset } else { -offset }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
+}
 
 #[derive(Debug)]
 pub(crate) struct AnthropicBatch {
@@ -81,6 +177,15 @@ impl AnthropicBatch {
         &self,
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
     ) -> Result<MessageBatch, ProviderError> {
+        self.call_as(build, "a message batch").await
+    }
+
+    /// Sends a request and reads its reply as `R` (`what`, for the error).
+    async fn call_as<R: for<'de> Deserialize<'de>>(
+        &self,
+        build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<R, ProviderError> {
         let headers = self.provider.auth_headers()?;
         let secret = self.provider.secret();
         let raw = self
@@ -95,7 +200,7 @@ impl AnthropicBatch {
             http::invalid_response(
                 "anthropic",
                 &raw,
-                &format!("the reply is not a message batch ({error})"),
+                &format!("the reply is not {what} ({error})"),
                 "request-id",
                 secret,
             )
@@ -176,27 +281,84 @@ impl BatchApi for AnthropicBatch {
         Ok(line)
     }
 
-    async fn submit(&self, _model: &str, lines: &[Vec<u8>]) -> Result<String, ProviderError> {
-        let size = lines.iter().map(|line| line.len() + 1).sum::<usize>() + ENVELOPE_BYTES;
-        let mut body = Vec::with_capacity(size);
-        body.extend_from_slice(b"{\"requests\":[");
-        for (index, line) in lines.iter().enumerate() {
-            if index > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(line);
-        }
-        body.extend_from_slice(b"]}");
+    async fn submit(
+        &self,
+        _model: &str,
+        input: &Input,
+        _tag: &str,
+    ) -> Result<String, ProviderError> {
+        // `{"requests":[` + the queued lines joined by commas + `]}`, read from the job's
+        // queue as it is sent, with its length.
+        let lines = input.stream("anthropic", Some(b',')).await?;
+        let len = input.stream_len(Some(b',')) + (PREFIX.len() + SUFFIX.len()) as u64;
+        let body = futures_util::stream::once(async { Ok(Bytes::from_static(PREFIX)) })
+            .chain(lines)
+            .chain(futures_util::stream::once(async {
+                Ok(Bytes::from_static(SUFFIX))
+            }));
         let url = self.url("");
         let batch = self
             .call(|client| {
                 client
                     .post(url)
                     .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                    .body(body)
+                    .header(CONTENT_LENGTH, HeaderValue::from(len))
+                    .body(reqwest::Body::wrap_stream(body))
             })
             .await?;
         Ok(batch.id)
+    }
+
+    async fn find(&self, submission: &Submitting<'_>) -> Result<Option<String>, ProviderError> {
+        // Message batches carry no metadata, and the list shows neither requests nor
+        // custom ids: the batch is recognised by its size and its creation time, among
+        // the batches this job does not know already. It is adopted only when exactly
+        // one batch fits; two batches of the same size created in the same minutes by
+        // other clients of the workspace leave the question open, and the requests go out
+        // again.
+        let began = (submission.began_at_ms / 1000) as i64;
+        let earliest = began - CLOCK_MARGIN_S;
+        let latest = began + CLOCK_MARGIN_S + CREATE_WINDOW_S;
+        let mut candidates = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut url = self.url("?limit=100");
+            if let Some(after) = &after {
+                url.push_str("&after_id=");
+                url.push_str(after);
+            }
+            let page: BatchList = self.call_as(|client| client.get(url), "a list of message batches").await?;
+            let mut older = false;
+            for batch in &page.data {
+                let Some(created) = batch.created_at.as_deref().and_then(unix_seconds) else {
+                    continue;
+                };
+                older |= created < earliest;
+                let size = batch.request_counts.as_ref().map_or(0, RequestCounts::total);
+                if (earliest..=latest).contains(&created)
+                    && size == submission.requests as u64
+                    && !submission.known.contains(&batch.id)
+                {
+                    candidates.push(batch.id.clone());
+                }
+            }
+            if !page.has_more || older {
+                break;
+            }
+            after = page.last_id.or_else(|| page.data.last().map(|b| b.id.clone()));
+            if after.is_none() {
+                break;
+            }
+        }
+        if candidates.len() > 1 {
+            tracing::warn!(
+                provider = "anthropic",
+                candidates = candidates.len(),
+                "several message batches could be the one this job created before it stopped; submitting again"
+            );
+            return Ok(None);
+        }
+        Ok(candidates.pop())
     }
 
     async fn state(&self, id: &str) -> Result<BatchState, ProviderError> {

@@ -9,7 +9,12 @@ pub(crate) mod outcome;
 mod scripted;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
 
@@ -39,6 +44,20 @@ impl BatchLimits {
     }
 }
 
+/// What a job recorded about a submission before creating it: enough to recognise the
+/// batch among the provider's own.
+#[derive(Debug, Clone)]
+pub(crate) struct Submitting<'a> {
+    /// The submission's tag, unique to the job and the submission.
+    pub tag: &'a str,
+    /// How many requests it holds.
+    pub requests: usize,
+    /// When it was recorded, in milliseconds since the Unix epoch (this machine's clock).
+    pub began_at_ms: u64,
+    /// Batches this job already knows (they are not the one sought).
+    pub known: &'a [String],
+}
+
 /// Where a provider batch stands.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum BatchState {
@@ -52,6 +71,78 @@ pub(crate) enum BatchState {
     },
     /// Refused as a whole (its input file did not validate): every item failed with this.
     Failed(String),
+}
+
+/// A submission's input as the job queued it on disk: `count` lines, each ending in a
+/// newline, `len` bytes from byte `start` of the file at `path`. It is read from the file
+/// as it is sent, so a submission is never held in memory whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Input {
+    pub path: PathBuf,
+    pub start: u64,
+    pub len: u64,
+    pub count: usize,
+}
+
+/// How many bytes of an input are read at a time.
+const CHUNK: usize = 64 * 1024;
+
+impl Input {
+    /// The input's bytes as a stream of chunks read from its file, each newline but the
+    /// last replaced by `separator` when there is one, and the last left out (Anthropic's
+    /// request list is the lines joined by commas). The file is opened here, so a missing
+    /// one is an error before anything is sent.
+    pub(crate) async fn stream(
+        &self,
+        provider: &str,
+        separator: Option<u8>,
+    ) -> Result<impl Stream<Item = std::io::Result<Bytes>> + Send + 'static, ProviderError> {
+        let unreadable = |error: std::io::Error| {
+            ProviderError::new(
+                ProviderErrorKind::Configuration,
+                provider,
+                format!(
+                    "the batch's queued requests could not be read from {}: {error}",
+                    self.path.display()
+                ),
+            )
+            .not_sent()
+        };
+        let mut file = tokio::fs::File::open(&self.path)
+            .await
+            .map_err(unreadable)?;
+        file.seek(std::io::SeekFrom::Start(self.start))
+            .await
+            .map_err(unreadable)?;
+        let len = match separator {
+            Some(_) => self.len.saturating_sub(1),
+            None => self.len,
+        };
+        let chunks = tokio_util::io::ReaderStream::with_capacity(file.take(len), CHUNK);
+        Ok(chunks.map(move |chunk| {
+            let chunk = chunk?;
+            Ok(match separator {
+                Some(separator) if chunk.contains(&b'\n') => {
+                    let mut owned = chunk.to_vec();
+                    for byte in &mut owned {
+                        if *byte == b'\n' {
+                            *byte = separator;
+                        }
+                    }
+                    Bytes::from(owned)
+                }
+                _ => chunk,
+            })
+        }))
+    }
+
+    /// The stream's length in bytes.
+    pub(crate) fn stream_len(&self, separator: Option<u8>) -> u64 {
+        match separator {
+            Some(_) => self.len.saturating_sub(1),
+            None => self.len,
+        }
+    }
 }
 
 /// A provider's batch API.
@@ -76,8 +167,19 @@ pub(crate) trait BatchApi: Send + Sync + fmt::Debug {
         request: &ProviderRequest,
     ) -> Result<Vec<u8>, ProviderError>;
 
-    /// Submits `lines` (all for `model`) as one batch; its id.
-    async fn submit(&self, model: &str, lines: &[Vec<u8>]) -> Result<String, ProviderError>;
+    /// Submits `input` (requests all for `model`) as one batch tagged `tag` where the
+    /// provider keeps a tag (see [`BatchApi::find`]); its id.
+    async fn submit(&self, model: &str, input: &Input, tag: &str)
+    -> Result<String, ProviderError>;
+
+    /// The id of the batch an earlier run submitted as `submission` but did not live to
+    /// record (the process stopped while the provider answered), when the provider can
+    /// tell; `None` when it has no such batch (or cannot say), and the requests go out
+    /// again.
+    async fn find(&self, submission: &Submitting<'_>) -> Result<Option<String>, ProviderError> {
+        let _ = submission;
+        Ok(None)
+    }
 
     /// Where the batch `id` stands.
     async fn state(&self, id: &str) -> Result<BatchState, ProviderError>;

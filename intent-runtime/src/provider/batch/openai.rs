@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::{BatchApi, BatchLimits, BatchState, Lines, Outcome, Sink};
+use super::{BatchApi, BatchLimits, BatchState, Input, Lines, Outcome, Sink, Submitting};
 use crate::provider::http::{self, RawResponse};
 use crate::provider::openai::chat::{ChatBody, parse_reply};
 use crate::provider::{OpenAi, ProviderError, ProviderErrorKind, ProviderRequest};
@@ -37,6 +37,32 @@ struct Line<'a> {
 #[derive(Deserialize)]
 struct Created {
     id: String,
+}
+
+/// The metadata key of a batch's submission tag.
+const TAG_KEY: &str = "intent_submission";
+
+/// How far the provider's clock may be behind this machine's, in seconds, when a
+/// restarted job looks for a batch it created.
+const CLOCK_MARGIN_S: u64 = 15 * 60;
+
+/// The most pages of 100 batches a restarted job reads looking for its batch.
+const MAX_PAGES: usize = 50;
+
+#[derive(Deserialize)]
+struct BatchList {
+    #[serde(default)]
+    data: Vec<Listed>,
+    #[serde(default)]
+    has_more: bool,
+    last_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Listed {
+    id: String,
+    created_at: Option<u64>,
+    metadata: Option<std::collections::HashMap<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -221,23 +247,28 @@ impl BatchApi for OpenAiBatch {
         Ok(line)
     }
 
-    async fn submit(&self, _model: &str, lines: &[Vec<u8>]) -> Result<String, ProviderError> {
-        let size = lines.iter().map(|line| line.len() + 1).sum();
-        let mut file = Vec::with_capacity(size);
-        for line in lines {
-            file.extend_from_slice(line);
-            file.push(b'\n');
-        }
-        let part = reqwest::multipart::Part::bytes(file)
-            .file_name("batch.jsonl")
-            .mime_str("application/jsonl")
-            .map_err(|error| {
-                ProviderError::new(
-                    ProviderErrorKind::Configuration,
-                    self.name(),
-                    error.to_string(),
-                )
-            })?;
+    async fn submit(
+        &self,
+        _model: &str,
+        input: &Input,
+        tag: &str,
+    ) -> Result<String, ProviderError> {
+        // The file goes up as a stream read from the job's queue, with its length, so
+        // neither the client nor the upload holds it whole.
+        let chunks = input.stream(self.name(), None).await?;
+        let part = reqwest::multipart::Part::stream_with_length(
+            reqwest::Body::wrap_stream(chunks),
+            input.stream_len(None),
+        )
+        .file_name("batch.jsonl")
+        .mime_str("application/jsonl")
+        .map_err(|error| {
+            ProviderError::new(
+                ProviderErrorKind::Configuration,
+                self.name(),
+                error.to_string(),
+            )
+        })?;
         let form = reqwest::multipart::Form::new()
             .text("purpose", "batch")
             .part("file", part);
@@ -249,10 +280,13 @@ impl BatchApi for OpenAiBatch {
             )
             .await?;
         let url = self.url("/batches");
+        // The tag lets a restarted job find this batch should the process stop before
+        // the reply is recorded (`find`).
         let body = json!({
             "input_file_id": uploaded.id,
             "endpoint": ENDPOINT,
             "completion_window": "24h",
+            "metadata": {TAG_KEY: tag},
         })
         .to_string();
         let created: Created = self
@@ -267,6 +301,46 @@ impl BatchApi for OpenAiBatch {
             )
             .await?;
         Ok(created.id)
+    }
+
+    async fn find(&self, submission: &Submitting<'_>) -> Result<Option<String>, ProviderError> {
+        // Newest first; pages stop at batches created well before the submission was
+        // recorded (a margin for the two clocks), or after `MAX_PAGES`.
+        let oldest = (submission.began_at_ms / 1000).saturating_sub(CLOCK_MARGIN_S);
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut url = self.url("/batches?limit=100");
+            if let Some(after) = &after {
+                url.push_str("&after=");
+                url.push_str(after);
+            }
+            let page: BatchList = self
+                .call(|client| client.get(url), "a list of batches")
+                .await?;
+            for batch in &page.data {
+                let tagged = batch
+                    .metadata
+                    .as_ref()
+                    .and_then(|metadata| metadata.get(TAG_KEY))
+                    .and_then(serde_json::Value::as_str)
+                    == Some(submission.tag);
+                if tagged {
+                    return Ok(Some(batch.id.clone()));
+                }
+            }
+            let older = page
+                .data
+                .last()
+                .is_some_and(|batch| batch.created_at.is_some_and(|at| at < oldest));
+            if !page.has_more || older {
+                return Ok(None);
+            }
+            after = page.last_id.or_else(|| page.data.last().map(|b| b.id.clone()));
+            if after.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(None)
     }
 
     async fn state(&self, id: &str) -> Result<BatchState, ProviderError> {

@@ -8,7 +8,9 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use super::outcome::StoredOutcome;
-use super::{BatchApi, BatchLimits, BatchState, Sink};
+use futures_util::StreamExt;
+
+use super::{BatchApi, BatchLimits, BatchState, Input, Sink};
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderRequest, ScriptedProvider,
 };
@@ -90,13 +92,33 @@ impl BatchApi for ScriptedBatch {
         })
     }
 
-    async fn submit(&self, _model: &str, lines: &[Vec<u8>]) -> Result<String, ProviderError> {
+    async fn submit(
+        &self,
+        _model: &str,
+        input: &Input,
+        _tag: &str,
+    ) -> Result<String, ProviderError> {
+        // An offline fake: it keeps what it is sent, as a provider does.
+        let mut chunks = input.stream("scripted", None).await?;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|error| {
+                ProviderError::new(ProviderErrorKind::Configuration, "scripted", error.to_string())
+                    .not_sent()
+            })?;
+            bytes.extend_from_slice(&chunk);
+        }
+        let lines = bytes
+            .split(|&byte| byte == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
         let id = format!(
             "scripted_batch_{}",
             self.next.fetch_add(1, Ordering::Relaxed)
         );
         let stored = Stored {
-            lines: lines.to_vec(),
+            lines,
             looks: 0,
             canceled: false,
         };
