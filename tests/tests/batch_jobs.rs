@@ -377,6 +377,115 @@ async fn anthropic_job_resumes_after_a_stop_between_submission_and_completion() 
     resume_after_stop(fake, client, release, "anthropic-resume").await;
 }
 
+/// Stops the process (aborts the job's task) after its batch's creation reached the
+/// provider but before the reply came back, so its id was never recorded; another job
+/// then creates a batch of its own from `other` (so the batch sought is on a later page,
+/// beside one it must not take); the first job, run again, finds its batch instead of
+/// creating a second one.
+async fn resume_after_a_stop_between_create_and_record(
+    fake: Fake,
+    client: IntentClient,
+    stall: Arc<AtomicBool>,
+    other: &[&str],
+    name: &str,
+) {
+    let dir = dir(name);
+    let texts = [" a", " a b", " a b c"];
+    let first = {
+        let client = client.clone();
+        let options = options(&dir);
+        tokio::spawn(async move { client.batch(items(&texts), options).run().await })
+    };
+    for _ in 0..1000 {
+        if !fake.state().batches.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    assert_eq!(
+        fake.state().batches.len(),
+        1,
+        "the creation reached the provider"
+    );
+    let job = std::fs::read_to_string(dir.join("job.json")).unwrap();
+    assert!(job.contains("\"preparing\""), "{job}");
+    stall.store(false, Ordering::SeqCst);
+    let other_dir = self::dir(&format!("{name}-other"));
+    let other = client
+        .batch(items(other), options(&other_dir))
+        .run()
+        .await
+        .unwrap();
+    assert!(other.iter().all(AIResult::is_success));
+    assert_eq!(fake.state().batches.len(), 2);
+    let results = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2), Some(3)]);
+    assert_eq!(
+        fake.state().batches.len(),
+        2,
+        "the batch created before the stop was found, not created again"
+    );
+    let ids = fake.submitted_ids();
+    assert_eq!(ids.len(), 3 + other.len(), "{ids:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&other_dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_job_stopped_between_creating_a_batch_and_recording_it_finds_it_by_its_tag() {
+    let stall = Arc::new(AtomicBool::new(true));
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            stall_creates: Some(stall.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    // The other job's batch is of the same size: only the tag tells them apart.
+    let other = [" x y z w", " x", " y"];
+    resume_after_a_stop_between_create_and_record(
+        fake,
+        client,
+        stall,
+        &other,
+        "openai-create-stop",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn anthropic_job_stopped_between_creating_a_batch_and_recording_it_finds_it_by_size_and_time()
+{
+    let stall = Arc::new(AtomicBool::new(true));
+    let fake = batch_support::anthropic(
+        answer(),
+        Behaviour {
+            stall_creates: Some(stall.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = anthropic_client(&fake);
+    // Message batches carry no tag: the other job's batch differs in size.
+    let other = [" x y z w", " x"];
+    resume_after_a_stop_between_create_and_record(
+        fake,
+        client,
+        stall,
+        &other,
+        "anthropic-create-stop",
+    )
+    .await;
+}
+
 /// Cancels once the batch is submitted; the provider answered only the first item.
 async fn cancel_job(fake: Fake, client: IntentClient, name: &str) {
     let dir = dir(name);

@@ -28,6 +28,21 @@
 //! result back exactly. A directory that holds another job (another number of items,
 //! another provider, other requests) is refused.
 //!
+//! A process stopped after asking the provider to create a batch but before its answer
+//! was recorded does not send those requests twice either: every submission is recorded
+//! with a tag first, and the next run looks for its batch. OpenAI batches carry the tag in
+//! their `metadata` and are found by it. Anthropic's message batches carry no metadata, so
+//! the batch is recognised by its number of requests and its creation time (within
+//! minutes of the record) among the batches the job does not know; should another client
+//! of the workspace have created a batch of the same size in those minutes, the job
+//! cannot tell which is its own and submits the requests again.
+//!
+//! # Memory
+//!
+//! The requests waiting for a submission are written to files in the job's directory as
+//! the items make them, and each submission is uploaded as a stream read from there: a
+//! job holds its items' calls, not a second copy of their requests nor the upload.
+//!
 //! ```
 //! use intent_runtime::batch::{BatchItem, BatchOptions};
 //! use intent_runtime::provider::ScriptedProvider;

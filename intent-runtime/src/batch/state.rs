@@ -4,15 +4,25 @@
 //!
 //! Layout of the job's directory:
 //!
-//! - `job.json`: the provider, the number of items, when the job started, whether it was
-//!   canceled, and each submission's sequence number, state and provider batch id.
+//! - `job.json`: the job's random id, the provider, the number of items, when the job
+//!   started, whether it was canceled, and each submission's sequence number, state,
+//!   tag (`<job id>-<n>`), time and provider batch id.
 //! - `submission-<n>.requests.jsonl`: the requests of submission `n` (item, request
 //!   number, fingerprint), written before the batch is created.
+//! - `queue-<n>.jsonl`: the lines of the requests waiting for their submission, one file
+//!   per model, uploaded from there and removed once their batches are created (a run
+//!   that stops leaves them; the next removes them and makes its requests again).
 //! - `submission-<n>.results.jsonl`: the outcome of each of them, written once the batch
 //!   ended.
 //!
-//! Every file is written whole to a temporary file in the same directory and renamed over
-//! its name, so a crash leaves the old state or the new one, never half of one.
+//! Every state file is written whole to a temporary file in the same directory and renamed
+//! over its name, so a crash leaves the old state or the new one, never half of one.
+//!
+//! A submission is recorded (`preparing`, with its tag) before its batch is created and
+//! marked `submitted` with the batch's id once the provider answers. A process that stops
+//! between the two leaves it `preparing`; the next run asks the provider for the batch
+//! (`BatchApi::find`: OpenAI by the tag in the batch's metadata, Anthropic by size and
+//! creation time) and adopts it when found, so its requests are not sent twice.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -42,14 +52,15 @@ pub(crate) struct RequestRef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum SubmissionState {
-    /// Recorded, not yet known to be created at the provider.
+    /// Recorded, not yet known to be created at the provider: on resume, the provider is
+    /// asked for it by its tag.
     Preparing,
     /// Created: `batch_id` is set, results not yet read.
     Submitted,
     /// Its results are in its results file.
     Collected,
-    /// Never created (the process stopped before the provider answered, or the provider
-    /// refused it); its requests go out again.
+    /// Never created (the provider refused it, or a resumed run did not find it at the
+    /// provider); its requests go out again.
     Abandoned,
 }
 
@@ -582,7 +593,7 @@ mod tests {
     }
 
     #[test]
-    fn a_submission_left_preparing_is_abandoned_and_a_submitted_one_is_in_flight() {
+    fn a_submission_left_preparing_is_unconfirmed_and_a_submitted_one_is_in_flight() {
         let dir = temp_dir("reopen");
         let (mut state, loaded) = JobState::open(&dir, "openai", 3).unwrap();
         assert!(loaded.inflight.is_empty());
@@ -607,7 +618,20 @@ mod tests {
         assert_eq!(loaded.inflight.len(), 1);
         assert_eq!(loaded.inflight[0].batch_id, "batch_1");
         assert_eq!(loaded.inflight[0].requests.get(&(2, 0)), Some(&9));
-        assert_eq!(state.file.submissions[1].state, SubmissionState::Abandoned);
+        // The second is unconfirmed until the provider is asked, under its tag.
+        assert_eq!(state.file.submissions[1].state, SubmissionState::Preparing);
+        assert_eq!(loaded.unconfirmed.len(), 1);
+        assert_eq!(loaded.unconfirmed[0].seq, second);
+        assert_eq!(loaded.unconfirmed[0].tag, state.tag(second));
+        assert!(loaded.unconfirmed[0].tag.len() > 16);
+        let mut state = state;
+        let adopted = state.adopted(second, "batch_2").unwrap();
+        assert_eq!(adopted.requests.get(&(0, 0)), Some(&7));
+        drop(state);
+        let (state, loaded) = JobState::open(&dir, "openai", 3).unwrap();
+        assert_eq!(loaded.inflight.len(), 2);
+        assert!(loaded.unconfirmed.is_empty());
+        assert_eq!(state.batch_ids(), ["batch_1", "batch_2"]);
         // Another job's directory is refused.
         let error = JobState::open(&dir, "openai", 4).unwrap_err();
         assert!(matches!(error, BatchError::OtherJob { .. }), "{error}");

@@ -52,6 +52,27 @@ pub struct FakeState {
     pub polls: usize,
     /// Bodies of live Chat Completions / Messages calls.
     pub live: Vec<Value>,
+    /// Each submission's body (OpenAI's upload, Anthropic's create): its length, and the
+    /// `content-length` it was announced with (none when sent chunked).
+    pub submitted: Vec<(usize, Option<usize>)>,
+    /// Each batch's metadata (OpenAI) and creation time (seconds since the epoch).
+    metadata: HashMap<String, Value>,
+    created_at: HashMap<String, u64>,
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn announced_length(request: &Request) -> Option<usize> {
+    request
+        .headers
+        .get("content-length")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
 }
 
 /// What a fake does beyond answering.
@@ -67,6 +88,51 @@ pub struct Behaviour {
     pub fail: bool,
     /// On cancel, the batch ends with only the first `answered_on_cancel` items answered.
     pub answered_on_cancel: usize,
+    /// While set, the reply to a batch's creation is held back (the batch is created at
+    /// once): a client stopped meanwhile never learns its id.
+    pub stall_creates: Option<Arc<AtomicBool>>,
+}
+
+impl Behaviour {
+    /// The reply to a creation, held back while `stall_creates` is set.
+    fn created(&self, reply: ResponseTemplate) -> ResponseTemplate {
+        match &self.stall_creates {
+            Some(stall) if stall.load(Ordering::SeqCst) => {
+                reply.set_delay(std::time::Duration::from_secs(60))
+            }
+            _ => reply,
+        }
+    }
+}
+
+/// Batches listed newest first, `PAGE` to a page from the one after `after`, as the
+/// providers list them.
+fn page<'a>(
+    ids: impl DoubleEndedIterator<Item = &'a String>,
+    after: Option<&str>,
+) -> (Vec<String>, bool) {
+    let newest_first: Vec<&String> = ids.rev().collect();
+    let start = match after {
+        Some(after) => newest_first
+            .iter()
+            .position(|id| *id == after)
+            .map_or(newest_first.len(), |at| at + 1),
+        None => 0,
+    };
+    let rest = &newest_first[start.min(newest_first.len())..];
+    let page: Vec<String> = rest.iter().take(PAGE).map(|id| (*id).clone()).collect();
+    (page, rest.len() > PAGE)
+}
+
+/// Batches on one page of a list: small, so that a search reads several pages.
+const PAGE: usize = 1;
+
+fn query(request: &Request, name: &str) -> Option<String> {
+    request
+        .url
+        .query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
 }
 
 pub struct Fake {
@@ -175,7 +241,8 @@ impl OpenAiFake {
         let status = state.status[id].clone();
         let mut batch = json!({"id": id, "object": "batch", "endpoint": "/v1/chat/completions",
             "input_file_id": format!("file-in-{id}"), "completion_window": "24h", "status": status,
-            "output_file_id": null, "error_file_id": null});
+            "output_file_id": null, "error_file_id": null, "created_at": state.created_at[id],
+            "metadata": state.metadata.get(id).cloned().unwrap_or(Value::Null)});
         if status == "failed" {
             batch["errors"] = json!({"object": "list", "data": [{"code": "invalid_json_line", "message": "This line is not parseable as valid JSON.", "line": 1}]});
         }
@@ -224,6 +291,9 @@ impl Respond for OpenAiFake {
                 );
                 assert!(body.contains("filename=\"batch.jsonl\""), "a JSONL file");
                 state.uploads += 1;
+                state
+                    .submitted
+                    .push((request.body.len(), announced_length(request)));
                 let id = format!("file-{}", state.uploads);
                 state.files.insert(id.clone(), request.body.clone());
                 ResponseTemplate::new(200)
@@ -241,6 +311,8 @@ impl Respond for OpenAiFake {
                 }
                 let id = format!("batch_{}", state.batches.len() + 1);
                 state.batches.push((id.clone(), lines));
+                state.created_at.insert(id.clone(), now_s());
+                state.metadata.insert(id.clone(), body["metadata"].clone());
                 state.status.insert(
                     id.clone(),
                     if self.behaviour.fail {
@@ -250,7 +322,15 @@ impl Respond for OpenAiFake {
                     }
                     .to_owned(),
                 );
-                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+                self.behaviour
+                    .created(ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id)))
+            }
+            ("GET", "/batches") => {
+                let ids: Vec<String> = state.batches.iter().map(|(id, _)| id.clone()).collect();
+                let (ids, has_more) = page(ids.iter(), query(request, "after").as_deref());
+                let data: Vec<Value> = ids.iter().map(|id| self.batch_json(&state, id)).collect();
+                ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": data,
+                    "first_id": ids.first(), "last_id": ids.last(), "has_more": has_more}))
             }
             ("POST", p) if p.ends_with("/cancel") => {
                 let id = p
@@ -368,9 +448,24 @@ impl AnthropicFake {
         let status = state.status[id].clone();
         let results_url =
             (status == "ended").then(|| format!("{}/v1/messages/batches/{id}/results", self.uri));
+        let size = state
+            .batches
+            .iter()
+            .find(|(batch, _)| batch == id)
+            .map_or(0, |(_, lines)| lines.len());
+        let created = state.created_at[id];
+        // RFC 3339, as Anthropic writes it (whole days from the epoch are enough here).
+        let (days, seconds) = (created / 86_400, created % 86_400);
+        let created_at = format!(
+            "{}T{:02}:{:02}:{:02}.000000Z",
+            civil(days),
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60
+        );
         json!({"id": id, "type": "message_batch", "processing_status": status,
-            "request_counts": {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
-            "results_url": results_url})
+            "request_counts": {"processing": size, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "created_at": created_at, "results_url": results_url})
     }
 }
 
@@ -404,12 +499,24 @@ impl Respond for AnthropicFake {
             .to_owned();
         match (method.as_str(), rest.as_str()) {
             ("POST", "") => {
+                state
+                    .submitted
+                    .push((request.body.len(), announced_length(request)));
                 let body: Value = serde_json::from_slice(&request.body).unwrap();
                 let lines = body["requests"].as_array().unwrap().clone();
                 let id = format!("msgbatch_{}", state.batches.len() + 1);
                 state.batches.push((id.clone(), lines));
+                state.created_at.insert(id.clone(), now_s());
                 state.status.insert(id.clone(), "in_progress".to_owned());
-                ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
+                self.behaviour
+                    .created(ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id)))
+            }
+            ("GET", "") => {
+                let ids: Vec<String> = state.batches.iter().map(|(id, _)| id.clone()).collect();
+                let (ids, has_more) = page(ids.iter(), query(request, "after_id").as_deref());
+                let data: Vec<Value> = ids.iter().map(|id| self.batch_json(&state, id)).collect();
+                ResponseTemplate::new(200).set_body_json(json!({"data": data,
+                    "first_id": ids.first(), "last_id": ids.last(), "has_more": has_more}))
             }
             ("POST", p) if p.ends_with("/cancel") => {
                 let id = p.trim_start_matches('/').trim_end_matches("/cancel").to_owned();
@@ -443,6 +550,20 @@ impl Respond for AnthropicFake {
             _ => ResponseTemplate::new(404).set_body_json(json!({"type": "error", "error": {"type": "not_found_error", "message": "no route"}})),
         }
     }
+}
+
+/// The date `days` days after 1970-01-01, as `YYYY-MM-DD` (Howard Hinnant's algorithm).
+fn civil(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// A loopback Anthropic API.

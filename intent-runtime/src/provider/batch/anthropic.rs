@@ -327,14 +327,19 @@ impl BatchApi for AnthropicBatch {
                 url.push_str("&after_id=");
                 url.push_str(after);
             }
-            let page: BatchList = self.call_as(|client| client.get(url), "a list of message batches").await?;
+            let page: BatchList = self
+                .call_as(|client| client.get(url), "a list of message batches")
+                .await?;
             let mut older = false;
             for batch in &page.data {
                 let Some(created) = batch.created_at.as_deref().and_then(unix_seconds) else {
                     continue;
                 };
                 older |= created < earliest;
-                let size = batch.request_counts.as_ref().map_or(0, RequestCounts::total);
+                let size = batch
+                    .request_counts
+                    .as_ref()
+                    .map_or(0, RequestCounts::total);
                 if (earliest..=latest).contains(&created)
                     && size == submission.requests as u64
                     && !submission.known.contains(&batch.id)
@@ -345,7 +350,9 @@ impl BatchApi for AnthropicBatch {
             if !page.has_more || older {
                 break;
             }
-            after = page.last_id.or_else(|| page.data.last().map(|b| b.id.clone()));
+            after = page
+                .last_id
+                .or_else(|| page.data.last().map(|b| b.id.clone()));
             if after.is_none() {
                 break;
             }
@@ -426,5 +433,30 @@ impl BatchApi for AnthropicBatch {
     async fn cancel(&self, id: &str) -> Result<(), ProviderError> {
         let url = self.url(&format!("/{id}/cancel"));
         self.call(|client| client.post(url)).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unix_seconds;
+
+    #[test]
+    fn rfc_3339_times_are_read_as_unix_seconds() {
+        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            unix_seconds("2024-09-24T18:37:24.100435Z"),
+            Some(1_727_203_044)
+        );
+        assert_eq!(
+            unix_seconds("2024-02-29T12:00:00+02:00"),
+            Some(1_709_200_800)
+        );
+        assert_eq!(
+            unix_seconds("2024-02-29T12:00:00-00:30"),
+            Some(1_709_209_800)
+        );
+        assert_eq!(unix_seconds("2024-13-01T00:00:00Z"), None);
+        assert_eq!(unix_seconds("yesterday"), None);
+        assert_eq!(unix_seconds("2024-09-24T18:37:24"), None);
     }
 }

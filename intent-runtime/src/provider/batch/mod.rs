@@ -169,8 +169,7 @@ pub(crate) trait BatchApi: Send + Sync + fmt::Debug {
 
     /// Submits `input` (requests all for `model`) as one batch tagged `tag` where the
     /// provider keeps a tag (see [`BatchApi::find`]); its id.
-    async fn submit(&self, model: &str, input: &Input, tag: &str)
-    -> Result<String, ProviderError>;
+    async fn submit(&self, model: &str, input: &Input, tag: &str) -> Result<String, ProviderError>;
 
     /// The id of the batch an earlier run submitted as `submission` but did not live to
     /// record (the process stopped while the provider answered), when the provider can
@@ -317,6 +316,41 @@ mod tests {
         }
         lines.finish(&mut |line| seen.push(String::from_utf8_lossy(line).into_owned()));
         assert_eq!(seen, ["abc", "de", "", "f", "gh"]);
+    }
+
+    async fn read(input: &Input, separator: Option<u8>) -> String {
+        let mut chunks = Box::pin(input.stream("test", separator).await.unwrap());
+        let mut out = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            out.extend_from_slice(&chunk.unwrap());
+        }
+        assert_eq!(out.len() as u64, input.stream_len(separator));
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_input_is_read_from_its_range_of_the_file_with_lines_joined_as_asked() {
+        let path =
+            std::env::temp_dir().join(format!("intent-batch-input-{}.jsonl", std::process::id()));
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":\"x\\ny\"}\n{\"c\":3}\n").unwrap();
+        // The second and third lines.
+        let input = Input {
+            path: path.clone(),
+            start: 8,
+            len: 21,
+            count: 2,
+        };
+        assert_eq!(read(&input, None).await, "{\"b\":\"x\\ny\"}\n{\"c\":3}\n");
+        assert_eq!(
+            read(&input, Some(b',')).await,
+            "{\"b\":\"x\\ny\"},{\"c\":3}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        let error = match input.stream("test", None).await {
+            Ok(_) => panic!("a missing file is an error"),
+            Err(error) => error,
+        };
+        assert!(!error.request_sent(), "{error}");
     }
 
     #[test]

@@ -335,7 +335,9 @@ impl BatchApi for OpenAiBatch {
             if !page.has_more || older {
                 return Ok(None);
             }
-            after = page.last_id.or_else(|| page.data.last().map(|b| b.id.clone()));
+            after = page
+                .last_id
+                .or_else(|| page.data.last().map(|b| b.id.clone()));
             if after.is_none() {
                 return Ok(None);
             }

@@ -103,8 +103,12 @@ impl BatchApi for ScriptedBatch {
         let mut bytes = Vec::new();
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk.map_err(|error| {
-                ProviderError::new(ProviderErrorKind::Configuration, "scripted", error.to_string())
-                    .not_sent()
+                ProviderError::new(
+                    ProviderErrorKind::Configuration,
+                    "scripted",
+                    error.to_string(),
+                )
+                .not_sent()
             })?;
             bytes.extend_from_slice(&chunk);
         }
