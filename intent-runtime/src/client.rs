@@ -187,10 +187,15 @@ impl IntentClient {
         &self.inner
     }
 
-    /// This client's overrides on a batch job's configuration, whose provider is `provider`.
-    pub(crate) fn for_batch(&self, provider: Arc<dyn Provider>) -> IntentClient {
+    /// This client's overrides on a batch job's configuration, whose provider is `provider`
+    /// and whose judge is `judge`.
+    pub(crate) fn for_batch(
+        &self,
+        provider: Arc<dyn Provider>,
+        judge: Option<Arc<dyn Judge>>,
+    ) -> IntentClient {
         IntentClient {
-            inner: Arc::new(self.inner.for_batch(provider)),
+            inner: Arc::new(self.inner.for_batch(provider, judge)),
             overrides: self.overrides.clone(),
         }
     }

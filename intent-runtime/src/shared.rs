@@ -81,12 +81,17 @@ pub(crate) struct ClientInner {
 
 impl ClientInner {
     /// The same configuration for the items of a batch job: requests go to `provider`
-    /// (the job's router), with no rate limiter (the batch API has its own) and no
-    /// per-call time budget; totals are the job's own.
-    pub fn for_batch(&self, provider: Arc<dyn Provider>) -> ClientInner {
+    /// (the job's router) and judge calls to `judge` (the job's, which keeps verdicts),
+    /// with no rate limiter (the batch API has its own) and no per-call time budget;
+    /// totals are the job's own.
+    pub fn for_batch(
+        &self,
+        provider: Arc<dyn Provider>,
+        judge: Option<Arc<dyn Judge>>,
+    ) -> ClientInner {
         ClientInner {
             provider,
-            judge: self.judge.clone(),
+            judge,
             judge_mode: self.judge_mode,
             judge_model: self.judge_model.clone(),
             judge_fail_closed: self.judge_fail_closed,

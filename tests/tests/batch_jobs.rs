@@ -8,14 +8,16 @@ mod provider_support;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use batch_support::{Answer, Behaviour, Fake, KEY, is_retry, last_user};
 use intent_runtime::batch::{BatchItem, BatchLimits, BatchOptions, BatchProgress};
-use intent_runtime::provider::{Anthropic, OpenAi, Provider};
-use intent_runtime::{AIResult, IntentClient, IntentOptions, IssueSource};
+use intent_runtime::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
+use intent_runtime::provider::{Anthropic, OpenAi, Provider, ProviderError, ProviderReply};
+use intent_runtime::result::JudgeRecord;
+use intent_runtime::{AIResult, IntentClient, IntentOptions, IssueSource, JudgeMode};
 use provider_support::assert_valid_chat_request;
 use serde_json::Value;
 
@@ -484,6 +486,87 @@ async fn anthropic_job_stopped_between_creating_a_batch_and_recording_it_finds_i
         "anthropic-create-stop",
     )
     .await;
+}
+
+/// Counts its calls; every candidate passes.
+#[derive(Debug)]
+struct CountingJudge(Arc<AtomicUsize>);
+
+#[async_trait::async_trait]
+impl Judge for CountingJudge {
+    async fn judge(&self, _: &JudgeRequest<'_>) -> Result<JudgeResponse, ProviderError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(JudgeResponse {
+            reading: JudgeReading::Verdict(JudgeVerdict {
+                passes: true,
+                problems: Vec::new(),
+            }),
+            reply: ProviderReply::text(r#"{"passes": true, "problems": []}"#),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_job_does_not_ask_the_judge_again_for_items_already_judged() {
+    let release = Arc::new(AtomicBool::new(false));
+    // The first batch ends; the follow-up batch (the retry of the second item) is held.
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            hold: Some(release.clone()),
+            hold_after: 1,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let judged = Arc::new(AtomicUsize::new(0));
+    let provider = OpenAi::new(KEY)
+        .with_base_url(format!("{}/v1", fake.server.uri()))
+        .with_model("gpt-test");
+    let client = IntentClient::builder()
+        .provider(provider)
+        .judge_mode(JudgeMode::Always)
+        .judge(CountingJudge(judged.clone()))
+        .build()
+        .unwrap();
+    let dir = dir("judge-resume");
+    let texts = [" a b", " retry c"];
+    let first = {
+        let client = client.clone();
+        let options = options(&dir);
+        tokio::spawn(async move { client.batch(items(&texts), options).run().await })
+    };
+    for _ in 0..1000 {
+        if fake.state().batches.len() == 2 && fake.state().polls > 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    assert_eq!(fake.state().batches.len(), 2);
+    // The first item was judged; the second's first reply failed verification.
+    assert_eq!(judged.load(Ordering::SeqCst), 1);
+    release.store(true, Ordering::SeqCst);
+    let results = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(2), Some(2)]);
+    assert_eq!(
+        judged.load(Ordering::SeqCst),
+        2,
+        "only the retried item is judged on resume; the first item's verdict is replayed"
+    );
+    // The replayed verdict is on the record as the original one was.
+    let verdict = results[0].attempts[0].judge.as_ref().unwrap();
+    assert!(
+        matches!(verdict, JudgeRecord::Verdict { passes: true, .. }),
+        "{verdict:?}"
+    );
+    assert_eq!(fake.state().batches.len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Cancels once the batch is submitted; the provider answered only the first item.

@@ -14,8 +14,10 @@ use tracing::Instrument;
 
 use super::router::{Queued, Routed, Router, Taken, as_item};
 use super::state::{Inflight, JobState, RequestRef, Unconfirmed};
+use super::verdicts::RecordedJudge;
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
 use crate::client::IntentClient;
+use crate::judge::Judge;
 use crate::provider::batch::{
     BatchApi, BatchLimits, BatchState, Input, Outcome, Submitting, parse_custom_id,
 };
@@ -175,7 +177,15 @@ impl<T: Send + 'static> BatchJob<T> {
             loaded.replay,
             pending,
         ));
-        let job_client = client.for_batch(Arc::new(Routed(router.clone())));
+        // The judge's verdicts are kept with the job, so that a resumed item is not
+        // judged again.
+        let judge = match client.inner().judge.clone() {
+            Some(judge) => {
+                Some(Arc::new(RecordedJudge::open(judge, &options.dir, count)?) as Arc<dyn Judge>)
+            }
+            None => None,
+        };
+        let job_client = client.for_batch(Arc::new(Routed(router.clone())), judge);
         if let Some(reason) = state.canceled() {
             router.cancel(reason);
         }

@@ -16,7 +16,8 @@
 //!
 //! The per-call time budget does not apply inside a batch (a batch answers within
 //! hours); the job's own [`BatchOptions::time_limit`] does. Judge calls, when the method
-//! asks for the judge, are live calls.
+//! asks for the judge, are live calls; their verdicts are kept in the job's directory, so
+//! a resumed job does not ask the judge again about an item it already judged.
 //!
 //! # Resuming
 //!
@@ -70,6 +71,7 @@ mod job;
 mod router;
 mod spool;
 mod state;
+mod verdicts;
 
 use std::fmt;
 use std::future::Future;

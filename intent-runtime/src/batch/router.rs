@@ -25,6 +25,11 @@ tokio::task_local! {
     static ITEM: u32;
 }
 
+/// The item whose call runs in this task, inside a batch job.
+pub(crate) fn current_item() -> Option<u32> {
+    ITEM.try_with(|item| *item).ok()
+}
+
 /// Runs `future` as item `item`'s call: its requests are routed as that item's.
 pub(crate) async fn as_item<F: Future>(item: u32, future: F) -> F::Output {
     ITEM.scope(item, future).await

@@ -12,6 +12,7 @@
 //! - `queue-<n>.jsonl`: the lines of the requests waiting for their submission, one file
 //!   per model, uploaded from there and removed once their batches are created (a run
 //!   that stops leaves them; the next removes them and makes its requests again).
+//! - `verdicts.jsonl`: the judge's verdicts on the items (see `verdicts.rs`).
 //! - `submission-<n>.results.jsonl`: the outcome of each of them, written once the batch
 //!   ended.
 //!
@@ -535,7 +536,8 @@ pub(crate) fn fingerprint(request: &crate::provider::ProviderRequest) -> u64 {
     hash.0
 }
 
-struct Fnv(u64);
+/// FNV-1a, stable across runs and builds (unlike std's hasher).
+pub(crate) struct Fnv(pub(crate) u64);
 
 impl Default for Fnv {
     fn default() -> Self {
@@ -544,7 +546,8 @@ impl Default for Fnv {
 }
 
 impl Fnv {
-    fn write(&mut self, bytes: &[u8]) {
+    /// Adds `bytes`, and a separator.
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
             self.0 ^= u64::from(byte);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);

@@ -80,8 +80,10 @@ fn announced_length(request: &Request) -> Option<usize> {
 pub struct Behaviour {
     /// Results in reverse order of submission.
     pub reversed: bool,
-    /// Batches stay in progress until `release` is set.
+    /// Batches stay in progress until `release` is set...
     pub hold: Option<Arc<AtomicBool>>,
+    /// ...but for the first `hold_after`.
+    pub hold_after: usize,
     /// Looks before a batch ends.
     pub looks: u32,
     /// The batch fails as a whole (OpenAI: validation failed).
@@ -94,6 +96,15 @@ pub struct Behaviour {
 }
 
 impl Behaviour {
+    /// Whether batch `id` is held back.
+    fn holds(&self, state: &FakeState, id: &str) -> bool {
+        let index = state.batches.iter().position(|(batch, _)| batch == id);
+        self.hold
+            .as_ref()
+            .is_some_and(|hold| !hold.load(Ordering::SeqCst))
+            && index.is_some_and(|index| index >= self.hold_after)
+    }
+
     /// The reply to a creation, held back while `stall_creates` is set.
     fn created(&self, reply: ResponseTemplate) -> ResponseTemplate {
         match &self.stall_creates {
@@ -353,11 +364,7 @@ impl Respond for OpenAiFake {
                     *looks += 1;
                     *looks
                 };
-                let held = self
-                    .behaviour
-                    .hold
-                    .as_ref()
-                    .is_some_and(|h| !h.load(Ordering::SeqCst));
+                let held = self.behaviour.holds(&state, &id);
                 let status = state.status[&id].clone();
                 if (status == "validating" || status == "in_progress")
                     && !held
@@ -540,7 +547,7 @@ impl Respond for AnthropicFake {
                     *looks += 1;
                     *looks
                 };
-                let held = self.behaviour.hold.as_ref().is_some_and(|h| !h.load(Ordering::SeqCst));
+                let held = self.behaviour.holds(&state, &id);
                 if state.status[&id] == "in_progress" && !held && looks > self.behaviour.looks {
                     state.status.insert(id.clone(), "ended".to_owned());
                     self.finish(&mut state, &id, None);
