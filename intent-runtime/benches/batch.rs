@@ -3,15 +3,20 @@
 //! Batch API (upload, create, poll, output file), every reply verified as a live call's.
 //!
 //! Reports wall time, the client's CPU time (the process's less the server thread's) in
-//! all and per item, and the process's peak resident memory over the job, next to the
-//! memory the inputs alone hold. The server keeps only the custom ids it was sent, so the
-//! peak is the client's but for the one upload the server reads whole.
+//! all and per item, the process's peak resident memory over the job next to the memory
+//! the inputs alone hold, and the client's own heap at its peak (bytes allocated and not
+//! yet freed on the client's threads, counted by this binary's allocator, the inputs
+//! left out). The server reads each upload whole and writes each output file whole: the
+//! process's peak holds those copies, the client's heap does not.
 //!
 //! `cargo bench -p intent-runtime --bench batch`; `-- --test` (or `--quick`) runs 200
 //! items to check that it works, without judging the figures.
 
 mod support;
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +26,53 @@ use intent_runtime::{IntentClient, IntentOptions};
 use serde_json::{Value, json};
 use support::loopback::{CpuTimes, Loopback, chat_completion, peak_rss_kib, reset_peak_rss};
 use support::{INVOICE_DOCUMENT, Invoice, invoice_reply, totals_add_up};
+
+/// Counts the bytes live on the client's threads (the job's runtime and the main thread).
+struct ClientHeap;
+
+thread_local! {
+    static CLIENT: Cell<bool> = const { Cell::new(false) };
+}
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+static PEAK: AtomicI64 = AtomicI64::new(0);
+
+fn counted(delta: i64) {
+    if CLIENT.try_with(Cell::get).unwrap_or(false) {
+        let now = LIVE.fetch_add(delta, Ordering::Relaxed) + delta;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged; only sizes are counted.
+unsafe impl GlobalAlloc for ClientHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        counted(layout.size() as i64);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        counted(layout.size() as i64);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        counted(new_size as i64 - layout.size() as i64);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        counted(-(layout.size() as i64));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: ClientHeap = ClientHeap;
 
 /// What the loopback Batch API holds: the custom ids of each uploaded file.
 #[derive(Default)]
@@ -89,6 +141,7 @@ fn main() {
     let server = Loopback::start_routed(batch_api(Arc::default()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(|| CLIENT.with(|client| client.set(true)))
         .build()
         .expect("runtime");
     let dir = std::env::temp_dir().join(format!("intent-batch-bench-{}", std::process::id()));
@@ -102,6 +155,9 @@ fn main() {
     let documents: Vec<String> = (0..items)
         .map(|index| format!("{INVOICE_DOCUMENT} (scan {index})"))
         .collect();
+    CLIENT.with(|client| client.set(true));
+    let heap_before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(heap_before, Ordering::Relaxed);
     let rss_reset = reset_peak_rss();
     let inputs_rss = peak_rss_kib();
     let job_items = documents.iter().map(|document| {
@@ -120,6 +176,8 @@ fn main() {
     let wall = started.elapsed();
     let cpu = CpuTimes::now().since(cpu_before);
     let peak = peak_rss_kib();
+    let heap_peak = PEAK.load(Ordering::Relaxed) - heap_before;
+    CLIENT.with(|client| client.set(false));
     let succeeded = results.iter().filter(|result| result.is_success()).count();
     assert_eq!(succeeded, items, "every item is verified");
     let state_bytes: u64 = std::fs::read_dir(&dir)
@@ -149,4 +207,8 @@ fn main() {
         ),
         _ => println!("batch/{items} items: peak RSS not available on this system"),
     }
+    println!(
+        "batch/{items} items: client heap at its peak {:.1} MiB (the inputs left out)",
+        heap_peak as f64 / (1024.0 * 1024.0)
+    );
 }
