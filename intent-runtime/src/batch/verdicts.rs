@@ -131,7 +131,7 @@ impl RecordedJudge {
 /// What to do with an item's judge call.
 enum Next {
     /// Answer with what an earlier run stored.
-    Stored(JudgeResponse),
+    Stored(Box<JudgeResponse>),
     /// Ask the judge: the item's call number `0`.
     Ask(u32),
     /// Not one of the job's items: ask, store nothing.
@@ -147,7 +147,7 @@ impl Store {
         let call = *calls;
         *calls += 1;
         match self.stored.remove(&(item, call)) {
-            Some((stored, response)) if stored == hash => Next::Stored(response),
+            Some((stored, response)) if stored == hash => Next::Stored(Box::new(response)),
             _ => Next::Ask(call),
         }
     }
@@ -209,7 +209,7 @@ impl Judge for RecordedJudge {
         let hash = fingerprint(request);
         let next = self.lock().next(item, hash);
         let call = match next {
-            Next::Stored(response) => return Ok(response),
+            Next::Stored(response) => return Ok(*response),
             Next::Ask(call) => call,
             Next::NotAnItem => return self.judge.judge(request).await,
         };
@@ -251,7 +251,7 @@ mod tests {
             let n = self.0.fetch_add(1, Ordering::SeqCst);
             Ok(JudgeResponse {
                 reading: JudgeReading::Verdict(JudgeVerdict {
-                    passes: n % 2 == 0,
+                    passes: n.is_multiple_of(2),
                     problems: vec![format!("call {n}")],
                 }),
                 reply: ProviderReply::text(format!("verdict {n}")),
