@@ -78,6 +78,8 @@ static ALLOCATOR: ClientHeap = ClientHeap;
 #[derive(Default)]
 struct Server {
     files: Vec<Vec<String>>,
+    /// Bytes of every upload (multipart bodies).
+    uploaded: usize,
 }
 
 /// The loopback Batch API: files, batches (ended on the first look) and output files.
@@ -88,6 +90,7 @@ fn batch_api(state: Arc<Mutex<Server>>) -> impl Fn(&str, &str, &[u8]) -> String 
         let mut server = state.lock().expect("server state");
         match (method, path) {
             ("POST", "/v1/files") => {
+                server.uploaded += request.len();
                 let text = String::from_utf8_lossy(request);
                 let ids = text
                     .lines()
@@ -138,7 +141,8 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(if quick { 200 } else { 10_000 });
-    let server = Loopback::start_routed(batch_api(Arc::default()));
+    let server_state: Arc<Mutex<Server>> = Arc::default();
+    let server = Loopback::start_routed(batch_api(server_state.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_start(|| CLIENT.with(|client| client.set(true)))
@@ -207,8 +211,10 @@ fn main() {
         ),
         _ => println!("batch/{items} items: peak RSS not available on this system"),
     }
+    let uploaded = server_state.lock().map_or(0, |server| server.uploaded);
     println!(
-        "batch/{items} items: client heap at its peak {:.1} MiB (the inputs left out)",
-        heap_peak as f64 / (1024.0 * 1024.0)
+        "batch/{items} items: client heap at its peak {:.1} MiB (the inputs left out), uploads {:.1} MiB",
+        heap_peak as f64 / (1024.0 * 1024.0),
+        uploaded as f64 / (1024.0 * 1024.0)
     );
 }
