@@ -17,7 +17,10 @@
 //!    read per piece from the cost of decoding it.
 //!
 //! `cargo bench -p intent-runtime --bench streaming`; `-- --quick` (or `--test`) runs
-//! each part a few times, quickly.
+//! each part a few times, quickly; `-- --only ROW[,ROW]` runs only those rows
+//! (`latency`, `scripted-whole`, `scripted-piece`, `scripted-ready`, `http-whole`,
+//! `http-piece`, `http-at-once`), for a profiler; `-- --runs N` sets the number of calls
+//! per row.
 
 use std::time::{Duration, Instant};
 
@@ -265,48 +268,66 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[values.len() / 2]
 }
 
+/// The value following `name` among the arguments.
+fn argument(name: &str) -> Option<String> {
+    let mut args = std::env::args().skip_while(|a| a != name);
+    args.next()?;
+    args.next()
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
+    let only = argument("--only");
+    let wanted = |row: &str| {
+        only.as_deref()
+            .is_none_or(|only| only.split(',').any(|name| name == row))
+    };
+    let runs_argument: Option<usize> = argument("--runs").and_then(|runs| runs.parse().ok());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("client runtime");
 
     // 1. Latency.
-    let reply = invoice_reply(2 * 1024);
-    let delay = Duration::from_millis(if quick { 1 } else { 4 });
-    let base = server(Answer::Streamed {
-        reply: reply.clone(),
-        size: 20,
-        delay,
-        at_once: false,
-    });
-    let openai = client(OpenAi::new("sk-bench").with_base_url(&base));
-    let runs = if quick { 1 } else { 5 };
-    let (firsts, wholes): (Vec<_>, Vec<_>) = (0..runs)
-        .map(|_| {
-            let (first, whole) = runtime.block_on(streamed(&openai));
-            (first.expect("a partial"), whole)
-        })
-        .unzip();
-    let pieces_count = reply.len().div_ceil(20);
-    println!(
-        "1. latency: {} B reply, {pieces_count} pieces of 20 B, one every {} ms (median of {runs})",
-        reply.len(),
-        delay.as_millis()
-    );
-    println!(
-        "   first partial {:>8.1} ms | whole reply, verified {:>8.1} ms",
-        median(firsts).as_secs_f64() * 1e3,
-        median(wholes).as_secs_f64() * 1e3
-    );
+    if wanted("latency") {
+        let reply = invoice_reply(2 * 1024);
+        let delay = Duration::from_millis(if quick { 1 } else { 4 });
+        let base = server(Answer::Streamed {
+            reply: reply.clone(),
+            size: 20,
+            delay,
+            at_once: false,
+        });
+        let openai = client(OpenAi::new("sk-bench").with_base_url(&base));
+        let runs = runs_argument.unwrap_or(if quick { 1 } else { 5 });
+        let (firsts, wholes): (Vec<_>, Vec<_>) = (0..runs)
+            .map(|_| {
+                let (first, whole) = runtime.block_on(streamed(&openai));
+                (first.expect("a partial"), whole)
+            })
+            .unzip();
+        let pieces_count = reply.len().div_ceil(20);
+        println!(
+            "1. latency: {} B reply, {pieces_count} pieces of 20 B, one every {} ms (median of {runs})",
+            reply.len(),
+            delay.as_millis()
+        );
+        println!(
+            "   first partial {:>8.1} ms | whole reply, verified {:>8.1} ms",
+            median(firsts).as_secs_f64() * 1e3,
+            median(wholes).as_secs_f64() * 1e3
+        );
+    }
 
     // 2. Client CPU, 10 KB in 5-byte pieces.
     let reply = invoice_reply(10 * 1024);
-    let runs = if quick { 2 } else { 41 };
-    let cpu = |call: &dyn Fn()| {
+    let runs = runs_argument.unwrap_or(if quick { 2 } else { 41 });
+    let cpu = |row: &str, call: &dyn Fn()| {
+        if !wanted(row) {
+            return None;
+        }
         call(); // warm-up: connections, schemas
-        median(
+        Some(median(
             (0..runs)
                 .map(|_| {
                     let before = thread_cpu();
@@ -314,30 +335,28 @@ fn main() {
                     thread_cpu() - before
                 })
                 .collect(),
-        )
+        ))
     };
     println!(
         "2. client CPU for a {} B reply (thread CPU time, median of {runs})",
         reply.len()
     );
-    let scripted_whole = {
-        let reply = reply.clone();
-        cpu(&|| {
-            let client = client(ScriptedProvider::new([reply.as_str()]));
-            runtime.block_on(waited(&client));
-        })
-    };
+    let scripted_whole = cpu("scripted-whole", &|| {
+        let client = client(ScriptedProvider::new([reply.as_str()]));
+        runtime.block_on(waited(&client));
+    });
     // Each piece handed over in its own turn of the runtime: the worst case, as if every
     // 5-byte piece came in its own network read.
-    let scripted_streamed = {
-        let reply = reply.clone();
-        cpu(&|| {
-            let client = client(
-                ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, Some(Duration::ZERO)),
-            );
-            runtime.block_on(streamed(&client));
-        })
-    };
+    let scripted_streamed = cpu("scripted-piece", &|| {
+        let client = client(
+            ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, Some(Duration::ZERO)),
+        );
+        runtime.block_on(streamed(&client));
+    });
+    let scripted_ready = cpu("scripted-ready", &|| {
+        let client = client(ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, None));
+        runtime.block_on(streamed(&client));
+    });
     let base_whole = server(Answer::Whole(reply.clone()));
     let base_streamed = server(Answer::Streamed {
         reply: reply.clone(),
@@ -354,20 +373,20 @@ fn main() {
     let http_whole_client = client(OpenAi::new("sk-bench").with_base_url(&base_whole));
     let http_streamed_client = client(OpenAi::new("sk-bench").with_base_url(&base_streamed));
     let http_at_once_client = client(OpenAi::new("sk-bench").with_base_url(&base_at_once));
-    let http_whole = cpu(&|| runtime.block_on(waited(&http_whole_client)));
-    let http_streamed = cpu(&|| {
+    let http_whole = cpu("http-whole", &|| {
+        runtime.block_on(waited(&http_whole_client))
+    });
+    let http_streamed = cpu("http-piece", &|| {
         runtime.block_on(streamed(&http_streamed_client));
     });
-    let http_at_once = cpu(&|| {
+    let http_at_once = cpu("http-at-once", &|| {
         runtime.block_on(streamed(&http_at_once_client));
     });
-    let scripted_ready = {
-        let reply = reply.clone();
-        cpu(&|| {
-            let client =
-                client(ScriptedProvider::new([reply.as_str()]).with_stream_chunks(5, None));
-            runtime.block_on(streamed(&client));
-        })
+    let micros = |time: Option<Duration>| {
+        time.map_or_else(
+            || format!("{:>8}", "-"),
+            |time| format!("{:>8.1}", time.as_secs_f64() * 1e6),
+        )
     };
     for (name, whole, streamed) in [
         (
@@ -379,11 +398,19 @@ fn main() {
         ("OpenAI HTTP, event by event", http_whole, http_streamed),
         ("OpenAI HTTP, events at once", http_whole, http_at_once),
     ] {
+        if whole.is_none() && streamed.is_none() {
+            continue;
+        }
+        let ratio = match (whole, streamed) {
+            (Some(whole), Some(streamed)) => {
+                format!("{:.2}x", streamed.as_secs_f64() / whole.as_secs_f64())
+            }
+            _ => "-".to_owned(),
+        };
         println!(
-            "   {name:<28} not streamed {:>8.1} µs | streamed in 5 B pieces {:>8.1} µs | {:.2}x",
-            whole.as_secs_f64() * 1e6,
-            streamed.as_secs_f64() * 1e6,
-            streamed.as_secs_f64() / whole.as_secs_f64()
+            "   {name:<28} not streamed {} µs | streamed in 5 B pieces {} µs | {ratio}",
+            micros(whole),
+            micros(streamed),
         );
     }
 }

@@ -28,8 +28,27 @@ pub(crate) fn optional_text<'de, D: Deserializer<'de>>(
 /// The text of a JSON string literal (quotes included), or `None` when the literal is
 /// not one this function reads (then `serde_json` decides).
 fn unescape_literal(literal: &str) -> Option<String> {
+    let mut text = String::with_capacity(literal.len());
+    unescape_into(literal, &mut text)?;
+    Some(text)
+}
+
+/// Appends the text of the JSON string literal `literal` (quotes included) to `text`:
+/// what a streamed reply does with each piece, into the text gathered so far, without a
+/// `String` per piece. An error is `serde_json`'s, as for a whole reply.
+pub(crate) fn push_literal(literal: &str, text: &mut String) -> Result<(), serde_json::Error> {
+    let before = text.len();
+    if unescape_into(literal, text).is_none() {
+        text.truncate(before);
+        text.push_str(&serde_json::from_str::<String>(literal)?);
+    }
+    Ok(())
+}
+
+/// Appends the text of `literal` to `text`; `None` (with part of it perhaps appended)
+/// when the literal is not one this function reads.
+fn unescape_into(literal: &str, text: &mut String) -> Option<()> {
     let mut rest = literal.strip_prefix('"')?.strip_suffix('"')?;
-    let mut text = String::with_capacity(rest.len());
     // One pass over the bytes finds the next escape, or a quote or control character,
     // which no JSON string holds unescaped. Each is ASCII, so its index is a character
     // boundary.
@@ -46,23 +65,23 @@ fn unescape_literal(literal: &str) -> Option<String> {
         // so `at + 2` is a character boundary whenever a branch keeps going.
         let after = rest.get(at + 2..)?;
         rest = match escaped {
-            b'"' => push(&mut text, '"', after),
-            b'\\' => push(&mut text, '\\', after),
-            b'/' => push(&mut text, '/', after),
-            b'b' => push(&mut text, '\u{8}', after),
-            b'f' => push(&mut text, '\u{c}', after),
-            b'n' => push(&mut text, '\n', after),
-            b'r' => push(&mut text, '\r', after),
-            b't' => push(&mut text, '\t', after),
+            b'"' => push(text, '"', after),
+            b'\\' => push(text, '\\', after),
+            b'/' => push(text, '/', after),
+            b'b' => push(text, '\u{8}', after),
+            b'f' => push(text, '\u{c}', after),
+            b'n' => push(text, '\n', after),
+            b'r' => push(text, '\r', after),
+            b't' => push(text, '\t', after),
             b'u' => {
                 let (character, after) = unicode_escape(after)?;
-                push(&mut text, character, after)
+                push(text, character, after)
             }
             _ => return None,
         };
     }
     text.push_str(rest);
-    Some(text)
+    Some(())
 }
 
 fn push<'r>(text: &mut String, character: char, rest: &'r str) -> &'r str {

@@ -3,8 +3,13 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+
+use futures_core::Stream;
 
 use super::{
     LogprobAlternative, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
@@ -386,25 +391,71 @@ impl Provider for ScriptedProvider {
             Err((text, error)) if !text.is_empty() => (text, Err(error)),
             Err((_, error)) => return Err(error),
         };
-        let chunks = self.stream_chunks;
-        let mut pieces: VecDeque<Result<ReplyPiece, ProviderError>> =
-            split_text(&text, chunks.bytes)
-                .map(|piece| Ok(ReplyPiece::Text(piece.to_owned())))
-                .collect();
-        pieces.push_back(outcome);
-        let first = true;
-        Ok(ReplyStream::new(futures_util::stream::unfold(
-            (pieces, first),
-            move |(mut pieces, first)| async move {
-                let piece = pieces.pop_front()?;
-                match (chunks.delay, first) {
-                    (Some(delay), false) if delay.is_zero() => tokio::task::yield_now().await,
-                    (Some(delay), false) => tokio::time::sleep(delay).await,
-                    _ => {}
+        Ok(ReplyStream::new(Chunks {
+            text,
+            sent: 0,
+            chunks: self.stream_chunks,
+            first: true,
+            yielded: false,
+            sleep: None,
+            outcome: Some(outcome),
+        }))
+    }
+}
+
+/// A scripted reply as it streams: the text in pieces, each after the set delay (but the
+/// first), then its outcome. Written out rather than built from stream combinators: a
+/// test or a bench streams thousands of pieces, and this keeps the provider's own cost
+/// per piece to cutting the piece.
+struct Chunks {
+    text: String,
+    /// The bytes of `text` sent so far.
+    sent: usize,
+    chunks: StreamChunks,
+    first: bool,
+    /// With a zero delay: the next piece has given its turn of the runtime away once.
+    yielded: bool,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The finished reply or the error, after the text.
+    outcome: Option<Result<ReplyPiece, ProviderError>>,
+}
+
+impl Stream for Chunks {
+    type Item = Result<ReplyPiece, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Nothing is pinned in place but the boxed timer.
+        let this = Pin::into_inner(self);
+        if this.outcome.is_none() {
+            return Poll::Ready(None);
+        }
+        match this.chunks.delay {
+            _ if this.first => {}
+            None => {}
+            Some(delay) if delay.is_zero() => {
+                if !this.yielded {
+                    this.yielded = true;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
                 }
-                Some((piece, (pieces, false)))
-            },
-        )))
+            }
+            Some(delay) => {
+                let sleep = this
+                    .sleep
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
+                ready!(sleep.as_mut().poll(cx));
+                this.sleep = None;
+            }
+        }
+        this.first = false;
+        this.yielded = false;
+        let rest = &this.text[this.sent..];
+        if rest.is_empty() {
+            return Poll::Ready(this.outcome.take());
+        }
+        let piece = split_text(rest, this.chunks.bytes).next().unwrap_or(rest);
+        this.sent += piece.len();
+        Poll::Ready(Some(Ok(ReplyPiece::Text(piece.to_owned()))))
     }
 }
 

@@ -102,11 +102,14 @@ where
 /// new completed.
 const MAX_PARTIAL_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Between those, a partial is shown when the reply has grown by this fraction of its
-/// length since the previous one. Reading a partial costs time in proportion to the
-/// reply so far; growing geometrically keeps the total linear in the reply's length
-/// (the reads add up to about five times the reply's length).
-const GROWTH_DIVISOR: usize = 4;
+/// Between those, a partial is shown when the reply has grown to this multiple of its
+/// length at the previous one. Reading a partial costs time in proportion to the reply so
+/// far; growing geometrically keeps the total linear in the reply's length: on a fast
+/// stream (pieces there faster than every [`MAX_PARTIAL_INTERVAL`]) the reads add up to
+/// about twice the reply's length. (With a quarter's growth they added up to four times,
+/// a third of a fast stream's client CPU for a 10 KB reply.) A slow stream is shown by
+/// the interval, which is what a reader sees.
+const GROWTH_FACTOR: usize = 2;
 
 type Call<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 
@@ -123,13 +126,24 @@ pub struct IntentStream<T: Partial> {
     /// A plain-text target: partials are the text so far.
     text_target: bool,
     attempt: u32,
+    /// The reply's text so far, kept for a plain-text target (a JSON target's is in
+    /// `reader`).
     text: String,
+    /// The length of the reply so far.
+    received: usize,
     reader: PartialJson,
     /// Something completed since the last partial shown.
     pending: bool,
     last: Option<T::Partial>,
-    shown_len: usize,
-    shown_at: Instant,
+    /// The reply's length and the time at the last partial read.
+    read_len: usize,
+    read_at: Instant,
+    /// [`MAX_PARTIAL_INTERVAL`] (a test sets another).
+    interval: Duration,
+    /// How many partial reads there were, and the reply bytes they covered in all: the
+    /// work that grows with the reply besides the one pass of `reader`.
+    reads: usize,
+    read_bytes: usize,
 }
 
 // Nothing is pinned in place but the call, which is boxed.
@@ -140,7 +154,9 @@ impl<T: Partial> fmt::Debug for IntentStream<T> {
         f.debug_struct("IntentStream")
             .field("running", &self.call.is_some())
             .field("attempt", &self.attempt)
-            .field("received", &self.text.len())
+            .field("received", &self.received)
+            .field("partial_reads", &self.reads)
+            .field("partial_read_bytes", &self.read_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -159,11 +175,15 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
             text_target,
             attempt: 1,
             text: String::new(),
+            received: 0,
             reader: PartialJson::new(),
             pending: false,
             last: None,
-            shown_len: 0,
-            shown_at: Instant::now(),
+            read_len: 0,
+            read_at: Instant::now(),
+            interval: MAX_PARTIAL_INTERVAL,
+            reads: 0,
+            read_bytes: 0,
         }
     }
 
@@ -197,10 +217,11 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
     fn reset(&mut self, attempt: u32) {
         self.attempt = attempt;
         self.text.clear();
+        self.received = 0;
         self.reader = PartialJson::new();
         self.pending = false;
         self.last = None;
-        self.shown_len = 0;
+        self.read_len = 0;
     }
 
     fn handle(&mut self, event: AttemptEvent) -> Option<StreamEvent<T>> {
@@ -213,8 +234,9 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
                 if attempt != self.attempt {
                     self.reset(attempt);
                 }
-                self.text.push_str(&piece);
+                self.received += piece.len();
                 if self.text_target {
+                    self.text.push_str(&piece);
                     self.pending = true;
                 } else {
                     self.reader.push(&piece);
@@ -227,17 +249,23 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
 
     /// The partial to show now, if something new completed and it is time.
     fn partial(&mut self) -> Option<StreamEvent<T>> {
-        let len = self.text.len();
+        let len = self.received;
         if !self.pending {
             return None;
         }
-        let due = self.last.is_none()
-            || (len - self.shown_len) * GROWTH_DIVISOR >= len
-            || self.shown_at.elapsed() >= MAX_PARTIAL_INTERVAL;
+        let due = self.read_len == 0
+            || len >= self.read_len * GROWTH_FACTOR
+            || self.read_at.elapsed() >= self.interval;
         if !due {
             return None;
         }
+        // Counted as a read whatever it shows: a read that finds nothing new must not
+        // make the next piece read again (that would cost the reply's length per piece).
         self.pending = false;
+        self.read_len = len;
+        self.read_at = Instant::now();
+        self.reads += 1;
+        self.read_bytes += len;
         let value = if self.text_target {
             cast::<String, T::Partial>(self.text.clone())
         } else {
@@ -250,8 +278,6 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
             return None;
         }
         self.last = Some(value.clone());
-        self.shown_len = len;
-        self.shown_at = Instant::now();
         Some(StreamEvent::Partial {
             attempt: self.attempt,
             value,
@@ -290,6 +316,69 @@ impl<T: Partial + Send + 'static> Stream for IntentStream<T> {
                 Poll::Pending if this.events.is_empty() => return Poll::Pending,
                 Poll::Pending => {}
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::{FutureExt, StreamExt};
+
+    use super::*;
+
+    /// Streams a reply of `items` list items in 5-byte pieces, all there at once (the
+    /// fastest stream: only growth decides when a partial is read), and returns the
+    /// reply's length, the partials shown, and the stream (its work counters).
+    fn stream(items: usize) -> (usize, Vec<Vec<Vec<String>>>, IntentStream<Vec<Vec<String>>>) {
+        let list: Vec<Vec<String>> = (0..items)
+            .map(|index| vec![format!("Item number {index}, boxed"), format!("{}", 1000 + index)])
+            .collect();
+        let reply = serde_json::json!({ "value": list }).to_string();
+        let (sink, events) = mpsc::unbounded_channel();
+        for piece in reply.as_bytes().chunks(5) {
+            let piece = String::from_utf8(piece.to_vec()).expect("an ASCII reply");
+            sink.send(AttemptEvent::Text { attempt: 1, piece })
+                .expect("the stream listens");
+        }
+        let call = Box::pin(std::future::ready(AIResult {
+            value: Some(list),
+            issues: Vec::new(),
+            attempts: Vec::new(),
+            usage: Usage::default(),
+            elapsed: Duration::ZERO,
+        }));
+        let mut stream = IntentStream::new(call, events, false);
+        // Only growth decides: the count does not depend on the machine's speed.
+        stream.interval = Duration::MAX;
+        let mut shown = Vec::new();
+        while let Some(Some(event)) = stream.next().now_or_never() {
+            if let StreamEvent::Partial { value, .. } = event {
+                shown.push(value);
+            }
+        }
+        (reply.len(), shown, stream)
+    }
+
+    #[test]
+    fn the_work_of_a_streamed_reply_grows_linearly_with_its_length() {
+        for items in [50, 200, 800, 3200] {
+            let (len, shown, stream) = stream(items);
+            // Every byte is read once by the reader; the partial reads cover at most
+            // twice the reply, in a number of reads that grows with its logarithm.
+            assert_eq!(stream.received, len);
+            assert!(
+                stream.read_bytes <= 2 * len,
+                "{items} items: partial reads covered {} bytes of a {len}-byte reply",
+                stream.read_bytes
+            );
+            let log2 = (usize::BITS - len.leading_zeros()) as usize;
+            assert!(stream.reads <= log2, "{items} items: {} reads", stream.reads);
+            // Still a partial each time the reply grew by a meaningful piece: the list
+            // grows from its first item to most of it.
+            assert_eq!(shown.first().map(Vec::len), Some(1), "{items} items");
+            assert!(shown.len() >= 5, "{items} items: {} partials", shown.len());
+            assert!(shown.windows(2).all(|pair| pair[1].starts_with(&pair[0])));
+            assert!(shown.last().map_or(0, Vec::len) * 2 >= items, "{items} items");
         }
     }
 }

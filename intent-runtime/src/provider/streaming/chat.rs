@@ -3,38 +3,76 @@
 //! a usage chunk with no choices (`stream_options.include_usage`), then `[DONE]`. An
 //! error in the middle arrives as `{"error": {...}}` and ends the stream.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
-use super::ReplyPiece;
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
 use super::sse::{Decoder, SseEvent};
 use crate::provider::TokenLogprob;
 use crate::provider::http::{ErrorBody, redact};
 use crate::provider::openai::chat::{ChatParts, ChatUsage, ChoiceLogprobs};
 use crate::provider::reply_text;
-use crate::provider::{ProviderError, ProviderErrorKind};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 
+// A stream is thousands of chunks of a few bytes of text each: a chunk is read with
+// everything borrowed from the event (no `String` for the model name, the finish reason
+// or the text, no `Vec` for the choices), and its text unescaped straight into the
+// reply gathered so far.
 #[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<ChunkChoice>,
-    model: Option<String>,
+struct Chunk<'a> {
+    #[serde(default, borrow, deserialize_with = "first_choice")]
+    choices: Option<ChunkChoice<'a>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
     usage: Option<ChatUsage>,
 }
 
 #[derive(Deserialize)]
-struct ChunkChoice {
-    #[serde(default)]
-    delta: Option<Delta>,
-    finish_reason: Option<String>,
+struct ChunkChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     logprobs: Option<ChoiceLogprobs>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
-    #[serde(default, deserialize_with = "reply_text::optional_text")]
-    content: Option<String>,
-    refusal: Option<String>,
+struct Delta<'a> {
+    /// The string literal, unescaped into the reply.
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    refusal: Option<Cow<'a, str>>,
+}
+
+/// The first of the choices (a streamed request asks for one); the rest are skipped.
+fn first_choice<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct First<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for First<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of choices")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element()?;
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+
+    deserializer.deserialize_seq(First(PhantomData))
 }
 
 /// The state of one streamed Chat Completions reply.
@@ -72,7 +110,7 @@ impl ChatStream {
         }
     }
 
-    fn finish(&mut self) -> ReplyPiece {
+    fn finish(&mut self) -> ProviderReply {
         let parts = ChatParts {
             content: Some(std::mem::take(&mut self.content)),
             refusal: self.refusal.take(),
@@ -81,7 +119,7 @@ impl ChatStream {
             model: self.model.take(),
             logprobs: self.logprobs.take(),
         };
-        ReplyPiece::Finished(parts.into_reply(&self.requested_model, self.request_id.take()))
+        parts.into_reply(&self.requested_model, self.request_id.take())
     }
 
     fn error(&self, data: &str) -> ProviderError {
@@ -99,6 +137,13 @@ impl ChatStream {
             error = error.with_request_id(id);
         }
         error
+    }
+
+    fn not_a_chunk(&self, data: &str, err: &serde_json::Error) -> ProviderError {
+        self.invalid(format!(
+            "a streamed chunk is not a Chat Completions chunk ({err}): {}",
+            crate::provider::http::excerpt(data)
+        ))
     }
 
     fn invalid(&self, what: String) -> ProviderError {
@@ -129,7 +174,11 @@ fn mid_stream_kind(error_type: Option<&str>) -> ProviderErrorKind {
 }
 
 impl Decoder for ChatStream {
-    fn feed(&mut self, event: SseEvent) -> Result<Option<ReplyPiece>, ProviderError> {
+    fn feed(
+        &mut self,
+        event: SseEvent<'_>,
+        text: &mut String,
+    ) -> Result<Option<ProviderReply>, ProviderError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             return Ok(Some(self.finish()));
@@ -140,23 +189,20 @@ impl Decoder for ChatStream {
         if event.event == "error" || data.starts_with("{\"error\"") {
             return Err(self.error(data));
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
-            self.invalid(format!(
-                "a streamed chunk is not a Chat Completions chunk ({err}): {}",
-                crate::provider::http::excerpt(data)
-            ))
-        })?;
-        if let Some(model) = chunk.model.filter(|model| !model.is_empty()) {
-            self.model = Some(model);
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|err| self.not_a_chunk(data, &err))?;
+        if let Some(model) = chunk.model.filter(|model| !model.is_empty())
+            && self.model.as_deref() != Some(&model)
+        {
+            self.model = Some(model.into_owned());
         }
         if chunk.usage.is_some() {
             self.usage = chunk.usage;
         }
-        let Some(choice) = chunk.choices.into_iter().next() else {
+        let Some(choice) = chunk.choices else {
             return Ok(None);
         };
-        if choice.finish_reason.is_some() {
-            self.finish_reason = choice.finish_reason;
+        if let Some(reason) = choice.finish_reason {
+            self.finish_reason = Some(reason.into_owned());
         }
         if let Some(tokens) = choice.logprobs.and_then(|logprobs| logprobs.content) {
             self.logprobs.get_or_insert_with(Vec::new).extend(tokens);
@@ -169,13 +215,13 @@ impl Decoder for ChatStream {
                 .get_or_insert_with(String::new)
                 .push_str(&refusal);
         }
-        match delta.content.filter(|text| !text.is_empty()) {
-            Some(text) => {
-                self.content.push_str(&text);
-                Ok(Some(ReplyPiece::Text(text)))
-            }
-            None => Ok(None),
+        if let Some(content) = delta.content {
+            let start = self.content.len();
+            reply_text::push_literal(content.get(), &mut self.content)
+                .map_err(|err| self.not_a_chunk(data, &err))?;
+            text.push_str(&self.content[start..]);
         }
+        Ok(None)
     }
 }
 
@@ -183,19 +229,20 @@ impl Decoder for ChatStream {
 mod tests {
     use super::*;
 
-    fn feed(lines: &[&str]) -> (String, Result<Option<ReplyPiece>, ProviderError>) {
+    fn feed(lines: &[&str]) -> (String, Result<Option<ProviderReply>, ProviderError>) {
         let mut stream = ChatStream::new("openai", "gpt-x", Some("req-1".into()), None);
         let mut text = String::new();
         let mut last = Ok(None);
         for line in lines {
-            last = stream.feed(SseEvent {
-                event: String::new(),
-                data: (*line).to_owned(),
-            });
-            match &last {
-                Ok(Some(ReplyPiece::Text(piece))) => text.push_str(piece),
-                Err(_) => break,
-                _ => {}
+            last = stream.feed(
+                SseEvent {
+                    event: "",
+                    data: line,
+                },
+                &mut text,
+            );
+            if last.is_err() {
+                break;
             }
         }
         (text, last)
@@ -212,7 +259,7 @@ mod tests {
             "[DONE]",
         ]);
         assert_eq!(text, r#"{"value": 3}"#);
-        let Ok(Some(ReplyPiece::Finished(reply))) = last else {
+        let Ok(Some(reply)) = last else {
             panic!("{last:?}")
         };
         assert_eq!(reply.text, text);
@@ -237,7 +284,7 @@ mod tests {
             r#"{"choices":[{"delta":{"refusal":"help."},"finish_reason":"stop"}]}"#,
             "[DONE]",
         ]);
-        let Ok(Some(ReplyPiece::Finished(reply))) = last else {
+        let Ok(Some(reply)) = last else {
             panic!("{last:?}")
         };
         assert_eq!(reply.refusal.as_deref(), Some("I can't help."));
@@ -246,7 +293,7 @@ mod tests {
             r#"{"choices":[{"delta":{"content":"{\"va"},"finish_reason":"length"}]}"#,
             "[DONE]",
         ]);
-        let Ok(Some(ReplyPiece::Finished(reply))) = last else {
+        let Ok(Some(reply)) = last else {
             panic!("{last:?}")
         };
         assert!(reply.truncated);

@@ -3,22 +3,28 @@
 //! usage), `message_stop`; `ping` and the block boundaries carry nothing needed; an
 //! `error` event ends the stream with a classified error.
 
-use serde::Deserialize;
+use std::borrow::Cow;
 
-use super::ReplyPiece;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
 use super::sse::{Decoder, SseEvent};
 use crate::provider::anthropic::{MessagesUsage, kind_of_error_type, messages_reply, usage};
 use crate::provider::http::{ErrorBody, excerpt, redact};
-use crate::provider::{ProviderError, ProviderErrorKind};
+use crate::provider::reply_text;
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 
+// Text deltas are most of a stream: their fields are borrowed from the event and the
+// text unescaped straight into the reply gathered so far.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Event {
+enum Event<'a> {
     MessageStart {
         message: StartMessage,
     },
     ContentBlockDelta {
-        delta: BlockDelta,
+        #[serde(borrow)]
+        delta: BlockDelta<'a>,
     },
     MessageDelta {
         delta: MessageDelta,
@@ -39,11 +45,12 @@ struct StartMessage {
 }
 
 #[derive(Deserialize)]
-struct BlockDelta {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
+struct BlockDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    /// The string literal, unescaped into the reply.
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +107,21 @@ impl MessagesStream {
         }
     }
 
+    fn not_an_event(&self, data: &str, err: &serde_json::Error) -> ProviderError {
+        ProviderError::new(
+            ProviderErrorKind::InvalidResponse,
+            "anthropic",
+            redact(
+                &format!(
+                    "a streamed event is not a Messages event ({err}): {}",
+                    excerpt(data)
+                ),
+                self.secret.as_deref(),
+            ),
+        )
+        .with_transient(false)
+    }
+
     fn error(&self, data: &str) -> ProviderError {
         let body = ErrorBody::parse(data);
         // An unknown type after the reply started is most likely the server's failure.
@@ -121,7 +143,11 @@ impl MessagesStream {
 }
 
 impl Decoder for MessagesStream {
-    fn feed(&mut self, event: SseEvent) -> Result<Option<ReplyPiece>, ProviderError> {
+    fn feed(
+        &mut self,
+        event: SseEvent<'_>,
+        text: &mut String,
+    ) -> Result<Option<ProviderReply>, ProviderError> {
         let data = event.data.trim();
         if data.is_empty() {
             return Ok(None);
@@ -129,20 +155,8 @@ impl Decoder for MessagesStream {
         if event.event == "error" {
             return Err(self.error(data));
         }
-        let parsed: Event = serde_json::from_str(data).map_err(|err| {
-            ProviderError::new(
-                ProviderErrorKind::InvalidResponse,
-                "anthropic",
-                redact(
-                    &format!(
-                        "a streamed event is not a Messages event ({err}): {}",
-                        excerpt(data)
-                    ),
-                    self.secret.as_deref(),
-                ),
-            )
-            .with_transient(false)
-        })?;
+        let parsed: Event<'_> =
+            serde_json::from_str(data).map_err(|err| self.not_an_event(data, &err))?;
         match parsed {
             Event::MessageStart { message } => {
                 self.model = message.model;
@@ -152,13 +166,13 @@ impl Decoder for MessagesStream {
                 Ok(None)
             }
             Event::ContentBlockDelta { delta } if delta.kind == "text_delta" => {
-                match delta.text.filter(|text| !text.is_empty()) {
-                    Some(text) => {
-                        self.text.push_str(&text);
-                        Ok(Some(ReplyPiece::Text(text)))
-                    }
-                    None => Ok(None),
+                if let Some(literal) = delta.text {
+                    let start = self.text.len();
+                    reply_text::push_literal(literal.get(), &mut self.text)
+                        .map_err(|err| self.not_an_event(data, &err))?;
+                    text.push_str(&self.text[start..]);
                 }
+                Ok(None)
             }
             Event::MessageDelta { delta, usage } => {
                 if delta.stop_reason.is_some() {
@@ -169,14 +183,14 @@ impl Decoder for MessagesStream {
                 }
                 Ok(None)
             }
-            Event::MessageStop => Ok(Some(ReplyPiece::Finished(messages_reply(
+            Event::MessageStop => Ok(Some(messages_reply(
                 std::mem::take(&mut self.text),
                 self.stop_reason.take(),
                 usage(self.usage),
                 self.model.take(),
                 &self.requested_model,
                 self.request_id.take(),
-            )))),
+            ))),
             Event::Error => Err(self.error(data)),
             Event::ContentBlockDelta { .. } | Event::Other => Ok(None),
         }
@@ -187,19 +201,14 @@ impl Decoder for MessagesStream {
 mod tests {
     use super::*;
 
-    fn run(events: &[(&str, &str)]) -> (String, Result<Option<ReplyPiece>, ProviderError>) {
+    fn run(events: &[(&str, &str)]) -> (String, Result<Option<ProviderReply>, ProviderError>) {
         let mut stream = MessagesStream::new("claude-x", None, None);
         let mut text = String::new();
         let mut last = Ok(None);
         for (name, data) in events {
-            last = stream.feed(SseEvent {
-                event: (*name).to_owned(),
-                data: (*data).to_owned(),
-            });
-            match &last {
-                Ok(Some(ReplyPiece::Text(piece))) => text.push_str(piece),
-                Err(_) => break,
-                _ => {}
+            last = stream.feed(SseEvent { event: name, data }, &mut text);
+            if last.is_err() {
+                break;
             }
         }
         (text, last)
@@ -238,7 +247,7 @@ mod tests {
             ("message_stop", r#"{"type":"message_stop"}"#),
         ]);
         assert_eq!(text, r#"{"value": 3}"#);
-        let Ok(Some(ReplyPiece::Finished(reply))) = last else {
+        let Ok(Some(reply)) = last else {
             panic!("{last:?}")
         };
         assert_eq!(reply.text, text);
@@ -260,7 +269,7 @@ mod tests {
             refusal,
             ("message_stop", r#"{"type":"message_stop"}"#),
         ]);
-        let Ok(Some(ReplyPiece::Finished(reply))) = last else {
+        let Ok(Some(reply)) = last else {
             panic!("{last:?}")
         };
         assert!(reply.refusal.is_some() && reply.text.is_empty());
@@ -273,7 +282,7 @@ mod tests {
             truncated,
             ("message_stop", r#"{"type":"message_stop"}"#),
         ]);
-        let Ok(Some(ReplyPiece::Finished(reply))) = last else {
+        let Ok(Some(reply)) = last else {
             panic!("{last:?}")
         };
         assert!(reply.truncated);
