@@ -19,8 +19,12 @@
 //! `cargo bench -p intent-runtime --bench streaming`; `-- --quick` (or `--test`) runs
 //! each part a few times, quickly; `-- --only ROW[,ROW]` runs only those rows
 //! (`latency`, `scripted-whole`, `scripted-piece`, `scripted-ready`, `http-whole`,
-//! `http-piece`, `http-at-once`), for a profiler; `-- --runs N` sets the number of calls
-//! per row.
+//! `http-piece`, `http-at-once`, `http-bytes`, `http-bytes-at-once`), for a profiler;
+//! `-- --runs N` sets the number of calls per row.
+//!
+//! The `http-bytes` rows only read the streamed response's bytes with `reqwest` (no
+//! event framing, no JSON, no runtime): the floor that the HTTP stack alone puts under
+//! the streamed HTTP rows.
 
 use std::time::{Duration, Instant};
 
@@ -263,6 +267,23 @@ async fn waited(client: &IntentClient) {
     check(result.value);
 }
 
+/// Posts a request to a streaming server and reads the response's bytes, nothing more.
+async fn only_bytes(client: &reqwest::Client, base: &str) {
+    let response = client
+        .post(format!("{base}/chat/completions"))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"gpt-bench","stream":true}"#)
+        .send()
+        .await
+        .expect("a response");
+    let mut bytes = response.bytes_stream();
+    let mut read = 0;
+    while let Some(chunk) = bytes.next().await {
+        read += chunk.expect("bytes").len();
+    }
+    assert!(read > 10 * 1024);
+}
+
 fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -382,6 +403,13 @@ fn main() {
     let http_at_once = cpu("http-at-once", &|| {
         runtime.block_on(streamed(&http_at_once_client));
     });
+    let raw = reqwest::Client::new();
+    let http_bytes = cpu("http-bytes", &|| {
+        runtime.block_on(only_bytes(&raw, &base_streamed));
+    });
+    let http_bytes_at_once = cpu("http-bytes-at-once", &|| {
+        runtime.block_on(only_bytes(&raw, &base_at_once));
+    });
     let micros = |time: Option<Duration>| {
         time.map_or_else(
             || format!("{:>8}", "-"),
@@ -397,6 +425,8 @@ fn main() {
         ("scripted, pieces together", scripted_whole, scripted_ready),
         ("OpenAI HTTP, event by event", http_whole, http_streamed),
         ("OpenAI HTTP, events at once", http_whole, http_at_once),
+        ("HTTP bytes only, by event", http_whole, http_bytes),
+        ("HTTP bytes only, at once", http_whole, http_bytes_at_once),
     ] {
         if whole.is_none() && streamed.is_none() {
             continue;

@@ -11,7 +11,6 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::attempt::{CallSettings, run_attempts};
 use crate::cache::{InMemoryCache, ResponseCache};
@@ -30,7 +29,7 @@ use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
 };
 use crate::shared::{ClientInner, Totals};
-use crate::stream::{EventSink, IntentStream, Partial};
+use crate::stream::{EventSink, IntentStream, Partial, event_queue};
 use crate::telemetry::{Endpoint, Telemetry};
 use crate::verify::schema_rules::compile_error;
 use crate::verify::{
@@ -307,7 +306,7 @@ impl IntentClient {
     where
         T: DeserializeOwned + JsonSchema + Partial + Send + 'static,
     {
-        let (sink, events) = mpsc::unbounded_channel();
+        let (sink, events) = event_queue();
         let client = self.clone();
         let intent = intent.to_owned();
         let call = async move {
@@ -328,7 +327,7 @@ impl IntentClient {
         schema: Option<Arc<TargetSchema>>,
         options: IntentOptions<Value>,
     ) -> IntentStream<Value> {
-        let (sink, events) = mpsc::unbounded_channel();
+        let (sink, events) = event_queue();
         let client = self.clone();
         let intent = intent.to_owned();
         let call = async move {

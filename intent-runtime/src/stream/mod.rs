@@ -22,14 +22,15 @@ mod partial;
 mod partial_json;
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
-use tokio::sync::mpsc;
 
 pub use partial::{Partial, PartialOf, read_whole};
 pub use partial_json::{PartialJson, PartialNode};
@@ -49,8 +50,61 @@ pub(crate) enum AttemptEvent {
     },
 }
 
-/// Where the attempt loop sends its [`AttemptEvent`]s.
-pub(crate) type EventSink = mpsc::UnboundedSender<AttemptEvent>;
+/// Where the attempt loop sends its [`AttemptEvent`]s: a queue shared with the
+/// [`IntentStream`], which reads it after every poll of the call, on the same task (so
+/// nothing needs waking). Not a channel: a stream sends an event per piece of text,
+/// thousands for a long reply, and text queued for the same attempt joins the text
+/// already waiting, so the stream takes in one event whatever arrived since it last
+/// looked.
+pub(crate) struct EventSink(Arc<Mutex<VecDeque<AttemptEvent>>>);
+
+/// The stream's end of the queue.
+pub(crate) struct EventQueue(Arc<Mutex<VecDeque<AttemptEvent>>>);
+
+/// A queue for a streamed call's events.
+pub(crate) fn event_queue() -> (EventSink, EventQueue) {
+    let queue = Arc::new(Mutex::new(VecDeque::new()));
+    (EventSink(Arc::clone(&queue)), EventQueue(queue))
+}
+
+// Nothing runs while the lock is held that could panic and leave the queue half-changed.
+fn lock(queue: &Mutex<VecDeque<AttemptEvent>>) -> MutexGuard<'_, VecDeque<AttemptEvent>> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl EventSink {
+    /// Queues `event`; it comes back when the stream was dropped (nobody listens).
+    pub(crate) fn send(&self, event: AttemptEvent) -> Result<(), AttemptEvent> {
+        if Arc::strong_count(&self.0) == 1 {
+            return Err(event);
+        }
+        let mut queue = lock(&self.0);
+        if let (
+            AttemptEvent::Text { attempt, piece },
+            Some(AttemptEvent::Text {
+                attempt: waiting_attempt,
+                piece: waiting,
+            }),
+        ) = (&event, queue.back_mut())
+            && attempt == waiting_attempt
+        {
+            waiting.push_str(piece);
+            return Ok(());
+        }
+        queue.push_back(event);
+        Ok(())
+    }
+}
+
+impl EventQueue {
+    fn next(&self) -> Option<AttemptEvent> {
+        lock(&self.0).pop_front()
+    }
+
+    fn is_empty(&self) -> bool {
+        lock(&self.0).is_empty()
+    }
+}
 
 /// One event of a streamed call.
 pub enum StreamEvent<T: Partial> {
@@ -121,7 +175,7 @@ type Call<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 /// another task.
 pub struct IntentStream<T: Partial> {
     call: Option<Call<T>>,
-    events: mpsc::UnboundedReceiver<AttemptEvent>,
+    events: EventQueue,
     finished: Option<AIResult<T>>,
     /// A plain-text target: partials are the text so far.
     text_target: bool,
@@ -163,11 +217,7 @@ impl<T: Partial> fmt::Debug for IntentStream<T> {
 
 impl<T: Partial + Send + 'static> IntentStream<T> {
     /// A stream that runs `call`, which reports through the sender of `events`.
-    pub(crate) fn new(
-        call: Call<T>,
-        events: mpsc::UnboundedReceiver<AttemptEvent>,
-        text_target: bool,
-    ) -> Self {
+    pub(crate) fn new(call: Call<T>, events: EventQueue, text_target: bool) -> Self {
         Self {
             call: Some(call),
             events,
@@ -189,7 +239,7 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
 
     /// A stream whose only event is the final `result`: a call refused before it started.
     pub(crate) fn ended(result: AIResult<T>) -> Self {
-        let (_, events) = mpsc::unbounded_channel();
+        let (_, events) = event_queue();
         Self::new(Box::pin(std::future::ready(result)), events, false)
     }
 
@@ -300,7 +350,7 @@ impl<T: Partial + Send + 'static> Stream for IntentStream<T> {
         loop {
             // The attempt loop sends its events while the call is polled, on this task:
             // whatever it sent is in the channel by the time the poll returns.
-            while let Ok(event) = this.events.try_recv() {
+            while let Some(event) = this.events.next() {
                 if let Some(out) = this.handle(event) {
                     return Poll::Ready(Some(out));
                 }
@@ -331,10 +381,15 @@ mod tests {
     /// reply's length, the partials shown, and the stream (its work counters).
     fn stream(items: usize) -> (usize, Vec<Vec<Vec<String>>>, IntentStream<Vec<Vec<String>>>) {
         let list: Vec<Vec<String>> = (0..items)
-            .map(|index| vec![format!("Item number {index}, boxed"), format!("{}", 1000 + index)])
+            .map(|index| {
+                vec![
+                    format!("Item number {index}, boxed"),
+                    format!("{}", 1000 + index),
+                ]
+            })
             .collect();
         let reply = serde_json::json!({ "value": list }).to_string();
-        let (sink, events) = mpsc::unbounded_channel();
+        let (sink, events) = event_queue();
         for piece in reply.as_bytes().chunks(5) {
             let piece = String::from_utf8(piece.to_vec()).expect("an ASCII reply");
             sink.send(AttemptEvent::Text { attempt: 1, piece })
@@ -372,13 +427,20 @@ mod tests {
                 stream.read_bytes
             );
             let log2 = (usize::BITS - len.leading_zeros()) as usize;
-            assert!(stream.reads <= log2, "{items} items: {} reads", stream.reads);
+            assert!(
+                stream.reads <= log2,
+                "{items} items: {} reads",
+                stream.reads
+            );
             // Still a partial each time the reply grew by a meaningful piece: the list
             // grows from its first item to most of it.
             assert_eq!(shown.first().map(Vec::len), Some(1), "{items} items");
             assert!(shown.len() >= 5, "{items} items: {} partials", shown.len());
             assert!(shown.windows(2).all(|pair| pair[1].starts_with(&pair[0])));
-            assert!(shown.last().map_or(0, Vec::len) * 2 >= items, "{items} items");
+            assert!(
+                shown.last().map_or(0, Vec::len) * 2 >= items,
+                "{items} items"
+            );
         }
     }
 }

@@ -125,13 +125,26 @@ impl PartialJson {
                     let bytes = &self.text.as_bytes()[at..end];
                     let mut escaped = escaped;
                     let mut close = None;
-                    for (index, &byte) in bytes.iter().enumerate() {
-                        if escaped {
-                            escaped = false;
-                        } else if byte == b'\\' {
-                            escaped = true;
-                        } else if byte == b'"' {
+                    let mut from = 0;
+                    if escaped && !bytes.is_empty() {
+                        escaped = false;
+                        from = 1;
+                    }
+                    // Most of a reply is inside strings: jump from quote or backslash to
+                    // the next rather than look at every byte.
+                    while let Some(offset) = memchr::memchr2(b'"', b'\\', &bytes[from..]) {
+                        let index = from + offset;
+                        if bytes[index] == b'"' {
                             close = Some(at + index);
+                            break;
+                        }
+                        // A backslash escapes the byte after it (perhaps in the next piece).
+                        if index + 1 == bytes.len() {
+                            escaped = true;
+                            break;
+                        }
+                        from = index + 2;
+                        if from >= bytes.len() {
                             break;
                         }
                     }

@@ -189,7 +189,8 @@ impl Decoder for ChatStream {
         if event.event == "error" || data.starts_with("{\"error\"") {
             return Err(self.error(data));
         }
-        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|err| self.not_a_chunk(data, &err))?;
+        let chunk: Chunk<'_> =
+            serde_json::from_str(data).map_err(|err| self.not_a_chunk(data, &err))?;
         if let Some(model) = chunk.model.filter(|model| !model.is_empty())
             && self.model.as_deref() != Some(&model)
         {

@@ -164,12 +164,7 @@ pub(crate) fn sse_events(
     limit: usize,
     secret: Option<&str>,
 ) -> SseEvents {
-    SseEvents::new(
-        provider,
-        Box::pin(response.bytes_stream()),
-        limit,
-        secret,
-    )
+    SseEvents::new(provider, Box::pin(response.bytes_stream()), limit, secret)
 }
 
 impl SseEvents {
@@ -295,8 +290,7 @@ impl<D: Decoder> Stream for Decoded<D> {
             if this.ended {
                 return Poll::Ready(None);
             }
-            if this.queued.is_some() || this.decode_buffered() || this.text.len() >= MAX_PIECE
-            {
+            if this.queued.is_some() || this.decode_buffered() || this.text.len() >= MAX_PIECE {
                 return Poll::Ready(this.flush());
             }
             match this.events.body.as_mut().poll_next(cx) {
@@ -374,7 +368,10 @@ mod tests {
 
     #[test]
     fn an_event_not_ended_by_a_blank_line_is_not_dispatched() {
-        assert_eq!(events(&[b"data: 1\n\ndata: 2\n"]).ok(), Some(owned(&[("", "1")])));
+        assert_eq!(
+            events(&[b"data: 1\n\ndata: 2\n"]).ok(),
+            Some(owned(&[("", "1")]))
+        );
     }
 
     #[test]
