@@ -376,10 +376,13 @@ mod tests {
 
     use super::*;
 
-    /// Streams a reply of `items` list items in 5-byte pieces, all there at once (the
-    /// fastest stream: only growth decides when a partial is read), and returns the
-    /// reply's length, the partials shown, and the stream (its work counters).
+    /// Streams a reply of `items` list items in 5-byte pieces, each taken in by the
+    /// stream before the next is sent, as fast as the stream takes them (so only growth
+    /// decides when a partial is read), and returns the reply's length, the partials
+    /// shown, and the stream (its work counters).
     fn stream(items: usize) -> (usize, Vec<Vec<Vec<String>>>, IntentStream<Vec<Vec<String>>>) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+
         let list: Vec<Vec<String>> = (0..items)
             .map(|index| {
                 vec![
@@ -390,27 +393,48 @@ mod tests {
             .collect();
         let reply = serde_json::json!({ "value": list }).to_string();
         let (sink, events) = event_queue();
-        for piece in reply.as_bytes().chunks(5) {
-            let piece = String::from_utf8(piece.to_vec()).expect("an ASCII reply");
-            sink.send(AttemptEvent::Text { attempt: 1, piece })
-                .expect("the stream listens");
-        }
-        let call = Box::pin(std::future::ready(AIResult {
+        let done = Arc::new(AtomicBool::new(false));
+        let finished = Arc::clone(&done);
+        let mut result = Some(AIResult {
             value: Some(list),
             issues: Vec::new(),
             attempts: Vec::new(),
             usage: Usage::default(),
             elapsed: Duration::ZERO,
+        });
+        // The call ends once every piece was sent.
+        let call = Box::pin(futures_util::future::poll_fn(move |_| {
+            match (finished.load(Ordering::SeqCst), result.take()) {
+                (true, Some(result)) => Poll::Ready(result),
+                (_, result_left) => {
+                    result = result_left;
+                    Poll::Pending
+                }
+            }
         }));
         let mut stream = IntentStream::new(call, events, false);
         // Only growth decides: the count does not depend on the machine's speed.
         stream.interval = Duration::MAX;
         let mut shown = Vec::new();
-        while let Some(Some(event)) = stream.next().now_or_never() {
-            if let StreamEvent::Partial { value, .. } = event {
-                shown.push(value);
+        let mut take = |stream: &mut IntentStream<_>| {
+            while let Some(Some(event)) = stream.next().now_or_never() {
+                if let StreamEvent::Partial { value, .. } = event {
+                    shown.push(value);
+                }
             }
+        };
+        for piece in reply.as_bytes().chunks(5) {
+            let piece = String::from_utf8(piece.to_vec()).expect("an ASCII reply");
+            sink.send(AttemptEvent::Text { attempt: 1, piece })
+                .expect("the stream listens");
+            take(&mut stream);
         }
+        done.store(true, Ordering::SeqCst);
+        take(&mut stream);
+        assert!(
+            stream.finished.is_none() && stream.call.is_none(),
+            "the final event was taken"
+        );
         (reply.len(), shown, stream)
     }
 
@@ -436,7 +460,13 @@ mod tests {
             // grows from its first item to most of it.
             assert_eq!(shown.first().map(Vec::len), Some(1), "{items} items");
             assert!(shown.len() >= 5, "{items} items: {} partials", shown.len());
-            assert!(shown.windows(2).all(|pair| pair[1].starts_with(&pair[0])));
+            // Each partial only adds to the one before (the last item may have grown).
+            for pair in shown.windows(2) {
+                assert!(pair[1].len() >= pair[0].len());
+                for (before, after) in pair[0].iter().zip(&pair[1]) {
+                    assert!(after.starts_with(before), "{before:?} then {after:?}");
+                }
+            }
             assert!(
                 shown.last().map_or(0, Vec::len) * 2 >= items,
                 "{items} items"

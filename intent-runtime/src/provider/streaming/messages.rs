@@ -14,27 +14,21 @@ use crate::provider::http::{ErrorBody, excerpt, redact};
 use crate::provider::reply_text;
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 
-// Text deltas are most of a stream: their fields are borrowed from the event and the
-// text unescaped straight into the reply gathered so far.
+// Text deltas are most of a stream: an event is read with its fields borrowed (a flat
+// struct, not an internally tagged enum, which would copy the event into a buffer first
+// and cannot lend a string out of it), and the text unescaped straight into the reply
+// gathered so far.
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Event<'a> {
-    MessageStart {
-        message: StartMessage,
-    },
-    ContentBlockDelta {
-        #[serde(borrow)]
-        delta: BlockDelta<'a>,
-    },
-    MessageDelta {
-        delta: MessageDelta,
-        #[serde(default)]
-        usage: Option<MessagesUsage>,
-    },
-    MessageStop,
-    Error,
-    #[serde(other)]
-    Other,
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    message: Option<StartMessage>,
+    /// A text delta or a message delta, read once the kind is known.
+    #[serde(default, borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(default)]
+    usage: Option<MessagesUsage>,
 }
 
 #[derive(Deserialize)]
@@ -108,12 +102,16 @@ impl MessagesStream {
     }
 
     fn not_an_event(&self, data: &str, err: &serde_json::Error) -> ProviderError {
+        self.invalid(&err.to_string(), data)
+    }
+
+    fn invalid(&self, why: &str, data: &str) -> ProviderError {
         ProviderError::new(
             ProviderErrorKind::InvalidResponse,
             "anthropic",
             redact(
                 &format!(
-                    "a streamed event is not a Messages event ({err}): {}",
+                    "a streamed event is not a Messages event ({why}): {}",
                     excerpt(data)
                 ),
                 self.secret.as_deref(),
@@ -157,16 +155,26 @@ impl Decoder for MessagesStream {
         }
         let parsed: Event<'_> =
             serde_json::from_str(data).map_err(|err| self.not_an_event(data, &err))?;
-        match parsed {
-            Event::MessageStart { message } => {
-                self.model = message.model;
-                if let Some(report) = message.usage {
-                    self.add_usage(report);
+        let delta = |what| match parsed.delta {
+            Some(delta) => Ok(delta.get()),
+            None => Err(self.invalid(&format!("a {what} event without its delta"), data)),
+        };
+        match &*parsed.kind {
+            "message_start" => {
+                if let Some(message) = parsed.message {
+                    self.model = message.model;
+                    if let Some(report) = message.usage {
+                        self.add_usage(report);
+                    }
                 }
                 Ok(None)
             }
-            Event::ContentBlockDelta { delta } if delta.kind == "text_delta" => {
-                if let Some(literal) = delta.text {
+            "content_block_delta" => {
+                let delta: BlockDelta<'_> = serde_json::from_str(delta("content_block_delta")?)
+                    .map_err(|err| self.not_an_event(data, &err))?;
+                if delta.kind == "text_delta"
+                    && let Some(literal) = delta.text
+                {
                     let start = self.text.len();
                     reply_text::push_literal(literal.get(), &mut self.text)
                         .map_err(|err| self.not_an_event(data, &err))?;
@@ -174,16 +182,18 @@ impl Decoder for MessagesStream {
                 }
                 Ok(None)
             }
-            Event::MessageDelta { delta, usage } => {
+            "message_delta" => {
+                let delta: MessageDelta = serde_json::from_str(delta("message_delta")?)
+                    .map_err(|err| self.not_an_event(data, &err))?;
                 if delta.stop_reason.is_some() {
                     self.stop_reason = delta.stop_reason;
                 }
-                if let Some(report) = usage {
+                if let Some(report) = parsed.usage {
                     self.add_usage(report);
                 }
                 Ok(None)
             }
-            Event::MessageStop => Ok(Some(messages_reply(
+            "message_stop" => Ok(Some(messages_reply(
                 std::mem::take(&mut self.text),
                 self.stop_reason.take(),
                 usage(self.usage),
@@ -191,8 +201,8 @@ impl Decoder for MessagesStream {
                 &self.requested_model,
                 self.request_id.take(),
             ))),
-            Event::Error => Err(self.error(data)),
-            Event::ContentBlockDelta { .. } | Event::Other => Ok(None),
+            "error" => Err(self.error(data)),
+            _ => Ok(None),
         }
     }
 }
