@@ -219,25 +219,26 @@ impl Loop<'_> {
         events: &EventSink,
         attempt: u32,
     ) -> Result<ProviderReply, ProviderError> {
-        use futures_util::{FutureExt, StreamExt};
+        use std::task::Poll;
+
+        use futures_util::StreamExt;
 
         let provider = &self.client.provider;
         let mut pieces = provider.stream(request).await?;
         // Pieces that are already there when one arrives (several events in one read) go
         // on as one: a reader cannot show them apart, and each event costs a partial.
+        // What has arrived is passed on when the stream has nothing more for now, and
+        // the task then waits for the stream's wake-up like any other.
         let mut ready = String::new();
         loop {
-            let piece = if ready.is_empty() {
-                pieces.next().await
-            } else {
-                match pieces.next().now_or_never() {
-                    Some(piece) => piece,
-                    None => {
-                        send_text(events, attempt, &mut ready);
-                        continue;
-                    }
+            let piece = std::future::poll_fn(|cx| match pieces.poll_next_unpin(cx) {
+                Poll::Pending => {
+                    send_text(events, attempt, &mut ready);
+                    Poll::Pending
                 }
-            };
+                arrived => arrived,
+            })
+            .await;
             match piece {
                 Some(Ok(ReplyPiece::Text(piece))) if ready.is_empty() => ready = piece,
                 Some(Ok(ReplyPiece::Text(piece))) => ready.push_str(&piece),
@@ -259,7 +260,7 @@ impl Loop<'_> {
 }
 
 /// Passes `text` on (and empties it). A stream dropped by its caller drops this call too:
-/// a closed channel only means the caller stopped listening.
+/// a refused event only means the caller stopped listening.
 fn send_text(events: &EventSink, attempt: u32, text: &mut String) {
     if !text.is_empty() {
         let piece = std::mem::take(text);
