@@ -100,10 +100,6 @@ impl EventQueue {
     fn next(&self) -> Option<AttemptEvent> {
         lock(&self.0).pop_front()
     }
-
-    fn is_empty(&self) -> bool {
-        lock(&self.0).is_empty()
-    }
 }
 
 /// One event of a streamed call.
@@ -152,8 +148,9 @@ where
     }
 }
 
-/// A partial is shown at the latest this long after the previous one, when something
-/// new completed.
+/// When something new completed, a partial is shown once this long has passed since the
+/// previous read: checked at the next piece that completes a value, or at the latest
+/// [`CLOCK_EVERY`] pieces later.
 const MAX_PARTIAL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Between those, a partial is shown when the reply has grown to this multiple of its
@@ -164,6 +161,10 @@ const MAX_PARTIAL_INTERVAL: Duration = Duration::from_millis(50);
 /// a third of a fast stream's client CPU for a 10 KB reply.) A slow stream is shown by
 /// the interval, which is what a reader sees.
 const GROWTH_FACTOR: usize = 2;
+
+/// While a completed value waits for its partial and pieces bring nothing new, the time
+/// is looked at on every this many pieces (see [`IntentStream`]'s reading of partials).
+const CLOCK_EVERY: usize = 8;
 
 type Call<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 
@@ -188,6 +189,8 @@ pub struct IntentStream<T: Partial> {
     reader: PartialJson,
     /// Something completed since the last partial shown.
     pending: bool,
+    /// Pieces taken in since `pending` was set, when nothing completed in them.
+    idle_pieces: usize,
     last: Option<T::Partial>,
     /// The reply's length and the time at the last partial read.
     read_len: usize,
@@ -228,6 +231,7 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
             received: 0,
             reader: PartialJson::new(),
             pending: false,
+            idle_pieces: 0,
             last: None,
             read_len: 0,
             read_at: Instant::now(),
@@ -270,6 +274,7 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
         self.received = 0;
         self.reader = PartialJson::new();
         self.pending = false;
+        self.idle_pieces = 0;
         self.last = None;
         self.read_len = 0;
     }
@@ -285,30 +290,40 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
                     self.reset(attempt);
                 }
                 self.received += piece.len();
-                if self.text_target {
+                let completed = if self.text_target {
                     self.text.push_str(&piece);
-                    self.pending = true;
+                    true
                 } else {
                     self.reader.push(&piece);
-                    self.pending |= self.reader.take_progress();
-                }
-                self.partial()
+                    self.reader.take_progress()
+                };
+                self.pending |= completed;
+                self.partial(completed)
             }
         }
     }
 
     /// The partial to show now, if something new completed and it is time.
-    fn partial(&mut self) -> Option<StreamEvent<T>> {
+    /// `completed`: something completed in the piece just taken in.
+    fn partial(&mut self, completed: bool) -> Option<StreamEvent<T>> {
         let len = self.received;
         if !self.pending {
             return None;
         }
+        // The clock is read when something new completed, and otherwise on every
+        // `CLOCK_EVERY`th piece while a completed value waits: on a stream of tiny pieces
+        // reading it for every piece cost as much as the rest of the piece's handling.
+        let clock = completed || {
+            self.idle_pieces += 1;
+            self.idle_pieces % CLOCK_EVERY == 0
+        };
         let due = self.read_len == 0
             || len >= self.read_len * GROWTH_FACTOR
-            || self.read_at.elapsed() >= self.interval;
+            || (clock && self.read_at.elapsed() >= self.interval);
         if !due {
             return None;
         }
+        self.idle_pieces = 0;
         // Counted as a read whatever it shows: a read that finds nothing new must not
         // make the next piece read again (that would cost the reply's length per piece).
         self.pending = false;
@@ -347,26 +362,40 @@ impl<T: Partial + Send + 'static> Stream for IntentStream<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        loop {
-            // The attempt loop sends its events while the call is polled, on this task:
-            // whatever it sent is in the channel by the time the poll returns.
-            while let Some(event) = this.events.next() {
-                if let Some(out) = this.handle(event) {
-                    return Poll::Ready(Some(out));
-                }
-            }
-            let Some(call) = this.call.as_mut() else {
-                return Poll::Ready(this.finished.take().map(StreamEvent::Final));
-            };
-            match call.as_mut().poll(cx) {
-                Poll::Ready(result) => {
-                    this.call = None;
-                    this.finished = Some(result);
-                }
-                Poll::Pending if this.events.is_empty() => return Poll::Pending,
-                Poll::Pending => {}
+        // Events left over when a partial was returned early.
+        if let Some(out) = this.take_events() {
+            return Poll::Ready(Some(out));
+        }
+        let Some(call) = this.call.as_mut() else {
+            return Poll::Ready(this.finished.take().map(StreamEvent::Final));
+        };
+        if let Poll::Ready(result) = call.as_mut().poll(cx) {
+            this.call = None;
+            this.finished = Some(result);
+        }
+        // The attempt loop sends its events while the call is polled, on this task:
+        // whatever it sent is queued by the time the poll returns. A call still running
+        // is not polled again here: it returned pending, so it has arranged its wake-up
+        // (polling it again would walk the whole call for nothing, once per piece).
+        if let Some(out) = this.take_events() {
+            return Poll::Ready(Some(out));
+        }
+        match this.call {
+            Some(_) => Poll::Pending,
+            None => Poll::Ready(this.finished.take().map(StreamEvent::Final)),
+        }
+    }
+}
+
+impl<T: Partial + Send + 'static> IntentStream<T> {
+    /// Handles the queued events up to the first that makes an event for the caller.
+    fn take_events(&mut self) -> Option<StreamEvent<T>> {
+        while let Some(event) = self.events.next() {
+            if let Some(out) = self.handle(event) {
+                return Some(out);
             }
         }
+        None
     }
 }
 
