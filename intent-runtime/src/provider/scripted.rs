@@ -432,13 +432,12 @@ impl Stream for Chunks {
         match this.chunks.delay {
             _ if this.first => {}
             None => {}
-            Some(delay) if delay.is_zero() => {
-                if !this.yielded {
-                    this.yielded = true;
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
+            Some(delay) if delay.is_zero() && !this.yielded => {
+                this.yielded = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
             }
+            Some(delay) if delay.is_zero() => {}
             Some(delay) => {
                 let sleep = this
                     .sleep

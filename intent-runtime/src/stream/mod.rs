@@ -315,7 +315,7 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
         // reading it for every piece cost as much as the rest of the piece's handling.
         let clock = completed || {
             self.idle_pieces += 1;
-            self.idle_pieces % CLOCK_EVERY == 0
+            self.idle_pieces.is_multiple_of(CLOCK_EVERY)
         };
         let due = self.read_len == 0
             || len >= self.read_len * GROWTH_FACTOR
@@ -405,14 +405,17 @@ mod tests {
 
     use super::*;
 
+    /// A list of rows of text: a target whose partials are read in full each time.
+    type Rows = Vec<Vec<String>>;
+
     /// Streams a reply of `items` list items in 5-byte pieces, each taken in by the
     /// stream before the next is sent, as fast as the stream takes them (so only growth
     /// decides when a partial is read), and returns the reply's length, the partials
     /// shown, and the stream (its work counters).
-    fn stream(items: usize) -> (usize, Vec<Vec<Vec<String>>>, IntentStream<Vec<Vec<String>>>) {
+    fn stream(items: usize) -> (usize, Vec<Rows>, IntentStream<Rows>) {
         use std::sync::atomic::{AtomicBool, Ordering};
 
-        let list: Vec<Vec<String>> = (0..items)
+        let list: Rows = (0..items)
             .map(|index| {
                 vec![
                     format!("Item number {index}, boxed"),
