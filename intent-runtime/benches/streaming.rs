@@ -7,14 +7,15 @@
 //!    against the time to the final, verified value.
 //! 2. Client CPU for a 10 KB reply, measured as the CPU time of the thread that runs the
 //!    client (`CLOCK_THREAD_CPUTIME_ID`; the servers run on other threads), median of
-//!    the runs: streamed in 5-byte pieces against the same reply not streamed, through
-//!    the scripted provider handing over each piece in its own turn of the runtime (the
-//!    runtime's own cost: partial reading, events, the attempt loop, per piece) and
-//!    through the OpenAI provider against a loopback server (the same, plus HTTP,
-//!    server-sent events and one JSON chunk of about 150 bytes per piece). Each is also
-//!    run with the pieces there together (the scripted provider with no delay; the
-//!    server writing every event at once), which separates the cost of a wake-up and a
-//!    read per piece from the cost of decoding it.
+//!    the runs, each call run as a task of a current-thread runtime: streamed in 5-byte
+//!    pieces against the same reply not streamed, through the scripted provider handing
+//!    over each piece after a wake-up of its own (the runtime's own cost: partial
+//!    reading, events, the attempt loop, a poll of the whole call per piece) and through
+//!    the OpenAI provider against a loopback server (the same, plus HTTP, server-sent
+//!    events and one JSON chunk of about 150 bytes per piece). Each is also run with the
+//!    pieces there together (the scripted provider with no delay; the server writing
+//!    every event at once), which separates the cost of a wake-up and a read per piece
+//!    from the cost of decoding it.
 //!
 //! `cargo bench -p intent-runtime --bench streaming`; `-- --quick` (or `--test`) runs
 //! each part a few times, quickly; `-- --only ROW[,ROW]` runs only those rows
