@@ -285,20 +285,11 @@ fn decision_method(method: &IntentMethod<'_>, kind: DecisionKind) -> TokenStream
         Some(model) => quote!(::core::option::Option::Some(#model)),
         None => quote!(::core::option::Option::None),
     };
-    let state = match method.inputs.as_slice() {
-        [single] => {
-            let arg = by_ref(single);
-            quote!(::intent_runtime::__private::state(#arg))
-        }
-        several => {
-            let adds = several.iter().map(|input| {
-                let name = input.name.to_string();
-                let arg = by_ref(input);
-                quote!(.with(#name, #arg))
-            });
-            quote!(::intent_runtime::__private::named_state(|state| state #(#adds)?*))
-        }
-    };
+    let state = one_or_named(
+        &method.inputs,
+        quote!(::intent_runtime::__private::state),
+        quote!(::intent_runtime::__private::named_state),
+    );
     let call = match (kind, model::options_type(method.output.target)) {
         (DecisionKind::Choice, Some(options)) => {
             let check = quote_spanned!(options.span()=> ::intent_runtime::__private::assert_decision_enum::<#options>(););
@@ -381,10 +372,20 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
 
 /// The prepared input: one input as itself, several as one object keyed by name.
 fn input(inputs: &[Input<'_>]) -> TokenStream {
+    one_or_named(
+        inputs,
+        quote!(::intent_runtime::__private::input),
+        quote!(::intent_runtime::__private::named_inputs),
+    )
+}
+
+/// `one(arg)` for a single input; for several, `named(|inputs| inputs.with("a", a)?...)`,
+/// each added under its name.
+fn one_or_named(inputs: &[Input<'_>], one: TokenStream, named: TokenStream) -> TokenStream {
     match inputs {
         [single] => {
             let arg = by_ref(single);
-            quote!(::intent_runtime::__private::input(#arg))
+            quote!(#one(#arg))
         }
         several => {
             let adds = several.iter().map(|input| {
@@ -393,7 +394,7 @@ fn input(inputs: &[Input<'_>]) -> TokenStream {
                 quote!(.with(#name, #arg))
             });
             // `a(..)?.b(..)`: the closure returns the last `with`'s result as it is.
-            quote!(::intent_runtime::__private::named_inputs(|inputs| inputs #(#adds)?*))
+            quote!(#named(|inputs| inputs #(#adds)?*))
         }
     }
 }
