@@ -12,10 +12,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch_support::{Answer, Behaviour, Fake, KEY, is_retry, last_user};
+use batch_support::{
+    Answer, Behaviour, Fake, KEY, anthropic_client, is_retry, last_user, openai_client,
+};
 use intent_runtime::batch::{BatchItem, BatchLimits, BatchOptions, BatchProgress};
 use intent_runtime::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
-use intent_runtime::provider::{Anthropic, OpenAi, Provider, ProviderError, ProviderReply};
+use intent_runtime::provider::{OpenAi, Provider, ProviderError, ProviderReply};
 use intent_runtime::result::JudgeRecord;
 use intent_runtime::{AIResult, IntentClient, IntentOptions, IssueSource, JudgeMode};
 use provider_support::assert_valid_chat_request;
@@ -77,20 +79,6 @@ fn items(texts: &[&str]) -> Vec<BatchItem<i64>> {
             )
         })
         .collect()
-}
-
-fn openai_client(fake: &Fake) -> IntentClient {
-    let provider = OpenAi::new(KEY)
-        .with_base_url(format!("{}/v1", fake.server.uri()))
-        .with_model("gpt-test");
-    IntentClient::builder().provider(provider).build().unwrap()
-}
-
-fn anthropic_client(fake: &Fake) -> IntentClient {
-    let provider = Anthropic::new(KEY)
-        .with_base_url(fake.server.uri())
-        .with_model("claude-test");
-    IntentClient::builder().provider(provider).build().unwrap()
 }
 
 fn values(results: &[AIResult<i64>]) -> Vec<Option<i64>> {

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use batch_support::{Answer, Behaviour, Fake, KEY};
+use batch_support::{Answer, Behaviour, Fake, anthropic_client, openai_client};
 use intent_runtime::batch::{BatchItem, BatchOptions};
-use intent_runtime::provider::{Anthropic, OpenAi};
 use intent_runtime::{IntentClient, IntentOptions};
 use serde_json::Value;
 
@@ -135,20 +134,6 @@ fn assert_streamed(largest: usize, fake: &Fake, dir: &std::path::Path) {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     std::fs::remove_dir_all(dir).unwrap();
-}
-
-fn openai_client(fake: &Fake) -> IntentClient {
-    let provider = OpenAi::new(KEY)
-        .with_base_url(format!("{}/v1", fake.server.uri()))
-        .with_model("gpt-test");
-    IntentClient::builder().provider(provider).build().unwrap()
-}
-
-fn anthropic_client(fake: &Fake) -> IntentClient {
-    let provider = Anthropic::new(KEY)
-        .with_base_url(fake.server.uri())
-        .with_model("claude-test");
-    IntentClient::builder().provider(provider).build().unwrap()
 }
 
 #[test]

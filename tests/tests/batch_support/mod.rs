@@ -9,11 +9,29 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use intent_runtime::IntentClient;
+use intent_runtime::provider::{Anthropic, OpenAi};
 use serde_json::{Value, json};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// A test key distinctive enough that finding it anywhere means it leaked.
+/// A client of OpenAI's Batch API at the fake `fake`.
+pub fn openai_client(fake: &Fake) -> IntentClient {
+    let provider = OpenAi::new(KEY)
+        .with_base_url(format!("{}/v1", fake.server.uri()))
+        .with_model("gpt-test");
+    IntentClient::builder().provider(provider).build().unwrap()
+}
+
+/// A client of Anthropic's Message Batches at the fake `fake`.
+pub fn anthropic_client(fake: &Fake) -> IntentClient {
+    let provider = Anthropic::new(KEY)
+        .with_base_url(fake.server.uri())
+        .with_model("claude-test");
+    IntentClient::builder().provider(provider).build().unwrap()
+}
+
 pub const KEY: &str = "sk-batch-LEAKCHECK-9d1e";
 
 /// How a fake answers one request: `Ok(text)` for a reply, `Err((status, message))` for a
