@@ -6,6 +6,7 @@
 //! as a [`Repair`] by the caller, so no repair is silent.
 
 mod extract;
+pub(crate) mod json_string;
 mod lenient;
 mod lexical;
 mod repair;

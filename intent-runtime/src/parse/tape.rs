@@ -7,10 +7,12 @@
 //! and per string, and the frees afterwards). The tape is one `Vec` for the whole
 //! document; strings and member names borrow from the text unless it escaped them.
 //!
-//! The grammar is exactly `serde_json`'s (the tape is built by its `Deserializer`, with
-//! the same recursion limit), so a text is a tape exactly when it is a `Value`.
+//! The grammar is exactly `serde_json`'s: a hand-written scanner (`scan`) reads the texts
+//! replies are made of and leaves everything else to `serde_json`'s `Deserializer` (with
+//! its recursion limit), so a text is a tape exactly when it is a `Value`.
 
 mod read;
+mod scan;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -57,20 +59,34 @@ pub(crate) struct Tape<'t> {
 impl<'t> Tape<'t> {
     /// Parses `text` as strict JSON (exactly what `serde_json::from_str::<Value>` accepts).
     pub(crate) fn parse(text: &'t str) -> Result<Self, serde_json::Error> {
+        match scan::scan(text) {
+            Some(tape) => Ok(tape),
+            None => Self::build_with_serde(text),
+        }
+    }
+
+    /// The tape built by `serde_json`'s `Deserializer`: what the scanner declines, and
+    /// the reference it is tested against.
+    fn build_with_serde(text: &'t str) -> Result<Self, serde_json::Error> {
+        let mut tape = Tape::for_text(text);
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        EntrySeed { tape: &mut tape }.deserialize(&mut deserializer)?;
+        deserializer.end()?;
+        Ok(tape)
+    }
+
+    /// An empty tape with room for the nodes of `text`.
+    fn for_text(text: &str) -> Self {
         // A node takes at least two bytes of text ("1,"); room for one per eight bytes
         // is usually enough, so a reply's vector seldom grows, and the cap keeps a huge
         // text from reserving several times its own size before a node is read.
         const MAX_RESERVED_ENTRIES: usize = 1 << 14;
         let reserved = (text.len() / 8 + 4).min(MAX_RESERVED_ENTRIES);
-        let mut tape = Tape {
+        Tape {
             entries: Vec::with_capacity(reserved),
             duplicate_keys: false,
             wide_numbers: false,
-        };
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        EntrySeed { tape: &mut tape }.deserialize(&mut deserializer)?;
-        deserializer.end()?;
-        Ok(tape)
+        }
     }
 
     /// The document's root node.
