@@ -618,7 +618,7 @@ struct MessagesResponse {
 struct ContentBlock {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default, deserialize_with = "super::reply_text::optional_text")]
+    #[serde(default)]
     text: Option<String>,
 }
 

@@ -18,7 +18,6 @@ use crate::provider::http::{
     self, ErrorBody, HttpTransport, RawResponse, Route, RouteCell, base_kind, error_from_response,
     invalid_response, names_schema,
 };
-use crate::provider::reply_text;
 use crate::provider::streaming::{ChatStream, decode, sse_events};
 use crate::provider::{
     DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
@@ -296,7 +295,7 @@ pub(crate) struct ChoiceLogprobs {
 
 #[derive(Deserialize)]
 struct ChoiceMessage {
-    #[serde(default, deserialize_with = "reply_text::optional_text")]
+    #[serde(default)]
     content: Option<String>,
     // Absent on servers without refusals (Ollama): that is a normal reply.
     refusal: Option<String>,
