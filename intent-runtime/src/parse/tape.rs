@@ -52,7 +52,6 @@ enum Entry<'t> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Tape<'t> {
     entries: Vec<Entry<'t>>,
-    duplicate_keys: bool,
     wide_numbers: bool,
 }
 
@@ -84,7 +83,6 @@ impl<'t> Tape<'t> {
         let reserved = (text.len() / 8 + 4).min(MAX_RESERVED_ENTRIES);
         Tape {
             entries: Vec::with_capacity(reserved),
-            duplicate_keys: false,
             wide_numbers: false,
         }
     }
@@ -99,8 +97,15 @@ impl<'t> Tape<'t> {
 
     /// Whether some object names a member twice. A `Value` keeps only the last such
     /// member, so validating the tape would not judge what a `Value` holds.
+    ///
+    /// Worked out on request, walking every object: a schema check that matches each
+    /// member to a distinct property (`verify::tape_check`) already answers it, so a
+    /// clean reply never pays for this walk.
     pub(crate) fn has_duplicate_keys(&self) -> bool {
-        self.duplicate_keys
+        self.entries.iter().enumerate().any(|(index, entry)| {
+            matches!(entry, Entry::Object { len, .. } if *len > 1)
+                && names_repeat(&self.entries, index)
+        })
     }
 
     /// Whether some number lies beyond `i64`/`u64` and was read as a float: reading it
@@ -242,9 +247,6 @@ impl<'de> Visitor<'de> for EntrySeed<'_, 'de> {
             len += 1;
         }
         self.tape.close(start, len);
-        if !self.tape.duplicate_keys && len > 1 {
-            self.tape.duplicate_keys = names_repeat(&self.tape.entries, start);
-        }
         Ok(())
     }
 }

@@ -37,8 +37,9 @@ pub(crate) fn clean_typed_reply<T: DeserializeOwned>(
         return None;
     }
     let tape = Tape::parse(text).ok()?;
-    // Numbers beyond 64 bits read exactly from text but as floats into a `Value`.
-    if tape.has_duplicate_keys() || tape.has_wide_numbers() {
+    // Numbers beyond 64 bits read exactly from text but as floats into a `Value`. A
+    // repeated member name is refused by the schema check below.
+    if tape.has_wide_numbers() {
         return None;
     }
     let value = tape.sole_root_member(ENVELOPE_PROPERTY)?;

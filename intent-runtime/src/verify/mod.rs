@@ -29,6 +29,7 @@ mod fast_path;
 mod recovery;
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
+mod tape_check;
 #[cfg(test)]
 pub(crate) mod test_support;
 

@@ -16,6 +16,7 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
 use serde_json::{Map, Value};
 
+use super::tape_check::TapeCheck;
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
 use crate::parse::{Tape, TapeJson};
 use crate::result::{IssueSource, ResultIssue};
@@ -40,12 +41,25 @@ struct Compiled {
     validator: Result<jsonschema::Validator, String>,
     /// The same schema for tapes; `None` when it does not compile.
     tape_validator: OnceLock<Option<jsonschema::Validator<TapeJson>>>,
+    /// The checker for the schemas it reads (`None` otherwise), tried before
+    /// `tape_validator`.
+    tape_check: OnceLock<Option<TapeCheck>>,
     has_constraints: bool,
 }
 
 impl Compiled {
-    /// Whether `tape` is valid; a schema that cannot be compiled accepts nothing.
+    /// Whether `tape` is valid, with no object naming a member twice; a schema that
+    /// cannot be compiled accepts nothing.
     fn accepts_tape(&self, schema: &Value, tape: &Tape<'_>) -> bool {
+        let check = self.tape_check.get_or_init(|| TapeCheck::compile(schema));
+        // The checker's "yes" is certain and covers repeated names; its "no" may only
+        // mean it could not tell, so `jsonschema` then decides.
+        if check.as_ref().is_some_and(|check| check.accepts(tape)) {
+            return true;
+        }
+        if tape.has_duplicate_keys() {
+            return false;
+        }
         let validator = self
             .tape_validator
             .get_or_init(|| options_for_schemas::<TapeJson>().build(schema).ok());
@@ -152,7 +166,7 @@ pub(crate) fn conforms(schema: &Arc<Value>, instance: &Value) -> bool {
 /// Whether the tape conforms to `schema`, as [`conforms`] says of a `Value`. A tape with
 /// a repeated member name conforms to nothing: a `Value` would keep only the last.
 pub(crate) fn conforms_tape(schema: &Arc<Value>, tape: &Tape<'_>) -> bool {
-    !tape.has_duplicate_keys() && compiled(schema).accepts_tape(schema, tape)
+    compiled(schema).accepts_tape(schema, tape)
 }
 
 /// Whether the tape, an envelope, both conforms to `target`'s strict schema (as
@@ -279,6 +293,7 @@ fn compile(full: &Value) -> Compiled {
     Compiled {
         validator,
         tape_validator: OnceLock::new(),
+        tape_check: OnceLock::new(),
         has_constraints: mentions_constraint(full, 0),
     }
 }

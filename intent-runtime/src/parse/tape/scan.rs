@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
-use super::{Entry, Tape, WIDE_INTEGER_MAGNITUDE, names_repeat};
+use super::{Entry, Tape, WIDE_INTEGER_MAGNITUDE};
 use crate::parse::json_string::{STOPS, unescape_body};
 
 /// Containers nested deeper than this are left to `serde_json` (whose own limit, 128, is
@@ -140,9 +140,6 @@ impl<'t> Scanner<'t> {
             }
         }
         self.tape.close(start, len);
-        if !self.tape.duplicate_keys && len > 1 {
-            self.tape.duplicate_keys = names_repeat(&self.tape.entries, start);
-        }
         Some(())
     }
 
