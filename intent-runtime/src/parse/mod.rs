@@ -18,7 +18,7 @@ mod wide;
 pub use extract::{Candidate, Candidates, MAX_CANDIDATES, json_candidates};
 pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
-pub(crate) use tape::{Tape, TapeArray, TapeJson, TapeNode, TapeObject};
+pub(crate) use tape::{NodeView, Tape, TapeArray, TapeJson, TapeNode, TapeObject};
 pub(crate) use wide::read_with_wide_integers;
 
 use serde_json::{Number, Value};

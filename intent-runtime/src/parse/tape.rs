@@ -338,9 +338,43 @@ pub(crate) struct TapeNode<'a> {
     index: usize,
 }
 
+/// What a node is, read with one look at its entry (the `Node` trait's `as_*` methods
+/// each look again).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum NodeView<'a> {
+    Null,
+    Bool,
+    Number(&'a Number),
+    String(&'a str),
+    Array(TapeArray<'a>),
+    Object(TapeObject<'a>),
+}
+
 impl<'a> TapeNode<'a> {
     fn entry(&self) -> Option<&'a Entry<'a>> {
         self.entries.get(self.index)
+    }
+
+    /// The node's kind and contents.
+    pub(crate) fn view(&self) -> NodeView<'a> {
+        match self.entry() {
+            None | Some(Entry::Null) => NodeView::Null,
+            Some(Entry::Bool(_)) => NodeView::Bool,
+            Some(Entry::Number(number)) => NodeView::Number(number),
+            Some(Entry::String(text) | Entry::Key(text)) => NodeView::String(text),
+            Some(Entry::Array { len, end }) => NodeView::Array(TapeArray {
+                entries: self.entries,
+                first: self.index + 1,
+                len: *len,
+                end: *end,
+            }),
+            Some(Entry::Object { len, end }) => NodeView::Object(TapeObject {
+                entries: self.entries,
+                first: self.index + 1,
+                len: *len,
+                end: *end,
+            }),
+        }
     }
 
     /// The node as a `Value` (allocates; for comparisons and error messages).

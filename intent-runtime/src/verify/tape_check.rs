@@ -20,10 +20,10 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use jsonschema::json::{Array as _, Node as _, Object as _};
+use jsonschema::json::{Array as _, Object as _};
 use serde_json::{Number, Value};
 
-use crate::parse::{Tape, TapeArray, TapeNode, TapeObject};
+use crate::parse::{NodeView, Tape, TapeArray, TapeNode, TapeObject};
 
 /// Nesting deeper than this is refused rather than walked (a reply that deep is left to
 /// the ordinary steps).
@@ -76,6 +76,9 @@ struct Rule {
     one_of: Vec<usize>,
     all_of: Vec<usize>,
     reference: Option<usize>,
+    /// The rule is only a reference (annotations aside): checking it is checking the
+    /// target, so the walk goes there directly.
+    alias: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -114,29 +117,34 @@ impl TapeCheck {
     }
 
     fn check(&self, rule: usize, node: TapeNode<'_>, depth: usize) -> bool {
-        let Some(rule) = self.rules.get(rule) else {
+        let Some(mut rule) = self.rules.get(rule) else {
             return false;
         };
+        let mut hops = 0;
+        while let Some(target) = rule.alias {
+            // A reference cycle with nothing else in it describes no value.
+            hops += 1;
+            let Some(aliased) = self.rules.get(target).filter(|_| hops <= MAX_DEPTH) else {
+                return false;
+            };
+            rule = aliased;
+        }
         if rule.never || depth > MAX_DEPTH {
             return false;
         }
-        let checked = if let Some(text) = node.as_string() {
-            check_string(rule, &text)
-        } else if let Some(number) = node.as_number() {
-            check_number(rule, number)
-        } else if let Some(object) = node.as_object() {
-            self.check_object(rule, object, depth)
-        } else if let Some(array) = node.as_array() {
-            self.check_array(rule, array, depth)
-        } else if node.as_boolean().is_some() {
-            allows(rule, kind::BOOLEAN) && rule.strings.is_none()
-        } else {
-            allows(rule, kind::NULL) && rule.strings.is_none()
+        let checked = match node.view() {
+            NodeView::String(text) => check_string(rule, text),
+            NodeView::Number(number) => check_number(rule, number),
+            NodeView::Object(object) => self.check_object(rule, object, depth),
+            NodeView::Array(array) => self.check_array(rule, array, depth),
+            NodeView::Bool => allows(rule, kind::BOOLEAN) && rule.strings.is_none(),
+            NodeView::Null => allows(rule, kind::NULL) && rule.strings.is_none(),
         };
-        checked
-            && rule
-                .reference
-                .is_none_or(|target| self.check(target, node, depth + 1))
+        if !checked || !delegates(rule) {
+            return checked;
+        }
+        rule.reference
+            .is_none_or(|target| self.check(target, node, depth + 1))
             && rule
                 .all_of
                 .iter()
@@ -166,13 +174,17 @@ impl TapeCheck {
             return delegates(rule) || object.len() == 0;
         };
         let mut seen = 0u64;
-        for (name, value) in object.members() {
-            let Some((index, (_, property))) = shape
-                .properties
-                .iter()
-                .enumerate()
-                .find(|(_, (known, _))| known == name)
-            else {
+        for (position, (name, value)) in object.members().enumerate() {
+            // Replies list the members in the schema's order, so the property at the
+            // member's position is tried first.
+            let index = match shape.properties.get(position) {
+                Some((known, _)) if known == name => position,
+                _ => match shape.properties.iter().position(|(known, _)| known == name) {
+                    Some(index) => index,
+                    None => return false,
+                },
+            };
+            let Some((_, property)) = shape.properties.get(index) else {
                 return false;
             };
             let bit = 1u64 << index;
@@ -210,7 +222,7 @@ impl TapeCheck {
 /// An element no rule describes: certain only when it holds no object (whose names
 /// would go unchecked for repeats).
 fn element_is_certain(node: TapeNode<'_>) -> bool {
-    node.as_object().is_none() && node.as_array().is_none()
+    !matches!(node.view(), NodeView::Object(_) | NodeView::Array(_))
 }
 
 /// Whether other rules (a reference, a union) also judge the node.
@@ -361,9 +373,7 @@ impl<'s> Compiler<'s> {
                 // `check_object`), which `false` demands and anything else allows more.
                 "additionalProperties" if value == &Value::Bool(false) => {}
                 "required" | "anyOf" | "oneOf" | "allOf" | "$ref" => {}
-                // Annotations; `$defs` are compiled when a `$ref` names them.
-                "title" | "description" | "default" | "examples" | "$comment" | "deprecated"
-                | "readOnly" | "writeOnly" | "$schema" | "$defs" | "definitions" => {}
+                keyword if ANNOTATIONS.contains(&keyword) => {}
                 // A format only concerns strings (checked below).
                 "format" => {}
                 _ => return None,
@@ -394,6 +404,17 @@ impl<'s> Compiler<'s> {
         if let Some(reference) = map.get("$ref") {
             rule.reference = Some(self.resolve(reference.as_str()?, depth)?);
         }
+        if let Some(strings) = string_choices(&rule, map) {
+            rule.strings = Some(strings);
+            rule.one_of.clear();
+            rule.any_of.clear();
+        }
+        let only_annotations = map
+            .keys()
+            .all(|keyword| keyword == "$ref" || ANNOTATIONS.contains(&keyword.as_str()));
+        if only_annotations {
+            rule.alias = rule.reference;
+        }
         Some(rule)
     }
 
@@ -418,6 +439,49 @@ impl<'s> Compiler<'s> {
         let compiled = self.compile(target, depth + 1)?;
         (compiled == index).then_some(index)
     }
+}
+
+/// Keywords that do not constrain a value; `$defs` are compiled when a `$ref` names them.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$schema",
+    "$defs",
+    "definitions",
+];
+
+/// The strings of a union whose every branch is one string constant (how `schemars`
+/// writes a unit enum with documented variants), when they are distinct: then the union
+/// holds exactly when the value is one of them, and one list lookup replaces a check per
+/// branch.
+fn string_choices(rule: &Rule, map: &serde_json::Map<String, Value>) -> Option<Vec<String>> {
+    if rule.strings.is_some() || (rule.one_of.is_empty() == rule.any_of.is_empty()) {
+        return None;
+    }
+    let branches = map.get("oneOf").or_else(|| map.get("anyOf"))?.as_array()?;
+    let mut strings = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let branch = branch.as_object()?;
+        let constant = branch.get("const")?.as_str()?;
+        let plain = branch
+            .iter()
+            .all(|(keyword, value)| match keyword.as_str() {
+                "const" => true,
+                "type" => value == "string",
+                other => ANNOTATIONS.contains(&other),
+            });
+        if !plain || strings.iter().any(|known| known == constant) {
+            return None;
+        }
+        strings.push(constant.to_owned());
+    }
+    Some(strings)
 }
 
 fn types(value: &Value) -> Option<u8> {
@@ -470,7 +534,7 @@ mod tests {
     use crate::verify::test_support::target_for;
 
     #[derive(Serialize, JsonSchema, Debug, Clone)]
-    enum Terms {
+    pub(super) enum Terms {
         /// On receipt.
         OnReceipt,
         /// Thirty days.
@@ -478,7 +542,7 @@ mod tests {
     }
 
     #[derive(Serialize, JsonSchema, Debug, Clone)]
-    struct Line {
+    pub(super) struct Line {
         description: String,
         quantity: u32,
         unit_cents: i64,
@@ -487,7 +551,7 @@ mod tests {
     }
 
     #[derive(Serialize, JsonSchema, Debug, Clone)]
-    struct Invoice {
+    pub(super) struct Invoice {
         number: String,
         terms: Terms,
         lines: Vec<Line>,
@@ -769,6 +833,40 @@ mod tests {
             prop_assert!(accepts(&check, &text), "{}", text);
             prop_assert!(reference(&closed::<Invoice>(), &text));
         }
+    }
+
+    #[test]
+    fn a_union_of_string_constants_is_one_list() {
+        let schema = json!({"oneOf": [
+            {"type": "string", "const": "a", "description": "A."},
+            {"const": "b"}
+        ]});
+        let check = TapeCheck::compile(&schema).unwrap();
+        assert_eq!(
+            check.rules.first().and_then(|rule| rule.strings.clone()),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert!(accepts(&check, r#""b""#));
+        assert!(!accepts(&check, r#""c""#));
+        assert!(!accepts(&check, "1"));
+        // Repeated constants would make `oneOf` fail on them: left to the branches.
+        let repeated = json!({"oneOf": [{"const": "a"}, {"const": "a"}]});
+        let check = TapeCheck::compile(&repeated).unwrap();
+        assert!(
+            check
+                .rules
+                .first()
+                .is_some_and(|rule| rule.strings.is_none())
+        );
+        assert!(!accepts(&check, r#""a""#));
+        assert!(!reference(&repeated, r#""a""#));
+    }
+
+    #[test]
+    fn a_reference_cycle_accepts_nothing_and_ends() {
+        let schema = json!({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}});
+        let check = TapeCheck::compile(&schema).unwrap();
+        assert!(!accepts(&check, "1"));
     }
 
     #[test]
