@@ -8,20 +8,48 @@
 //! would cost a serialization per call.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use serde_json::Value;
 
 /// Values derived from schemas, one per live schema `Arc`.
 pub(crate) struct DerivedCache<V> {
-    entries: RwLock<HashMap<usize, (Weak<Value>, V)>>,
+    entries: RwLock<Entries<V>>,
+}
+
+/// Each live schema's address, with the schema (to tell it is still alive) and its value.
+type Entries<V> = HashMap<usize, (Weak<Value>, V), BuildHasherDefault<AddressHasher>>;
+
+/// Hashes an address with one multiplication. Keys are addresses of live allocations,
+/// never chosen by input, so the default hasher's flooding resistance buys nothing
+/// here, and it cost more than the lookup it served on every call.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        // Fibonacci hashing: the high bits, which the table uses, depend on every bit of
+        // the address (whose low bits are all zero from alignment).
+        self.0 = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 impl<V: Clone> DerivedCache<V> {
     /// An empty cache.
     pub(crate) fn new() -> Self {
         Self {
-            entries: RwLock::new(HashMap::new()),
+            entries: RwLock::new(HashMap::default()),
         }
     }
 
