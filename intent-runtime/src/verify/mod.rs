@@ -23,7 +23,10 @@
 //!
 //! A clean typed reply (strict JSON, a lone envelope, conforming to both schemas) takes a
 //! fast path through steps 5 to 8 (`verify/fast_path.rs`) that reaches the same result
-//! without building a `serde_json::Value`; any other reply takes the steps above.
+//! without building a `serde_json::Value`: the text is read into a tape
+//! (`parse/tape/scan.rs`), checked against the target's closed schema by a checker
+//! compiled once per target (`verify/tape_check.rs`, `jsonschema` for the schemas it does
+//! not read), and `T` is read from the tape; any other reply takes the steps above.
 
 mod fast_path;
 mod recovery;
