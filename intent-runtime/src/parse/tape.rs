@@ -600,20 +600,23 @@ mod tests {
         Tape::parse(text).unwrap()
     }
 
-    /// Arbitrary JSON, floats and escaped or non-ASCII strings included.
-    fn json_value() -> impl Strategy<Value = Value> {
+    /// Arbitrary JSON: every kind of number, strings with and without escapes (control
+    /// characters and non-ASCII included), names with escapes. The scanner's tests use it
+    /// too.
+    pub(super) fn json_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
             any::<i64>().prop_map(|n| json!(n)),
             any::<u64>().prop_map(|n| json!(n)),
             any::<f64>().prop_map(|n| json!(n)),
-            "[a-z\"\\\\\n é]{0,6}".prop_map(Value::String),
+            (-1_000_000i64..1_000_000).prop_map(|n| json!(n)),
+            "[a-z\"\\\\\n\t\u{1} é😀/]{0,8}".prop_map(Value::String),
         ];
-        leaf.prop_recursive(4, 32, 5, |inner| {
+        leaf.prop_recursive(5, 48, 6, |inner| {
             prop_oneof![
-                vec(inner.clone(), 0..5).prop_map(Value::Array),
-                btree_map("[a-z\"\\\\]{0,3}", inner, 0..5)
+                vec(inner.clone(), 0..6).prop_map(Value::Array),
+                btree_map("[a-z\"\\\\é]{0,4}", inner, 0..6)
                     .prop_map(|map| Value::Object(map.into_iter().collect())),
             ]
         })

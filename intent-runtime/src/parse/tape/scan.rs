@@ -279,36 +279,15 @@ fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use proptest::collection::{btree_map, vec};
+    use proptest::collection::vec;
     use proptest::prelude::*;
-    use serde_json::{Value, json};
 
+    use super::super::tests::json_value;
     use super::*;
 
     /// The tape `serde_json`'s `Deserializer` builds, the reference for this reader.
     fn reference(text: &str) -> Option<Tape<'_>> {
         Tape::build_with_serde(text).ok()
-    }
-
-    /// JSON as models write it: nested records, every kind of number, strings with and
-    /// without escapes, names with escapes.
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| json!(n)),
-            any::<u64>().prop_map(|n| json!(n)),
-            any::<f64>().prop_map(|n| json!(n)),
-            (-1_000_000i64..1_000_000).prop_map(|n| json!(n)),
-            "[a-z\"\\\\\n\t\u{1} é😀/]{0,8}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(5, 48, 6, |inner| {
-            prop_oneof![
-                vec(inner.clone(), 0..6).prop_map(Value::Array),
-                btree_map("[a-z\"\\\\é]{0,4}", inner, 0..6)
-                    .prop_map(|map| Value::Object(map.into_iter().collect())),
-            ]
-        })
     }
 
     /// Texts near JSON: fragments of every token, broken and whole.
