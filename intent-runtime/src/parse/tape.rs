@@ -126,10 +126,6 @@ impl<'t> Tape<'t> {
             .and_then(|(key, value)| (key == name).then_some(value))
     }
 
-    // Inlined so that the entry is written straight into the vector: built on the stack
-    // and handed over by reference, each push reloaded it in 16-byte halves right after it
-    // was stored in smaller parts, a stall that was most of a push's time (perf annotate).
-    #[inline(always)]
     fn push(&mut self, entry: Entry<'t>) {
         self.entries.push(entry);
     }
@@ -407,25 +403,15 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
     type Number = &'a Number;
 
     fn as_object(&self) -> Option<TapeObject<'a>> {
-        match self.entry()? {
-            Entry::Object { len, end } => Some(TapeObject {
-                entries: self.entries,
-                first: self.index + 1,
-                len: *len,
-                end: *end,
-            }),
+        match self.view() {
+            NodeView::Object(object) => Some(object),
             _ => None,
         }
     }
 
     fn as_array(&self) -> Option<TapeArray<'a>> {
-        match self.entry()? {
-            Entry::Array { len, end } => Some(TapeArray {
-                entries: self.entries,
-                first: self.index + 1,
-                len: *len,
-                end: *end,
-            }),
+        match self.view() {
+            NodeView::Array(array) => Some(array),
             _ => None,
         }
     }

@@ -20,7 +20,8 @@ use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
 ///
 /// Each condition is one the ordinary steps check, in their terms:
 /// - strict JSON: step 5 records no leniency (a tape parses exactly what a strict
-///   `Value` parse does), with no repeated name (a `Value` keeps only the last);
+///   `Value` parse does), with no repeated name (a `Value` keeps only the last; the
+///   schema check refuses repeats);
 /// - the root is an object whose only member is `value`: step 6 unwraps it with no
 ///   repair, whatever the envelope rule;
 /// - the value is not null: step 8 has nothing to say;

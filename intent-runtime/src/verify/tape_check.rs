@@ -392,22 +392,22 @@ impl<'s> Compiler<'s> {
                 shape.required |= 1u64 << position;
             }
         }
-        if let Some(branches) = map.get("anyOf") {
-            rule.any_of = self.compile_all(branches, depth)?;
-        }
-        if let Some(branches) = map.get("oneOf") {
-            rule.one_of = self.compile_all(branches, depth)?;
+        match string_choices(map).filter(|_| rule.strings.is_none()) {
+            Some(strings) => rule.strings = Some(strings),
+            None => {
+                if let Some(branches) = map.get("anyOf") {
+                    rule.any_of = self.compile_all(branches, depth)?;
+                }
+                if let Some(branches) = map.get("oneOf") {
+                    rule.one_of = self.compile_all(branches, depth)?;
+                }
+            }
         }
         if let Some(branches) = map.get("allOf") {
             rule.all_of = self.compile_all(branches, depth)?;
         }
         if let Some(reference) = map.get("$ref") {
             rule.reference = Some(self.resolve(reference.as_str()?, depth)?);
-        }
-        if let Some(strings) = string_choices(&rule, map) {
-            rule.strings = Some(strings);
-            rule.one_of.clear();
-            rule.any_of.clear();
         }
         let only_annotations = map
             .keys()
@@ -460,11 +460,11 @@ const ANNOTATIONS: &[&str] = &[
 /// writes a unit enum with documented variants), when they are distinct: then the union
 /// holds exactly when the value is one of them, and one list lookup replaces a check per
 /// branch.
-fn string_choices(rule: &Rule, map: &serde_json::Map<String, Value>) -> Option<Vec<String>> {
-    if rule.strings.is_some() || (rule.one_of.is_empty() == rule.any_of.is_empty()) {
-        return None;
-    }
-    let branches = map.get("oneOf").or_else(|| map.get("anyOf"))?.as_array()?;
+fn string_choices(map: &serde_json::Map<String, Value>) -> Option<Vec<String>> {
+    let branches = match (map.get("oneOf"), map.get("anyOf")) {
+        (Some(branches), None) | (None, Some(branches)) => branches.as_array()?,
+        _ => return None,
+    };
     let mut strings = Vec::with_capacity(branches.len());
     for branch in branches {
         let branch = branch.as_object()?;

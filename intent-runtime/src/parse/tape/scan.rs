@@ -62,7 +62,11 @@ impl<'t> Scanner<'t> {
         match self.peek()? {
             b'{' => self.object(depth + 1),
             b'[' => self.array(depth + 1),
-            b'"' => self.string(Entry::String),
+            b'"' => {
+                let text = self.string()?;
+                self.tape.push(Entry::String(text));
+                Some(())
+            }
             b't' => self.word("true", Entry::Bool(true)),
             b'f' => self.word("false", Entry::Bool(false)),
             b'n' => self.word("null", Entry::Null),
@@ -126,7 +130,8 @@ impl<'t> Scanner<'t> {
                 if self.peek()? != b'"' {
                     return None;
                 }
-                self.string(Entry::Key)?;
+                let name = self.string()?;
+                self.tape.push(Entry::Key(name));
                 self.skip_whitespace();
                 if self.peek()? != b':' {
                     return None;
@@ -156,12 +161,9 @@ impl<'t> Scanner<'t> {
         }
     }
 
-    /// Reads the string whose opening quote is at `self.at` and pushes it as `kind` (a
-    /// value or a member name): borrowed from the text unless it has escapes. The entry is
-    /// pushed here rather than the string returned: a returned `Cow` went through memory
-    /// and was read back before its stores completed, a stall that cost more than the
-    /// scan of the string itself (perf annotate).
-    fn string(&mut self, kind: fn(Cow<'t, str>) -> Entry<'t>) -> Option<()> {
+    /// Reads the string whose opening quote is at `self.at`: borrowed from the text
+    /// unless it has escapes.
+    fn string(&mut self) -> Option<Cow<'t, str>> {
         let bytes = self.text.as_bytes();
         let start = self.at + 1;
         let mut at = start;
@@ -186,13 +188,11 @@ impl<'t> Scanner<'t> {
         let body = self.text.get(start..at)?;
         self.at = at + 1;
         if !escaped {
-            self.tape.push(kind(Cow::Borrowed(body)));
-            return Some(());
+            return Some(Cow::Borrowed(body));
         }
         let mut text = String::with_capacity(body.len());
         unescape_body(body, &mut text)?;
-        self.tape.push(kind(Cow::Owned(text)));
-        Some(())
+        Some(Cow::Owned(text))
     }
 
     /// Reads a number by `serde_json`'s grammar: integers of up to 18 digits here,
