@@ -12,9 +12,9 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::batch::{BatchOptions, BatchProgress};
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{IntentClient, IntentError, StrictCompatible, intents};
+use intent_rs::batch::{BatchOptions, BatchProgress};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{IntentClient, IntentError, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -8,12 +8,12 @@
 //! use them to authorize or approve anything.
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::decision::{
+use intent_rs::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionEvaluator, DecisionQuestion, DecisionRequest,
     ScoreQuestion,
 };
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, Choice, DecisionEnum, DecisionError, IntentClient, intents};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, Choice, DecisionEnum, DecisionError, IntentClient, intents};
 
 /// Where a ticket goes.
 #[derive(Debug, Clone, Copy, PartialEq, DecisionEnum)]
@@ -54,7 +54,7 @@ fn scripted_model() -> ScriptedProvider {
                 ScriptedReply::logprobs([("yes", -0.02), ("no", -4.5)])
             };
         }
-        if request.schema_name == intent_runtime::judge::JUDGE_SCHEMA_NAME {
+        if request.schema_name == intent_rs::judge::JUDGE_SCHEMA_NAME {
             return ScriptedReply::text(r#"{"passes": true, "problems": []}"#);
         }
         if request.is_retry() {
@@ -132,7 +132,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 3. A gated judge: the cheap decision rejects the clickbait headline itself; only a
     //    headline it finds likely to pass costs a generative judge call.
-    let gate = DecisionEvaluator::shared(intent_runtime::decision::decision_client_for(
+    let gate = DecisionEvaluator::shared(intent_rs::decision::decision_client_for(
         chosen.provider.clone(),
     ))
     .with_threshold(0.9);

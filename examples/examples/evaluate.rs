@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
-use intent_eval::{Dataset, Evaluation, Judge};
+use intent_rs_eval::{Dataset, Evaluation, Judge};
 use intent_examples::choose_provider;
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, intents};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, intents};
 use serde::{Deserialize, Serialize};
 
 const INTENT: &str = "Name the main topic of the review in two or three words";
@@ -84,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("wrote {} and {}", json.display(), junit.display());
 
     // A later run (another prompt, another model) compares case by case with this one.
-    let baseline = intent_eval::Report::read_json(&json)?;
+    let baseline = intent_rs_eval::Report::read_json(&json)?;
     println!("against itself: {}", report.compare(&baseline));
     Ok(())
 }

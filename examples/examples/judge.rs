@@ -4,8 +4,8 @@
 //! `cargo run --example judge` (offline: the scripted judge rejects the first summary).
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, intents};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, intents};
 
 #[intents]
 trait Editor {
@@ -19,7 +19,7 @@ trait Editor {
 /// the judge.
 fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
-        let judging = request.schema_name == intent_runtime::judge::JUDGE_SCHEMA_NAME;
+        let judging = request.schema_name == intent_rs::judge::JUDGE_SCHEMA_NAME;
         let retry = request.is_retry();
         let reply = match (judging, request.user().contains("You Won't Believe")) {
             (true, true) => {

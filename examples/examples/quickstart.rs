@@ -5,8 +5,8 @@
 //! `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or `OPENAI_COMPATIBLE_BASE_URL` to ask a real model.
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, IntentError, StrictCompatible, intents};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, IntentError, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -6,8 +6,8 @@
 //! `cargo run --example runtime_schema` (offline: the first answer orders zero units).
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, intents};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, intents};
 
 #[intents]
 trait Orders {

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::provider::ScriptedProvider;
-use intent_runtime::stream::StreamEvent;
-use intent_runtime::{IntentClient, IntentStream, Partial, StrictCompatible, intents};
+use intent_rs::provider::ScriptedProvider;
+use intent_rs::stream::StreamEvent;
+use intent_rs::{IntentClient, IntentStream, Partial, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

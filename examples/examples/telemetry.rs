@@ -2,16 +2,16 @@
 //!
 //! `cargo run --example telemetry` (offline: the scripted model is rate limited once, then
 //! its first answer fails a validator). It prints the span tree of that retried call as a
-//! `tracing` subscriber sees it (`RUST_LOG` filters it; default `intent_runtime=debug`),
+//! `tracing` subscriber sees it (`RUST_LOG` filters it; default `intent_rs=debug`),
 //! then runs the call again with `tracing-opentelemetry` exporting the same spans through
 //! OpenTelemetry's stdout exporter.
 
 use std::time::Duration;
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::limits::RetryPolicy;
-use intent_runtime::provider::{ProviderError, ProviderErrorKind, ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, StrictCompatible, intents};
+use intent_rs::limits::RetryPolicy;
+use intent_rs::provider::{ProviderError, ProviderErrorKind, ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, StrictCompatible, intents};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use schemars::JsonSchema;
@@ -72,7 +72,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("== The span tree of one call, as any `tracing` subscriber sees it\n");
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("intent_runtime=debug"));
+        .unwrap_or_else(|_| EnvFilter::new("intent_rs=debug"));
     let tree = tracing_tree::HierarchicalLayer::new(2)
         .with_writer(std::io::stdout)
         .with_ansi(false)
@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let otel = tracing_opentelemetry::layer().with_tracer(exporter.tracer("intent-examples"));
     {
         let subscriber = Registry::default()
-            .with(EnvFilter::new("intent_runtime=info"))
+            .with(EnvFilter::new("intent_rs=info"))
             .with(otel);
         let _exported = tracing::subscriber::set_default(subscriber);
         hotel.booking(EMAIL).await;

@@ -4,8 +4,8 @@
 //! `cargo run --example validators` (offline: the scripted model's first total is wrong).
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, StrictCompatible, intents};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

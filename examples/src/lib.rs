@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use intent_runtime::provider::{self, Provider, ProviderConfigError, ScriptedProvider};
+use intent_rs::provider::{self, Provider, ProviderConfigError, ScriptedProvider};
 
 /// The provider an example uses, and whether it is the offline scripted model.
 pub struct ChosenProvider {
@@ -43,7 +43,7 @@ pub fn choose_provider(scripted: ScriptedProvider) -> ChosenProvider {
 }
 
 /// Prints what happened during a call: each attempt's raw output, repairs and issues.
-pub fn print_attempts<T>(result: &intent_runtime::AIResult<T>) {
+pub fn print_attempts<T>(result: &intent_rs::AIResult<T>) {
     for attempt in &result.attempts {
         println!(
             "  attempt {}: {:?}{}",

@@ -2,15 +2,15 @@
 //! the scripted provider, with and without the harness around the same calls, and the
 //! harness alone around a task that answers at once.
 //!
-//! `cargo bench -p intent-eval --bench harness`; quick check: `-- --test` (200 cases,
+//! `cargo bench -p intent-rs-eval --bench harness`; quick check: `-- --test` (200 cases,
 //! one run).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use intent_eval::{Case, Dataset, Evaluation, Progress};
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, StrictCompatible, intents};
+use intent_rs_eval::{Case, Dataset, Evaluation, Progress};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

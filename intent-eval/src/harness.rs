@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt, stream};
 use indicatif::{ProgressBar, ProgressStyle};
-use intent_runtime::AIResult;
+use intent_rs::AIResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use intent_runtime::provider::Provider;
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::provider::Provider;
+use intent_rs::{IntentClient, IntentOptions};
 use serde_json::{Value, json};
 
 use crate::error::EvalError;

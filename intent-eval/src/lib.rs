@@ -13,10 +13,10 @@
 //!   [`assert_pass_rate`](Report::assert_pass_rate) makes the evaluation a `cargo test`.
 //!
 //! ```
-//! use intent_eval::{Case, Dataset, Evaluation, Rules};
+//! use intent_rs_eval::{Case, Dataset, Evaluation, Rules};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), intent_eval::EvalError> {
+//! # async fn main() -> Result<(), intent_rs_eval::EvalError> {
 //! let dataset = Dataset::new("capitals", vec![
 //!     Case::new("france", "France".to_owned(), "Paris"),
 //!     Case::new("japan", "Japan".to_owned(), "tokyo").rules(Rules::lenient()),

@@ -34,8 +34,8 @@ impl Tokens {
     }
 }
 
-impl From<intent_runtime::Usage> for Tokens {
-    fn from(usage: intent_runtime::Usage) -> Self {
+impl From<intent_rs::Usage> for Tokens {
+    fn from(usage: intent_rs::Usage) -> Self {
         Self {
             input: usage.input_tokens,
             output: usage.output_tokens,

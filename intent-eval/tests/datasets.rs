@@ -1,7 +1,7 @@
 //! Datasets: typed cases from JSON Lines and JSON; a malformed case is an error naming the
 //! file, the line (or case) and the field.
 
-use intent_eval::{Dataset, EvalError, JudgeSelector, Location, ValueSet, Whitespace};
+use intent_rs_eval::{Dataset, EvalError, JudgeSelector, Location, ValueSet, Whitespace};
 use serde::Deserialize;
 use serde_json::json;
 

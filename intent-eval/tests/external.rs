@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use intent_eval::{CaseContext, EvalError, ExternalValidator, Rules, Validators, ValueSet};
+use intent_rs_eval::{CaseContext, EvalError, ExternalValidator, Rules, Validators, ValueSet};
 use serde_json::{Map, Value, json};
 
 fn script(folder: &Path, name: &str, body: &str) -> PathBuf {
@@ -36,7 +36,7 @@ fn comparing(path: &Path) -> ExternalValidator {
 async fn run(
     validator: ExternalValidator,
     actual: Value,
-) -> Result<intent_eval::ValidationResult, EvalError> {
+) -> Result<intent_rs_eval::ValidationResult, EvalError> {
     let name = validator.name().to_owned();
     let validators = Validators::new().external(validator);
     let rules = Rules::exact().external(name);

@@ -1,7 +1,7 @@
 //! The grading function with boolean, score and grade verdicts, and property tests of
 //! canonicalization.
 
-use intent_eval::{EvalError, Rules, ValueSet, Verdict, Whitespace, grade};
+use intent_rs_eval::{EvalError, Rules, ValueSet, Verdict, Whitespace, grade};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use intent_eval::{
+use intent_rs_eval::{
     Case, Dataset, EvalError, Evaluation, ExternalValidator, Judge, JudgeSelector, Progress,
     Report, Rules, Status, ValueSet,
 };
-use intent_runtime::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
-use intent_runtime::{AIResult, IntentClient, StrictCompatible, Usage, intents};
+use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, StrictCompatible, Usage, intents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -270,7 +270,7 @@ async fn a_judge_grades_in_the_harness_with_the_original_prompt() {
 }
 
 fn mixed_report() -> Report {
-    let cases = vec![intent_eval::CaseReport {
+    let cases = vec![intent_rs_eval::CaseReport {
         name: "ok".into(),
         status: Status::Passed,
         answer: Some(json!(1)),

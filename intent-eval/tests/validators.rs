@@ -1,12 +1,12 @@
 //! Each validator, and the selection among them: external, judge, schema, value match.
 
-use intent_eval::validate::{Selected, select};
-use intent_eval::{
+use intent_rs_eval::validate::{Selected, select};
+use intent_rs_eval::{
     CaseContext, EvalError, ExternalValidator, Judge, JudgeSelector, JudgeVariant, Rules,
     Validators, ValueSet, Verdict,
 };
-use intent_runtime::Usage;
-use intent_runtime::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
+use intent_rs::Usage;
+use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
 use serde_json::{Map, Value, json};
 
 fn context<'a>(
@@ -31,7 +31,7 @@ async fn validate(
     expected: ValueSet,
     actual: Value,
     rules: Rules,
-) -> Result<intent_eval::ValidationResult, EvalError> {
+) -> Result<intent_rs_eval::ValidationResult, EvalError> {
     let metadata = Map::new();
     validators
         .validate(&context(&expected, &actual, &rules, &metadata))

@@ -73,14 +73,14 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             Some(doc) => quote!(::core::option::Option::Some(#doc)),
             None => quote!(::core::option::Option::None),
         };
-        quote!(::intent_runtime::decision::DecisionVariant { name: #text, description: #description })
+        quote!(::intent_rs::decision::DecisionVariant { name: #text, description: #description })
     });
     let idents: Vec<_> = data.variants.iter().map(|v| &v.ident).collect();
     let indices = 0..idents.len();
     let indices_again = 0..idents.len();
     Ok(quote! {
-        impl ::intent_runtime::DecisionEnum for #name {
-            const VARIANTS: &'static [::intent_runtime::decision::DecisionVariant] = &[#(#entries),*];
+        impl ::intent_rs::DecisionEnum for #name {
+            const VARIANTS: &'static [::intent_rs::decision::DecisionVariant] = &[#(#entries),*];
 
             fn from_index(index: usize) -> ::core::option::Option<Self> {
                 match index {

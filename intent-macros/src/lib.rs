@@ -1,7 +1,7 @@
 //! Procedural macros for intent-rs: `#[intents]` turns a trait of intent methods into a
 //! typed client, and `#[derive(StrictCompatible)]` proves a type has a strict schema.
 //!
-//! Use them through `intent_runtime`, which re-exports them. The stages follow serde's and
+//! Use them through `intent_rs`, which re-exports them. The stages follow serde's and
 //! thiserror's layout: `attr` reads the attributes, `model` builds the typed model of the
 //! trait, `check` validates it, `expand` writes the client, and `fallback` keeps the trait
 //! compiling next to the errors so that one mistake does not cascade.
@@ -22,7 +22,7 @@ use proc_macro::TokenStream;
 /// Turns a trait of intent methods into a typed client, `<Trait>Client`.
 ///
 /// ```
-/// use intent_runtime::{intents, AIResult, IntentError, StrictCompatible};
+/// use intent_rs::{intents, AIResult, IntentError, StrictCompatible};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -52,7 +52,7 @@ use proc_macro::TokenStream;
 ///     async fn summary(&self, text: &str, audience: &str) -> Result<String, IntentError>;
 /// }
 ///
-/// fn wire(client: intent_runtime::IntentClient) -> DocumentsClient {
+/// fn wire(client: intent_rs::IntentClient) -> DocumentsClient {
 ///     DocumentsClient::new(client) // implements `Documents`
 /// }
 /// ```
@@ -108,7 +108,7 @@ use proc_macro::TokenStream;
 ///
 /// Every mistake is a compile error at the offending token, all of them in one build.
 ///
-/// [`IntentClient`]: https://docs.rs/intent-runtime/latest/intent_runtime/client/struct.IntentClient.html
+/// [`IntentClient`]: https://docs.rs/intent-rs/latest/intent_rs/client/struct.IntentClient.html
 #[proc_macro_attribute]
 pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
     match syn::parse::<syn::ItemTrait>(item.clone()) {
@@ -130,7 +130,7 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
 /// positional items), and so are newtype variants of internally tagged enums.
 ///
 /// ```
-/// use intent_runtime::StrictCompatible;
+/// use intent_rs::StrictCompatible;
 /// use serde::Deserialize;
 ///
 /// #[derive(Deserialize, StrictCompatible)]
@@ -143,7 +143,7 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// ```compile_fail
-/// use intent_runtime::StrictCompatible;
+/// use intent_rs::StrictCompatible;
 ///
 /// #[derive(StrictCompatible)]
 /// struct Counts { by_word: std::collections::HashMap<String, u32> }
@@ -153,7 +153,7 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
 /// their doc comments describe them to the model.
 ///
 /// ```
-/// use intent_runtime::DecisionEnum;
+/// use intent_rs::DecisionEnum;
 ///
 /// #[derive(Debug, PartialEq, DecisionEnum)]
 /// enum Route {
@@ -165,7 +165,7 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// ```compile_fail
-/// use intent_runtime::DecisionEnum;
+/// use intent_rs::DecisionEnum;
 ///
 /// #[derive(DecisionEnum)]
 /// enum Route { Billing(u32), Support }
@@ -198,7 +198,7 @@ pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
 /// `Clone + Debug + PartialEq`. Generic types, tuple structs and unions are rejected.
 ///
 /// ```
-/// use intent_runtime::{Partial, PartialOf, StrictCompatible};
+/// use intent_rs::{Partial, PartialOf, StrictCompatible};
 /// use serde::Deserialize;
 ///
 /// #[derive(Debug, Clone, PartialEq, Deserialize, StrictCompatible, Partial)]
@@ -216,7 +216,7 @@ pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
 /// ```
 ///
 /// ```compile_fail
-/// use intent_runtime::Partial;
+/// use intent_rs::Partial;
 ///
 /// #[derive(Partial)]
 /// struct Page<T> { items: Vec<T> }

@@ -24,7 +24,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         errors.spanned(
             &input.generics,
             format!(
-                "`#[derive(Partial)]` does not support generic types; implement `intent_runtime::Partial` for `{}` by hand",
+                "`#[derive(Partial)]` does not support generic types; implement `intent_rs::Partial` for `{}` by hand",
                 input.ident
             ),
         );
@@ -66,12 +66,12 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
 fn whole(input: &DeriveInput) -> TokenStream {
     let name = &input.ident;
     quote! {
-        impl ::intent_runtime::Partial for #name {
+        impl ::intent_rs::Partial for #name {
             type Partial = #name;
             fn read_partial(
-                node: ::intent_runtime::stream::PartialNode<'_>,
+                node: ::intent_rs::stream::PartialNode<'_>,
             ) -> ::core::option::Option<Self::Partial> {
-                ::intent_runtime::stream::read_whole(node)
+                ::intent_rs::stream::read_whole(node)
             }
         }
     }
@@ -81,12 +81,12 @@ fn whole(input: &DeriveInput) -> TokenStream {
 fn inner(input: &DeriveInput, ty: &Type) -> TokenStream {
     let name = &input.ident;
     quote! {
-        impl ::intent_runtime::Partial for #name {
-            type Partial = <#ty as ::intent_runtime::Partial>::Partial;
+        impl ::intent_rs::Partial for #name {
+            type Partial = <#ty as ::intent_rs::Partial>::Partial;
             fn read_partial(
-                node: ::intent_runtime::stream::PartialNode<'_>,
+                node: ::intent_rs::stream::PartialNode<'_>,
             ) -> ::core::option::Option<Self::Partial> {
-                <#ty as ::intent_runtime::Partial>::read_partial(node)
+                <#ty as ::intent_rs::Partial>::read_partial(node)
             }
         }
     }
@@ -110,15 +110,15 @@ fn object(input: &DeriveInput, fields: &Fields, container: &ContainerAttrs) -> T
         let docs = field.attrs.iter().filter(|a| a.path().is_ident("doc"));
         declared.push(quote_spanned! {ty.span()=>
             #(#docs)*
-            #field_vis #ident: ::core::option::Option<<#ty as ::intent_runtime::Partial>::Partial>,
+            #field_vis #ident: ::core::option::Option<<#ty as ::intent_rs::Partial>::Partial>,
         });
         let read = if attrs.flatten {
-            quote!(<#ty as ::intent_runtime::Partial>::read_partial(node))
+            quote!(<#ty as ::intent_rs::Partial>::read_partial(node))
         } else {
             let key = attrs
                 .rename
                 .unwrap_or_else(|| renamed(&ident_name(ident), container.rename_all.as_ref()));
-            quote!(node.field(#key).and_then(<#ty as ::intent_runtime::Partial>::read_partial))
+            quote!(node.field(#key).and_then(<#ty as ::intent_rs::Partial>::read_partial))
         };
         reads.push(quote!(#ident: #read,));
     }
@@ -137,10 +137,10 @@ fn object(input: &DeriveInput, fields: &Fields, container: &ContainerAttrs) -> T
             #(#declared)*
         }
 
-        impl ::intent_runtime::Partial for #name {
+        impl ::intent_rs::Partial for #name {
             type Partial = #partial;
             fn read_partial(
-                node: ::intent_runtime::stream::PartialNode<'_>,
+                node: ::intent_rs::stream::PartialNode<'_>,
             ) -> ::core::option::Option<Self::Partial> {
                 if !node.is_object() {
                     return ::core::option::Option::None;
@@ -187,7 +187,7 @@ mod tests {
         assert!(!out.contains("cache"), "{out}");
         assert!(
             out.contains(
-                "extra : < Extra as :: intent_runtime :: Partial > :: read_partial (node)"
+                "extra : < Extra as :: intent_rs :: Partial > :: read_partial (node)"
             ),
             "{out}"
         );
@@ -199,7 +199,7 @@ mod tests {
         assert!(out.contains("type Partial = Mood"), "{out}");
         let out = derive("struct Id(String);").unwrap();
         assert!(
-            out.contains("type Partial = < String as :: intent_runtime :: Partial > :: Partial"),
+            out.contains("type Partial = < String as :: intent_rs :: Partial > :: Partial"),
             "{out}"
         );
     }

@@ -91,14 +91,14 @@ fn impls(input: &DeriveInput, is_object: bool, assertions: &[TokenStream]) -> To
     for param in type_params {
         where_clause
             .predicates
-            .push(syn::parse_quote!(#param: ::intent_runtime::StrictCompatible));
+            .push(syn::parse_quote!(#param: ::intent_rs::StrictCompatible));
     }
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let object = is_object.then(|| {
-        quote!(impl #impl_generics ::intent_runtime::strict::StrictObject for #name #ty_generics #where_clause {})
+        quote!(impl #impl_generics ::intent_rs::strict::StrictObject for #name #ty_generics #where_clause {})
     });
     quote! {
-        impl #impl_generics ::intent_runtime::StrictCompatible for #name #ty_generics #where_clause {}
+        impl #impl_generics ::intent_rs::StrictCompatible for #name #ty_generics #where_clause {}
         #object
         const _: () = {
             // Never called: the bounds inside are the check, and each error lands on the
@@ -158,14 +158,14 @@ fn check_field(
         return;
     }
     assertions.push(if attrs.flatten {
-        quote_spanned!(ty.span()=> ::intent_runtime::__private::assert_flatten::<#ty>();)
+        quote_spanned!(ty.span()=> ::intent_rs::__private::assert_flatten::<#ty>();)
     } else {
         assert_strict(ty)
     });
 }
 
 fn assert_strict(ty: &Type) -> TokenStream {
-    quote_spanned!(ty.span()=> ::intent_runtime::__private::assert_strict::<#ty>();)
+    quote_spanned!(ty.span()=> ::intent_rs::__private::assert_strict::<#ty>();)
 }
 
 fn newtype(fields: &Fields) -> bool {

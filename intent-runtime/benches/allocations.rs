@@ -5,7 +5,7 @@
 //! A last row runs the call through a bare provider that records nothing, which leaves
 //! out the scripted provider's own bookkeeping.
 //!
-//! `cargo bench -p intent-runtime --bench allocations` (2,000 calls per row);
+//! `cargo bench -p intent-rs --bench allocations` (2,000 calls per row);
 //! `-- --quick` (or `--test`) for 50.
 
 mod support;
@@ -16,14 +16,14 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use intent_runtime::input::prepare_input;
-use intent_runtime::parse::repair_against_schema;
-use intent_runtime::prompt::{OutputTarget, PromptPlan, render};
-use intent_runtime::provider::OpenAi;
-use intent_runtime::provider::{ProviderReply, ScriptedProvider};
-use intent_runtime::schema::target_schema;
-use intent_runtime::verify::verify_typed;
-use intent_runtime::{IntentClient, IntentOptions, Validator};
+use intent_rs::input::prepare_input;
+use intent_rs::parse::repair_against_schema;
+use intent_rs::prompt::{OutputTarget, PromptPlan, render};
+use intent_rs::provider::OpenAi;
+use intent_rs::provider::{ProviderReply, ScriptedProvider};
+use intent_rs::schema::target_schema;
+use intent_rs::verify::verify_typed;
+use intent_rs::{IntentClient, IntentOptions, Validator};
 use serde::Deserialize;
 use serde_json::Value;
 use support::loopback::{Loopback, chat_completion};
@@ -126,7 +126,7 @@ fn print_row(name: &str, m: &Medians) {
 
 /// The invoice's schema as a caller holding it at run time would pass it.
 fn invoice_runtime_schema() -> Value {
-    intent_runtime::schemars::generate::SchemaSettings::draft2020_12()
+    intent_rs::schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<Invoice>()
         .to_value()

@@ -9,7 +9,7 @@
 //! left out). The server reads each upload whole and writes each output file whole: the
 //! process's peak holds those copies, the client's heap does not.
 //!
-//! `cargo bench -p intent-runtime --bench batch`; `-- --test` (or `--quick`) runs 200
+//! `cargo bench -p intent-rs --bench batch`; `-- --test` (or `--quick`) runs 200
 //! items to check that it works, without judging the figures.
 
 mod support;
@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use intent_runtime::batch::{BatchItem, BatchOptions};
-use intent_runtime::provider::OpenAi;
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::batch::{BatchItem, BatchOptions};
+use intent_rs::provider::OpenAi;
+use intent_rs::{IntentClient, IntentOptions};
 use serde_json::{Value, json};
 use support::loopback::{CpuTimes, Loopback, chat_completion, peak_rss_kib, reset_peak_rss};
 use support::{INVOICE_DOCUMENT, Invoice, invoice_reply, totals_add_up};

@@ -3,17 +3,17 @@
 //! attempts are rejected (the writer's first three drafts of each task miss a
 //! requirement; the fourth is right).
 //!
-//! `cargo bench -p intent-runtime --bench decision_gate` (`-- --test` runs a small
+//! `cargo bench -p intent-rs --bench decision_gate` (`-- --test` runs a small
 //! scenario once). Token counts are the scripted provider's estimate, one token per four
 //! characters of prompt, schema and reply: the same estimate on both sides.
 
 use std::sync::{Arc, Mutex};
 
-use intent_runtime::decision::{DecisionEvaluator, LogprobDecisionClient};
-use intent_runtime::provider::{
+use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+use intent_rs::provider::{
     Provider, ProviderError, ProviderReply, ProviderRequest, ScriptedProvider, ScriptedReply,
 };
-use intent_runtime::{IntentClient, IntentOptions, Usage};
+use intent_rs::{IntentClient, IntentOptions, Usage};
 
 /// A provider that adds up what its calls cost.
 #[derive(Debug)]
@@ -120,7 +120,7 @@ async fn run(tasks: usize, gated: bool) -> Run {
     let mut builder = IntentClient::builder()
         .shared_provider(writer.clone())
         .max_attempts(DRAFTS_PER_TASK as u32);
-    builder = builder.judge(intent_runtime::judge::ModelJudge::new(judge.clone()));
+    builder = builder.judge(intent_rs::judge::ModelJudge::new(judge.clone()));
     if gated {
         builder = builder.decision_gate(DecisionEvaluator::new(LogprobDecisionClient::shared(
             gate.clone(),

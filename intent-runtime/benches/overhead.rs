@@ -6,16 +6,16 @@
 //! run the invoice call under a subscriber that records every span field and event
 //! (`transform/invoice` is the same call with no subscriber), with and without content.
 //!
-//! `cargo bench -p intent-runtime --bench overhead`; quick check: `-- --test`.
+//! `cargo bench -p intent-rs --bench overhead`; quick check: `-- --test`.
 
 mod support;
 
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use intent_runtime::schema::{make_strict, runtime_target_schema, target_schema};
-use intent_runtime::schemars::generate::SchemaSettings;
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::schema::{make_strict, runtime_target_schema, target_schema};
+use intent_rs::schemars::generate::SchemaSettings;
+use intent_rs::{IntentClient, IntentOptions};
 use serde_json::{Map, Value, json};
 use support::{
     INVOICE_DOCUMENT, InstantProvider, Invoice, broken_invoice_reply, invoice_reply, totals_add_up,

@@ -17,7 +17,7 @@
 //!    every event at once), which separates the cost of a wake-up and a read per piece
 //!    from the cost of decoding it.
 //!
-//! `cargo bench -p intent-runtime --bench streaming`; `-- --quick` (or `--test`) runs
+//! `cargo bench -p intent-rs --bench streaming`; `-- --quick` (or `--test`) runs
 //! each part a few times, quickly; `-- --only ROW[,ROW]` runs only those rows
 //! (`latency`, `scripted-whole`, `scripted-piece`, `scripted-ready`, `http-whole`,
 //! `http-piece`, `http-at-once`, `http-bytes`, `http-bytes-at-once`), for a profiler;
@@ -30,9 +30,9 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use intent_runtime::provider::{OpenAi, ScriptedProvider};
-use intent_runtime::stream::StreamEvent;
-use intent_runtime::{IntentClient, IntentOptions, Partial};
+use intent_rs::provider::{OpenAi, ScriptedProvider};
+use intent_rs::stream::StreamEvent;
+use intent_rs::{IntentClient, IntentOptions, Partial};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -232,7 +232,7 @@ fn thread_cpu() -> Duration {
     Duration::new(spec.tv_sec as u64, spec.tv_nsec as u32)
 }
 
-fn client(provider: impl intent_runtime::provider::Provider + 'static) -> IntentClient {
+fn client(provider: impl intent_rs::provider::Provider + 'static) -> IntentClient {
     IntentClient::builder()
         .provider(provider)
         .build()

@@ -18,7 +18,7 @@
 //! The typed and intent loops are measured in alternating rounds, so that other work on
 //! the machine weighs on both alike; `THROUGHPUT_CALLS` sets N for a shorter run.
 //!
-//! `cargo bench -p intent-runtime --bench throughput` (both parts, N = 10,000);
+//! `cargo bench -p intent-rs --bench throughput` (both parts, N = 10,000);
 //! `-- latency` or `-- throughput` for one part; `-- --quick` (or `--test`) for a short
 //! run that checks everything works without judging the figures.
 
@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use intent_runtime::provider::OpenAi;
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::provider::OpenAi;
+use intent_rs::{IntentClient, IntentOptions};
 use support::loopback::{
     CpuTimes, Loopback, chat_completion, peak_rss_kib, percentile, reset_peak_rss,
 };

@@ -24,17 +24,17 @@
 //!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
 //!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
 //!
-//! `cargo bench -p intent-runtime --bench tokens`; `-- --quick` (or `--test`) prints the
+//! `cargo bench -p intent-rs --bench tokens`; `-- --quick` (or `--test`) prints the
 //! same tables (it is fast) without the rendered requests.
 
 mod support;
 
 use std::sync::{Arc, Mutex};
 
-use intent_runtime::IntentOptions;
-use intent_runtime::provider::{OpenAi, ProviderRequest, Role, ScriptedProvider};
-use intent_runtime::schema::target_schema;
-use intent_runtime::{AIResult, IntentClient};
+use intent_rs::IntentOptions;
+use intent_rs::provider::{OpenAi, ProviderRequest, Role, ScriptedProvider};
+use intent_rs::schema::target_schema;
+use intent_rs::{AIResult, IntentClient};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -51,8 +51,8 @@ const RUNTIME_SCHEMA_CACHE_CAPACITY: usize = 64;
 /// and the running totals.
 ///
 /// ```
-/// use intent_runtime::IntentClient;
-/// use intent_runtime::provider::ScriptedProvider;
+/// use intent_rs::IntentClient;
+/// use intent_rs::provider::ScriptedProvider;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let client = IntentClient::builder()
@@ -108,8 +108,8 @@ impl IntentClient {
     /// cache, the rate limiter and the totals with this client.
     ///
     /// ```
-    /// use intent_runtime::{IntentClient, Overrides};
-    /// use intent_runtime::provider::ScriptedProvider;
+    /// use intent_rs::{IntentClient, Overrides};
+    /// use intent_rs::provider::ScriptedProvider;
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let model = ScriptedProvider::new([r#"{"value": 3}"#]);
@@ -263,9 +263,9 @@ impl IntentClient {
     ///
     /// ```
     /// use futures_util::StreamExt;
-    /// use intent_runtime::IntentClient;
-    /// use intent_runtime::provider::ScriptedProvider;
-    /// use intent_runtime::stream::StreamEvent;
+    /// use intent_rs::IntentClient;
+    /// use intent_rs::provider::ScriptedProvider;
+    /// use intent_rs::stream::StreamEvent;
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let model = ScriptedProvider::new([r#"{"value": [1, 2, 3]}"#]).with_stream_chunks(4, None);

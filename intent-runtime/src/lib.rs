@@ -8,6 +8,8 @@
 //! The crate is organised one module per concept; see each module's documentation.
 
 #![warn(missing_docs)]
+// docs.rs builds every feature and marks the items a feature gates (`[package.metadata.docs.rs]`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod attempt;
 pub mod batch;
@@ -45,10 +47,10 @@ pub use stream::{IntentStream, Partial, PartialOf, StreamEvent};
 pub use strict::StrictCompatible;
 pub use verify::AnswerRecovery;
 
-pub use intent_macros::{DecisionEnum, Partial, StrictCompatible, intents};
+pub use intent_rs_macros::{DecisionEnum, Partial, StrictCompatible, intents};
 
 /// The attribute a [`Provider`](provider::Provider) or [`Judge`](judge::Judge)
-/// implementation needs (`#[intent_runtime::async_trait]` on the `impl`), re-exported so
+/// implementation needs (`#[intent_rs::async_trait]` on the `impl`), re-exported so
 /// that implementing one takes no dependency of its own; see the `Provider` docs for a
 /// whole custom provider.
 pub use async_trait::async_trait;
@@ -59,5 +61,5 @@ pub use schemars;
 
 // The README's examples are compiled and run as doc tests, so they cannot go stale.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -313,7 +313,7 @@ impl<T> IntentOptions<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use intent_runtime::Overrides;
+/// use intent_rs::Overrides;
 ///
 /// let careful = Overrides::new()
 ///     .model("gpt-4o")

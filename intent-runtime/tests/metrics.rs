@@ -1,5 +1,5 @@
 //! The `metrics` feature: what a call records through the `opentelemetry` metrics API,
-//! seen by a capturing meter (`cargo test -p intent-runtime --features metrics`).
+//! seen by a capturing meter (`cargo test -p intent-rs --features metrics`).
 
 #![cfg(feature = "metrics")]
 
@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use intent_runtime::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
-use intent_runtime::{IntentClient, IntentOptions, Usage};
+use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
+use intent_rs::{IntentClient, IntentOptions, Usage};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{
     Counter, Histogram, HistogramBuilder, InstrumentBuilder, InstrumentProvider, Meter,
@@ -221,8 +221,8 @@ async fn a_retried_judged_call_records_the_conventions_metrics_and_the_librarys_
 async fn a_failed_request_records_its_duration_with_the_error_type_and_no_tokens() {
     let recorded = Recorded::default();
     let meter = Meter::new(Arc::new(Capturing(recorded.clone())));
-    let error = intent_runtime::provider::ProviderError::new(
-        intent_runtime::provider::ProviderErrorKind::InvalidRequest,
+    let error = intent_rs::provider::ProviderError::new(
+        intent_rs::provider::ProviderErrorKind::InvalidRequest,
         "scripted",
         "bad request",
     );

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use intent_runtime::Repair;
-use intent_runtime::parse::json_candidates;
-use intent_runtime::parse::{parse_bare_primitive, parse_json_lenient, strip_code_fence};
-use intent_runtime::provider::ProviderReply;
-use intent_runtime::schema::TargetSchema;
-use intent_runtime::verify::{
+use intent_rs::Repair;
+use intent_rs::parse::json_candidates;
+use intent_rs::parse::{parse_bare_primitive, parse_json_lenient, strip_code_fence};
+use intent_rs::provider::ProviderReply;
+use intent_rs::schema::TargetSchema;
+use intent_rs::verify::{
     AnswerRecovery, verify_text, verify_typed, verify_typed_with, verify_value, verify_value_with,
 };
 use proptest::collection::{btree_map, vec};

@@ -3,7 +3,7 @@
 
 mod support;
 
-use intent_runtime::{AIResult, IntentError, IntentOptions, Repair, StrictCompatible, intents};
+use intent_rs::{AIResult, IntentError, IntentOptions, Repair, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use support::{Person, scripted, scripted_with};

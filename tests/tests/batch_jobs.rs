@@ -15,11 +15,11 @@ use std::time::Duration;
 use batch_support::{
     Answer, Behaviour, Fake, KEY, anthropic_client, is_retry, last_user, openai_client,
 };
-use intent_runtime::batch::{BatchItem, BatchLimits, BatchOptions, BatchProgress};
-use intent_runtime::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
-use intent_runtime::provider::{OpenAi, Provider, ProviderError, ProviderReply};
-use intent_runtime::result::JudgeRecord;
-use intent_runtime::{AIResult, IntentClient, IntentOptions, IssueSource, JudgeMode};
+use intent_rs::batch::{BatchItem, BatchLimits, BatchOptions, BatchProgress};
+use intent_rs::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
+use intent_rs::provider::{OpenAi, Provider, ProviderError, ProviderReply};
+use intent_rs::result::JudgeRecord;
+use intent_rs::{AIResult, IntentClient, IntentOptions, IssueSource, JudgeMode};
 use provider_support::assert_valid_chat_request;
 use serde_json::Value;
 
@@ -665,7 +665,7 @@ async fn anthropic_lifecycle_with_out_of_order_results_and_errored_items() {
 
 #[tokio::test]
 async fn a_provider_without_a_batch_api_is_refused() {
-    let provider = intent_runtime::provider::OpenAiCompatible::new("http://127.0.0.1:9", "m");
+    let provider = intent_rs::provider::OpenAiCompatible::new("http://127.0.0.1:9", "m");
     assert!(provider.batch().is_none());
     let client = IntentClient::builder().provider(provider).build().unwrap();
     let dir = dir("no-batch-api");
@@ -739,8 +739,8 @@ async fn submissions_polls_and_item_requests_are_traced_and_the_key_never_leaks(
 }
 
 mod generated {
-    use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-    use intent_runtime::{AIResult, IntentClient, IntentError, intents};
+    use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+    use intent_rs::{AIResult, IntentClient, IntentError, intents};
 
     use super::{BatchOptions, Duration, dir};
 

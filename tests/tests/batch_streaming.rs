@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use batch_support::{Answer, Behaviour, Fake, anthropic_client, openai_client};
-use intent_runtime::batch::{BatchItem, BatchOptions};
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::batch::{BatchItem, BatchOptions};
+use intent_rs::{IntentClient, IntentOptions};
 use serde_json::Value;
 
 struct Tracking;

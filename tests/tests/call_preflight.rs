@@ -1,9 +1,9 @@
 //! What is refused before any request is sent: an empty intent, an empty model name, and a
 //! runtime schema that is not a valid JSON Schema or is nested too deep to walk.
 
-use intent_runtime::provider::{OpenAiCompatible, ScriptedProvider};
-use intent_runtime::schema::MAX_RUNTIME_SCHEMA_DEPTH;
-use intent_runtime::{AIResult, IntentClient, IntentOptions, IssueSource};
+use intent_rs::provider::{OpenAiCompatible, ScriptedProvider};
+use intent_rs::schema::MAX_RUNTIME_SCHEMA_DEPTH;
+use intent_rs::{AIResult, IntentClient, IntentOptions, IssueSource};
 use serde_json::{Map, Value, json};
 
 fn client_with(provider: ScriptedProvider) -> IntentClient {

@@ -8,16 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use intent_runtime::decision::{
+use intent_rs::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator,
     DecisionFailureKind, DecisionQuestion, DecisionRequest, FailureBehavior, LogprobDecisionClient,
     ProbabilitySource, ScoreQuestion, StatedDecisionClient,
 };
-use intent_runtime::provider::{
+use intent_rs::provider::{
     Anthropic, OpenAi, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ScriptedProvider, ScriptedReply,
 };
-use intent_runtime::{
+use intent_rs::{
     Binary, Choice, DecisionEnum, GateOutcome, IntentClient, IntentError, IssueSource, Score,
     intents,
 };
@@ -208,10 +208,10 @@ impl Provider for Overlap {
         };
         Ok(ProviderReply {
             text: label.into(),
-            logprobs: Some(vec![intent_runtime::provider::TokenLogprob {
+            logprobs: Some(vec![intent_rs::provider::TokenLogprob {
                 token: label.into(),
                 logprob: 0.0,
-                top_logprobs: vec![intent_runtime::provider::LogprobAlternative::new(
+                top_logprobs: vec![intent_rs::provider::LogprobAlternative::new(
                     label, 0.0,
                 )],
             }]),
@@ -496,18 +496,18 @@ impl DecisionClient for Fixed {
     async fn decide(
         &self,
         request: &DecisionRequest,
-    ) -> Result<intent_runtime::decision::DecisionResponse, DecisionError> {
+    ) -> Result<intent_rs::decision::DecisionResponse, DecisionError> {
         self.1.fetch_add(1, Ordering::SeqCst);
         let p = self.0.clone()?;
-        intent_runtime::decision::DecisionResponse::new(
+        intent_rs::decision::DecisionResponse::new(
             request,
-            vec![intent_runtime::decision::DecisionAnswer::Binary(
-                intent_runtime::decision::BinaryAnswer::new(p).unwrap(),
+            vec![intent_rs::decision::DecisionAnswer::Binary(
+                intent_rs::decision::BinaryAnswer::new(p).unwrap(),
             )],
-            intent_runtime::Usage {
+            intent_rs::Usage {
                 input_tokens: 10,
                 output_tokens: 1,
-                ..intent_runtime::Usage::default()
+                ..intent_rs::Usage::default()
             },
             "fixed",
             ProbabilitySource::Stated,
@@ -554,12 +554,12 @@ fn gated(
     (client, judge, asked)
 }
 
-async fn judged(client: &IntentClient) -> intent_runtime::AIResult<String> {
+async fn judged(client: &IntentClient) -> intent_rs::AIResult<String> {
     client
         .transform(
             "Our refund policy is 30 days",
             "Summarize in one sentence",
-            intent_runtime::IntentOptions::new().require_judge(),
+            intent_rs::IntentOptions::new().require_judge(),
         )
         .await
 }
@@ -746,7 +746,7 @@ async fn decisions_are_logged_without_the_state() {
     let deferred = failing.evaluate(&state()).await.unwrap();
     assert!(matches!(
         deferred.outcome,
-        intent_runtime::decision::EvaluationOutcome::Defer { .. }
+        intent_rs::decision::EvaluationOutcome::Defer { .. }
     ));
 
     let text = logs.text();
@@ -790,7 +790,7 @@ async fn the_evaluator_works_in_a_callers_own_loop() {
     let mut feedback = Vec::new();
     for step in ["sent the report"] {
         let evaluation = evaluator.evaluate(&work).await.unwrap();
-        if let intent_runtime::decision::EvaluationOutcome::NotSatisfied { feedback: text } =
+        if let intent_rs::decision::EvaluationOutcome::NotSatisfied { feedback: text } =
             evaluation.outcome
         {
             feedback.push(text);

@@ -2,8 +2,8 @@
 //! server speaking Chat Completions. The first reply breaks the envelope, the second is
 //! right; the second request must carry the first reply and its problem.
 
-use intent_runtime::provider::OpenAi;
-use intent_runtime::{AIResult, IntentClient, IntentError, IssueSource, StrictCompatible, intents};
+use intent_rs::provider::OpenAi;
+use intent_rs::{AIResult, IntentClient, IntentError, IssueSource, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

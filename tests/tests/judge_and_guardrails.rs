@@ -5,10 +5,10 @@ mod support;
 
 use std::time::Duration;
 
-use intent_runtime::judge::{JUDGE_SCHEMA_NAME, JudgeMode};
-use intent_runtime::provider::{ResponseFormat, ScriptedProvider, ScriptedReply};
-use intent_runtime::result::JudgeRecord;
-use intent_runtime::{IntentClient, IntentOptions, IssueSource};
+use intent_rs::judge::{JUDGE_SCHEMA_NAME, JudgeMode};
+use intent_rs::provider::{ResponseFormat, ScriptedProvider, ScriptedReply};
+use intent_rs::result::JudgeRecord;
+use intent_rs::{IntentClient, IntentOptions, IssueSource};
 use support::{Sentiment, scripted_with};
 
 const POSITIVE: &str = r#"{"value":"Positive"}"#;
@@ -16,7 +16,7 @@ const POSITIVE: &str = r#"{"value":"Positive"}"#;
 fn judged(
     primary: &[&str],
     verdicts: &[&str],
-    configure: impl FnOnce(intent_runtime::IntentClientBuilder) -> intent_runtime::IntentClientBuilder,
+    configure: impl FnOnce(intent_rs::IntentClientBuilder) -> intent_rs::IntentClientBuilder,
 ) -> (IntentClient, ScriptedProvider, ScriptedProvider) {
     let provider = ScriptedProvider::new(primary.iter().copied());
     let judge = ScriptedProvider::new(verdicts.iter().copied()).with_model("judge-model");
@@ -321,7 +321,7 @@ async fn clones_share_totals() {
 
 #[tokio::test]
 async fn the_rate_limiter_is_shared_by_clones_and_the_judge() {
-    use intent_runtime::limits::RateLimiter;
+    use intent_rs::limits::RateLimiter;
     // Three calls per minute: the first call and its judge take two, the clone's call takes
     // the third, and its judge call must wait half a minute, past the budget.
     let (client, provider, judge) = judged(

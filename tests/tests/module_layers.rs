@@ -66,7 +66,7 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         };
         let edges = graph.entry(from.clone()).or_default();
         for (at, _) in text.match_indices("crate::") {
-            // `intent_runtime::` and `$crate::` are other paths, not this crate's modules.
+            // `intent_rs::` and `$crate::` are other paths, not this crate's modules.
             let before = text[..at].chars().next_back();
             if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
                 continue;

@@ -7,7 +7,7 @@ mod provider_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use intent_runtime::provider::{
+use intent_rs::provider::{
     Anthropic, Provider, ProviderError, ProviderErrorKind, ProviderRequest, ResponseFormat,
 };
 use provider_support::{CapturedLogs, SECRET_KEY};

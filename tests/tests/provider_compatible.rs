@@ -6,7 +6,7 @@ mod provider_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use intent_runtime::provider::{
+use intent_rs::provider::{
     MaxTokensField, OpenAiCompatible, Provider, ProviderErrorKind, ProviderRequest, ResponseFormat,
     StructuredOutput,
 };

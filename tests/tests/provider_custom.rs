@@ -1,10 +1,10 @@
-//! A provider written outside the runtime, with nothing but `intent-runtime` (this crate
+//! A provider written outside the runtime, with nothing but `intent-rs` (this crate
 //! has no `async-trait` dependency of its own), and what the record says about it.
 
 use std::sync::{Arc, Mutex};
 
-use intent_runtime::provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
-use intent_runtime::{IntentClient, IntentOptions, async_trait};
+use intent_rs::provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
+use intent_rs::{IntentClient, IntentOptions, async_trait};
 
 /// A provider whose replies name no model, as some gateways' do; it records the model
 /// each request asked for.

@@ -7,11 +7,11 @@ mod provider_support;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use intent_runtime::provider::{
+use intent_rs::provider::{
     Anthropic, DEFAULT_MAX_RESPONSE_BYTES, MESSAGE_MAX_CHARS, OpenAi, OpenAiCompatible, Provider,
     ProviderError, ProviderErrorKind, ProviderRequest, REQUEST_ID_HEADERS,
 };
-use intent_runtime::{IntentClient, IntentOptions, IssueSource};
+use intent_rs::{IntentClient, IntentOptions, IssueSource};
 use provider_support::SECRET_KEY;
 use serde_json::{Value, json};
 use wiremock::matchers::method;
@@ -54,7 +54,7 @@ fn client(provider: impl Provider + 'static) -> IntentClient {
         .expect("client")
 }
 
-async fn count_words(client: &IntentClient) -> intent_runtime::AIResult<u32> {
+async fn count_words(client: &IntentClient) -> intent_rs::AIResult<u32> {
     client
         .transform(
             "one two three",

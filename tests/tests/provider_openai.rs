@@ -7,7 +7,7 @@ mod provider_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use intent_runtime::provider::{
+use intent_rs::provider::{
     OpenAi, Provider, ProviderError, ProviderErrorKind, ProviderRequest, ResponseFormat,
 };
 use provider_support::{

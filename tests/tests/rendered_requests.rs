@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use intent_runtime::provider::{Anthropic, OpenAi, OpenAiCompatible, Provider, ScriptedProvider};
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::provider::{Anthropic, OpenAi, OpenAiCompatible, Provider, ScriptedProvider};
+use intent_rs::{IntentClient, IntentOptions};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

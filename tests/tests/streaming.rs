@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use intent_runtime::provider::{ProviderError, ProviderErrorKind, ScriptedProvider, ScriptedReply};
-use intent_runtime::stream::StreamEvent;
-use intent_runtime::{
+use intent_rs::provider::{ProviderError, ProviderErrorKind, ScriptedProvider, ScriptedReply};
+use intent_rs::stream::StreamEvent;
+use intent_rs::{
     AIResult, IntentClient, IntentOptions, IntentStream, IssueSource, Partial, StrictCompatible,
     intents,
 };
@@ -186,7 +186,7 @@ async fn a_transient_failure_mid_stream_starts_a_new_request_within_the_call_cei
     let client = IntentClient::builder()
         .provider(provider)
         .max_model_calls(2)
-        .retry_policy(intent_runtime::limits::RetryPolicy {
+        .retry_policy(intent_rs::limits::RetryPolicy {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(2),
             ..Default::default()
@@ -246,8 +246,8 @@ async fn finish_ignores_the_partials_and_returns_the_record() {
 async fn a_provider_without_streaming_serves_streamed_calls_whole() {
     #[derive(Debug)]
     struct Whole;
-    #[intent_runtime::async_trait]
-    impl intent_runtime::provider::Provider for Whole {
+    #[intent_rs::async_trait]
+    impl intent_rs::provider::Provider for Whole {
         fn name(&self) -> &str {
             "whole"
         }
@@ -256,9 +256,9 @@ async fn a_provider_without_streaming_serves_streamed_calls_whole() {
         }
         async fn complete(
             &self,
-            _: &intent_runtime::provider::ProviderRequest,
-        ) -> Result<intent_runtime::provider::ProviderReply, ProviderError> {
-            Ok(intent_runtime::provider::ProviderReply::text(RIGHT))
+            _: &intent_rs::provider::ProviderRequest,
+        ) -> Result<intent_rs::provider::ProviderReply, ProviderError> {
+            Ok(intent_rs::provider::ProviderReply::text(RIGHT))
         }
     }
     let client = IntentClient::builder().provider(Whole).build().unwrap();

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use intent_runtime::limits::RetryPolicy;
-use intent_runtime::provider::{Anthropic, OpenAi, OpenAiCompatible, Provider};
-use intent_runtime::stream::StreamEvent;
-use intent_runtime::{
+use intent_rs::limits::RetryPolicy;
+use intent_rs::provider::{Anthropic, OpenAi, OpenAiCompatible, Provider};
+use intent_rs::stream::StreamEvent;
+use intent_rs::{
     AIResult, IntentClient, IntentOptions, IntentStream, IssueSource, Partial, PartialOf,
     StrictCompatible,
 };

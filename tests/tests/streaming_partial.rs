@@ -1,8 +1,8 @@
 //! The partial JSON reader against any valid reply cut anywhere: it never panics, and
 //! what it shows (raw or typed) never contradicts the complete reply.
 
-use intent_runtime::stream::{PartialJson, PartialNode};
-use intent_runtime::{Partial, PartialOf};
+use intent_rs::stream::{PartialJson, PartialNode};
+use intent_rs::{Partial, PartialOf};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -73,13 +73,13 @@ fn read_in_pieces(text: &str, cuts: &[usize]) -> PartialJson {
     reader
 }
 
-#[derive(Debug, Deserialize, intent_runtime::Partial)]
+#[derive(Debug, Deserialize, intent_rs::Partial)]
 struct Line {
     item: String,
     cents: i64,
 }
 
-#[derive(Debug, Deserialize, intent_runtime::Partial)]
+#[derive(Debug, Deserialize, intent_rs::Partial)]
 #[serde(rename_all = "camelCase")]
 struct Invoice {
     invoice_number: String,

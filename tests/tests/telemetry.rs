@@ -9,12 +9,12 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use intent_runtime::decision::{DecisionEvaluator, LogprobDecisionClient};
-use intent_runtime::limits::RetryPolicy;
-use intent_runtime::provider::{
+use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+use intent_rs::limits::RetryPolicy;
+use intent_rs::provider::{
     OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
 };
-use intent_runtime::{
+use intent_rs::{
     AIResult, IntentClient, IntentError, IntentOptions, IntentStream, Partial, StrictCompatible,
     Usage, intents,
 };

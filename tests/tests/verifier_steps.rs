@@ -3,8 +3,8 @@
 
 mod support;
 
-use intent_runtime::provider::{ProviderError, ProviderErrorKind, ScriptedReply};
-use intent_runtime::{AIResult, IntentOptions, IssueSource, Repair};
+use intent_rs::provider::{ProviderError, ProviderErrorKind, ScriptedReply};
+use intent_rs::{AIResult, IntentOptions, IssueSource, Repair};
 use serde::de::DeserializeOwned;
 use support::{Person, Sentiment, scripted, scripted_with};
 
@@ -40,7 +40,7 @@ where
 }
 
 /// Every turn of a request, each under its role.
-fn transcript(request: &intent_runtime::provider::ProviderRequest) -> String {
+fn transcript(request: &intent_rs::provider::ProviderRequest) -> String {
     request
         .messages
         .iter()
@@ -50,7 +50,7 @@ fn transcript(request: &intent_runtime::provider::ProviderRequest) -> String {
 }
 
 /// The retry request must carry the previous raw output and every problem.
-fn assert_fed_back(users: &[String], raw: &str, result_issues: &[intent_runtime::ResultIssue]) {
+fn assert_fed_back(users: &[String], raw: &str, result_issues: &[intent_rs::ResultIssue]) {
     assert!(
         !users[0].contains("=== assistant ==="),
         "first request has no retry turns"
@@ -75,7 +75,7 @@ fn assert_fed_back(users: &[String], raw: &str, result_issues: &[intent_runtime:
     }
 }
 
-fn only_issue(result: &AIResult<impl Sized>) -> &intent_runtime::ResultIssue {
+fn only_issue(result: &AIResult<impl Sized>) -> &intent_rs::ResultIssue {
     assert_eq!(result.issues.len(), 1, "{:?}", result.issues);
     &result.issues[0]
 }
@@ -141,7 +141,7 @@ async fn step4_string_target_takes_the_stripped_text() {
     let request = &provider.requests()[0];
     assert_eq!(
         request.response_format,
-        intent_runtime::provider::ResponseFormat::Text
+        intent_rs::provider::ResponseFormat::Text
     );
     assert!(request.schema.is_none());
 }
@@ -530,7 +530,7 @@ async fn a_value_target_is_a_runtime_shape_in_json_object_mode() {
     let request = &provider.requests()[0];
     assert_eq!(
         request.response_format,
-        intent_runtime::provider::ResponseFormat::JsonObject
+        intent_rs::provider::ResponseFormat::JsonObject
     );
     assert!(request.schema.is_none());
 }

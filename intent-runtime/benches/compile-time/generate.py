@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 
-TYPES = '''use intent_runtime::{AIResult, IntentError, StrictCompatible, intents};
+TYPES = '''use intent_rs::{AIResult, IntentError, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -139,7 +139,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-intent-runtime = {{ path = "{runtime}" }}
+intent-rs = {{ path = "{runtime}" }}
 serde = {{ version = "1", features = ["derive"] }}
 serde_json = "1"
 schemars = "1.2"

@@ -5,8 +5,8 @@ pub mod loopback;
 
 use std::sync::Arc;
 
-use intent_runtime::provider::ScriptedProvider;
-use intent_runtime::{IntentClient, IntentOptions};
+use intent_rs::provider::ScriptedProvider;
+use intent_rs::{IntentClient, IntentOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -135,7 +135,7 @@ impl InstantProvider {
 }
 
 #[async_trait::async_trait]
-impl intent_runtime::provider::Provider for InstantProvider {
+impl intent_rs::provider::Provider for InstantProvider {
     fn name(&self) -> &str {
         "instant"
     }
@@ -146,11 +146,11 @@ impl intent_runtime::provider::Provider for InstantProvider {
 
     async fn complete(
         &self,
-        _request: &intent_runtime::provider::ProviderRequest,
-    ) -> Result<intent_runtime::provider::ProviderReply, intent_runtime::provider::ProviderError>
+        _request: &intent_rs::provider::ProviderRequest,
+    ) -> Result<intent_rs::provider::ProviderReply, intent_rs::provider::ProviderError>
     {
         let index = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
-        Ok(intent_runtime::provider::ProviderReply {
+        Ok(intent_rs::provider::ProviderReply {
             text: self.replies[index].clone(),
             stop_reason: Some("stop".to_owned()),
             model: "instant-model".to_owned(),
@@ -172,7 +172,7 @@ pub fn broken_invoice_reply() -> String {
 
 /// Captures the first request a call sends to a provider that enforces the schema (as
 /// OpenAI does) or not.
-pub fn captured<F, Fut>(enforced: bool, call: F) -> intent_runtime::provider::ProviderRequest
+pub fn captured<F, Fut>(enforced: bool, call: F) -> intent_rs::provider::ProviderRequest
 where
     F: FnOnce(IntentClient) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -198,7 +198,7 @@ where
 
 /// The request the runtime makes of the `OpenAi` provider for the invoice (system prompt,
 /// user message, schema): the schema is enforced, so the contract is the short one.
-pub fn invoice_request() -> intent_runtime::provider::ProviderRequest {
+pub fn invoice_request() -> intent_rs::provider::ProviderRequest {
     captured(true, |client| async move {
         let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
         client

@@ -45,9 +45,9 @@
 //! job holds its items' calls, not a second copy of their requests nor the upload.
 //!
 //! ```
-//! use intent_runtime::batch::{BatchItem, BatchOptions};
-//! use intent_runtime::provider::ScriptedProvider;
-//! use intent_runtime::{IntentClient, IntentOptions};
+//! use intent_rs::batch::{BatchItem, BatchOptions};
+//! use intent_rs::provider::ScriptedProvider;
+//! use intent_rs::{IntentClient, IntentOptions};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! let model = ScriptedProvider::new([r#"{"value": 3}"#, r#"{"value": 2}"#]);

@@ -90,8 +90,8 @@ impl Evaluation {
 /// anything (see the [module documentation](super)).
 ///
 /// ```
-/// use intent_runtime::decision::{DecisionEvaluator, LogprobDecisionClient};
-/// use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
+/// use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+/// use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let model = ScriptedProvider::new([ScriptedReply::logprobs([("yes", -0.02), ("no", -4.0)])])

@@ -166,14 +166,14 @@ pub fn check_input_size(input: &PreparedInput, max_chars: Option<usize>) -> Resu
 /// than one input parameter.
 ///
 /// ```
-/// # use intent_runtime::input::NamedInputs;
+/// # use intent_rs::input::NamedInputs;
 /// let prepared = NamedInputs::new()
 ///     .with("review", "Loved it")?
 ///     .with("stars", &5u8)?
 ///     .finish();
 /// assert_eq!(prepared.text, r#"{"review":"Loved it","stars":5}"#);
 /// assert_eq!(prepared.label, "JSON object with keys review (String), stars (u8)");
-/// # Ok::<(), intent_runtime::input::InputError>(())
+/// # Ok::<(), intent_rs::input::InputError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NamedInputs {

@@ -19,8 +19,8 @@ use super::{Anthropic, OpenAi, OpenAiCompatible, Provider};
 /// to a [`ScriptedProvider`](super::ScriptedProvider) on exactly that error.
 ///
 /// ```
-/// use intent_runtime::IntentClient;
-/// use intent_runtime::provider::{self, ProviderConfigError, ScriptedProvider};
+/// use intent_rs::IntentClient;
+/// use intent_rs::provider::{self, ProviderConfigError, ScriptedProvider};
 ///
 /// let provider = match provider::from_env() {
 ///     Ok(provider) => provider,

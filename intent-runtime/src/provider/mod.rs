@@ -239,13 +239,13 @@ impl ProviderReply {
 /// Implement it to connect another model service; the runtime's own implementations are
 /// [`ScriptedProvider`] and the HTTP providers. The trait's methods are `async` through
 /// [`async_trait`](crate::async_trait), re-exported by this crate, so an implementation
-/// needs no dependency beyond `intent-runtime`:
+/// needs no dependency beyond `intent-rs`:
 ///
 /// ```
-/// use intent_runtime::provider::{
+/// use intent_rs::provider::{
 ///     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
 /// };
-/// use intent_runtime::{IntentClient, Usage, async_trait};
+/// use intent_rs::{IntentClient, Usage, async_trait};
 ///
 /// /// A model service reached some other way (another SDK, a queue, a local library); this
 /// /// one always answers 3, or fails on an empty prompt.

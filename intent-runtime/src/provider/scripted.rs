@@ -69,7 +69,7 @@ impl ScriptedReply {
     /// none when the request asked for none.
     ///
     /// ```
-    /// use intent_runtime::provider::ScriptedReply;
+    /// use intent_rs::provider::ScriptedReply;
     /// let reply = ScriptedReply::logprobs([("yes", -0.05), ("no", -3.0)]);
     /// ```
     pub fn logprobs<I, S>(alternatives: I) -> Self
@@ -133,7 +133,7 @@ struct Inner {
 /// zero in tests.
 ///
 /// ```
-/// use intent_runtime::provider::{Provider, ProviderRequest, ScriptedProvider};
+/// use intent_rs::provider::{Provider, ProviderRequest, ScriptedProvider};
 /// # tokio_test_block_on(async {
 /// let provider = ScriptedProvider::new(["{\"value\": 42}"]);
 /// let reply = provider.complete(&ProviderRequest::text("system", "user")).await.unwrap();

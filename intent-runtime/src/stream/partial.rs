@@ -30,7 +30,7 @@ pub use super::partial_json::PartialNode;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be streamed as partial values",
     label = "`{Self}` does not implement `Partial`",
-    note = "add `#[derive(intent_runtime::Partial)]` to `{Self}` (next to `StrictCompatible`), or implement `Partial` by hand"
+    note = "add `#[derive(intent_rs::Partial)]` to `{Self}` (next to `StrictCompatible`), or implement `Partial` by hand"
 )]
 pub trait Partial {
     /// The value as far as it is written: for a struct, every field optional.

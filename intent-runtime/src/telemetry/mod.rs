@@ -22,7 +22,7 @@
 //!   each reply verified (the first check that failed, issues by source, repairs by
 //!   kind), each judge verdict, and each attempt's end on the call span.
 //!
-//! Any `tracing` subscriber sees all of it (`RUST_LOG=intent_runtime=debug` with a `fmt`
+//! Any `tracing` subscriber sees all of it (`RUST_LOG=intent_rs=debug` with a `fmt`
 //! subscriber prints the events with their spans); `tracing-opentelemetry` exports the
 //! spans unchanged, reading `otel.name`, `otel.kind` and `otel.status_code`.
 //!

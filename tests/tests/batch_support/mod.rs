@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use intent_runtime::IntentClient;
-use intent_runtime::provider::{Anthropic, OpenAi};
+use intent_rs::IntentClient;
+use intent_rs::provider::{Anthropic, OpenAi};
 use serde_json::{Value, json};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};

@@ -1,8 +1,8 @@
 //! Shared test types and helpers for the integration tests.
 #![allow(dead_code)]
 
-use intent_runtime::provider::{ScriptedProvider, ScriptedReply};
-use intent_runtime::{IntentClient, IntentClientBuilder};
+use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::{IntentClient, IntentClientBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

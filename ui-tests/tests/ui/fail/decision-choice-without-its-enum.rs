@@ -1,4 +1,4 @@
-use intent_runtime::{intents, Choice, DecisionError};
+use intent_rs::{intents, Choice, DecisionError};
 
 #[intents]
 trait Triage {

@@ -1,4 +1,4 @@
-use intent_runtime::DecisionEnum;
+use intent_rs::DecisionEnum;
 
 #[derive(DecisionEnum)]
 enum Route {

@@ -1,4 +1,4 @@
-use intent_runtime::{intents, AIResult, Binary, IntentError};
+use intent_rs::{intents, AIResult, Binary, IntentError};
 
 #[intents]
 trait Triage {

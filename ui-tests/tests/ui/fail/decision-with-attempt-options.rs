@@ -1,4 +1,4 @@
-use intent_runtime::{intents, Binary, DecisionError};
+use intent_rs::{intents, Binary, DecisionError};
 
 fn not_empty(_: &Binary) -> bool {
     true

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 
-use intent_runtime::StrictCompatible;
+use intent_rs::StrictCompatible;
 
 #[derive(StrictCompatible)]
 struct Report {

@@ -1,4 +1,4 @@
-use intent_runtime::StrictCompatible;
+use intent_rs::StrictCompatible;
 use serde::Deserialize;
 
 #[derive(Deserialize, StrictCompatible)]

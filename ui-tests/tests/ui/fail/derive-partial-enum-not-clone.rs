@@ -1,4 +1,4 @@
-use intent_runtime::Partial;
+use intent_rs::Partial;
 use serde::Deserialize;
 
 #[derive(Debug, PartialEq, Deserialize, Partial)]

@@ -1,4 +1,4 @@
-use intent_runtime::StrictCompatible;
+use intent_rs::StrictCompatible;
 
 #[derive(StrictCompatible)]
 struct Comment {

@@ -1,4 +1,4 @@
-use intent_runtime::intents;
+use intent_rs::intents;
 
 #[intents]
 struct Docs;

@@ -1,4 +1,4 @@
-use intent_runtime::{intents, IntentError};
+use intent_rs::{intents, IntentError};
 use serde_json::Value;
 
 #[intents]

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 
-use intent_runtime::{intents, IntentError};
+use intent_rs::{intents, IntentError};
 
 #[intents]
 trait Docs {

@@ -1,4 +1,4 @@
-use intent_runtime::{intents, AIResult, IntentError};
+use intent_rs::{intents, AIResult, IntentError};
 
 #[intents]
 trait Docs {

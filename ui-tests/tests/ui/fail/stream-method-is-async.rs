@@ -1,4 +1,4 @@
-use intent_runtime::{intents, IntentStream};
+use intent_rs::{intents, IntentStream};
 
 #[intents]
 trait Docs {

@@ -1,4 +1,4 @@
-use intent_runtime::{intents, IntentStream, StrictCompatible};
+use intent_rs::{intents, IntentStream, StrictCompatible};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,4 +1,4 @@
-use intent_runtime::{intents, IntentError};
+use intent_rs::{intents, IntentError};
 
 fn positive(value: &i64) -> Result<(), String> {
     if *value > 0 { Ok(()) } else { Err("Return a positive number.".into()) }

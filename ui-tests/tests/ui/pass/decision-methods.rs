@@ -1,4 +1,4 @@
-use intent_runtime::{intents, Binary, Choice, DecisionEnum, DecisionError, Score};
+use intent_rs::{intents, Binary, Choice, DecisionEnum, DecisionError, Score};
 
 /// A team.
 #[derive(Debug, PartialEq, DecisionEnum)]
@@ -30,8 +30,8 @@ pub trait Triage {
 
 fn main() {
     fn spawnable<T: Send>(_: T) {}
-    let client = intent_runtime::IntentClient::builder()
-        .provider(intent_runtime::provider::ScriptedProvider::new(Vec::<String>::new()))
+    let client = intent_rs::IntentClient::builder()
+        .provider(intent_rs::provider::ScriptedProvider::new(Vec::<String>::new()))
         .build()
         .unwrap();
     let triage = TriageClient::new(client);

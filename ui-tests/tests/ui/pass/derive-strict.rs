@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use intent_runtime::StrictCompatible;
+use intent_rs::StrictCompatible;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! Every method attribute together, every kind of target, and `Send` futures.
 
-use intent_runtime::{intents, AIResult, IntentClient, IntentError, StrictCompatible};
+use intent_rs::{intents, AIResult, IntentClient, IntentError, StrictCompatible};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

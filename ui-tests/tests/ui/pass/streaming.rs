@@ -1,4 +1,4 @@
-use intent_runtime::{intents, AIResult, IntentStream, Partial, StrictCompatible};
+use intent_rs::{intents, AIResult, IntentStream, Partial, StrictCompatible};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
