@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
-use intent_rs_eval::{Dataset, Evaluation, Judge};
 use intent_examples::choose_provider;
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{AIResult, IntentClient, intents};
+use intent_rs_eval::{Dataset, Evaluation, Judge};
 use serde::{Deserialize, Serialize};
 
 const INTENT: &str = "Name the main topic of the review in two or three words";

@@ -71,8 +71,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hotel = HotelClient::new(client);
 
     println!("== The span tree of one call, as any `tracing` subscriber sees it\n");
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("intent_rs=debug"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("intent_rs=debug"));
     let tree = tracing_tree::HierarchicalLayer::new(2)
         .with_writer(std::io::stdout)
         .with_ansi(false)

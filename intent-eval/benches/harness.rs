@@ -8,9 +8,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use intent_rs_eval::{Case, Dataset, Evaluation, Progress};
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{AIResult, IntentClient, StrictCompatible, intents};
+use intent_rs_eval::{Case, Dataset, Evaluation, Progress};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
+use intent_rs::{AIResult, IntentClient, StrictCompatible, Usage, intents};
 use intent_rs_eval::{
     Case, Dataset, EvalError, Evaluation, ExternalValidator, Judge, JudgeSelector, Progress,
     Report, Rules, Status, ValueSet,
 };
-use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
-use intent_rs::{AIResult, IntentClient, StrictCompatible, Usage, intents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -1,12 +1,12 @@
 //! Each validator, and the selection among them: external, judge, schema, value match.
 
+use intent_rs::Usage;
+use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
 use intent_rs_eval::validate::{Selected, select};
 use intent_rs_eval::{
     CaseContext, EvalError, ExternalValidator, Judge, JudgeSelector, JudgeVariant, Rules,
     Validators, ValueSet, Verdict,
 };
-use intent_rs::Usage;
-use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
 use serde_json::{Map, Value, json};
 
 fn context<'a>(

@@ -129,9 +129,7 @@ fn batch_item(
     let target = method.output.target;
     let strict_check = (method.output.kind == TargetKind::Typed
         && method.intent.json_mode.is_none())
-    .then(
-        || quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();),
-    );
+    .then(|| quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();));
     let options = options(method);
     let input = input(&method.inputs);
     let text = &method.intent.text;
@@ -212,9 +210,7 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
     let target = method.output.target;
     let strict_check = (method.output.kind == TargetKind::Typed
         && method.intent.json_mode.is_none())
-    .then(
-        || quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();),
-    );
+    .then(|| quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();));
     let options = options(method);
     let input = input(&method.inputs);
     let text = &method.intent.text;
@@ -520,7 +516,12 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("[:: intent_rs :: __private :: validator :: < Invoice , _ , _ > (totals_add_up)]"), "{text}");
+        assert!(
+            text.contains(
+                "[:: intent_rs :: __private :: validator :: < Invoice , _ , _ > (totals_add_up)]"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -186,9 +186,7 @@ mod tests {
         assert!(out.contains("node . field (\"n\")"), "{out}");
         assert!(!out.contains("cache"), "{out}");
         assert!(
-            out.contains(
-                "extra : < Extra as :: intent_rs :: Partial > :: read_partial (node)"
-            ),
+            out.contains("extra : < Extra as :: intent_rs :: Partial > :: read_partial (node)"),
             "{out}"
         );
     }

@@ -211,9 +211,7 @@ impl Provider for Overlap {
             logprobs: Some(vec![intent_rs::provider::TokenLogprob {
                 token: label.into(),
                 logprob: 0.0,
-                top_logprobs: vec![intent_rs::provider::LogprobAlternative::new(
-                    label, 0.0,
-                )],
+                top_logprobs: vec![intent_rs::provider::LogprobAlternative::new(label, 0.0)],
             }]),
             ..ProviderReply::default()
         })

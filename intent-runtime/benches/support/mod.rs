@@ -147,8 +147,7 @@ impl intent_rs::provider::Provider for InstantProvider {
     async fn complete(
         &self,
         _request: &intent_rs::provider::ProviderRequest,
-    ) -> Result<intent_rs::provider::ProviderReply, intent_rs::provider::ProviderError>
-    {
+    ) -> Result<intent_rs::provider::ProviderReply, intent_rs::provider::ProviderError> {
         let index = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
         Ok(intent_rs::provider::ProviderReply {
             text: self.replies[index].clone(),
