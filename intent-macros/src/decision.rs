@@ -26,6 +26,23 @@ pub(crate) fn kind_named(name: &str) -> Option<DecisionKind> {
     }
 }
 
+/// An implementation with no options, emitted beside a derive error only.
+fn fallback(name: &syn::Ident) -> TokenStream {
+    quote! {
+        impl ::intent_rs::DecisionEnum for #name {
+            const VARIANTS: &'static [::intent_rs::decision::DecisionVariant] = &[];
+
+            fn from_index(_: usize) -> ::core::option::Option<Self> {
+                ::core::option::Option::None
+            }
+
+            fn index(&self) -> usize {
+                ::core::unreachable!()
+            }
+        }
+    }
+}
+
 /// `#[derive(DecisionEnum)]`: the variants' names and doc comments, and the mapping
 /// between variants and their index, for an enum of two or more variants without data.
 pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -66,7 +83,15 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             ),
         );
     }
-    errors.finish(())?;
+    if let Err(error) = errors.finish(()) {
+        // With the error, an implementation that compiles, so that every method using the
+        // enum does not add an error of its own about a missing `DecisionEnum`.
+        let mut tokens = error.into_compile_error();
+        if input.generics.params.is_empty() {
+            tokens.extend(fallback(name));
+        }
+        return Ok(tokens);
+    }
     let entries = data.variants.iter().map(|variant| {
         let text = variant.ident.to_string();
         let description = match doc_text(&variant.attrs) {

@@ -700,8 +700,10 @@ fn preflight_failure<T>(message: String, started: Instant) -> AIResult<T> {
     }
 }
 
+crate::error::debug_as_message!(BuildError);
+
 /// A configuration mistake found by [`IntentClientBuilder::build`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// No provider was given.

@@ -3,11 +3,30 @@
 
 use crate::result::{AIResult, ResultIssue};
 
+/// Implements `Debug` for error types as their message.
+///
+/// `fn main() -> Result<(), Box<dyn Error>>` prints a returned error with `Debug`
+/// (`Error: {e:?}`), as do `unwrap()`, `expect()` and `tracing`'s `?e`: there a person must
+/// read the sentence that says what to set or do, not a variant's name and fields. The
+/// structured details stay reachable through each type's accessors and `match`.
+macro_rules! debug_as_message {
+    ($($error:ty),+ $(,)?) => {$(
+        impl ::std::fmt::Debug for $error {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(self, f)
+            }
+        }
+    )+};
+}
+pub(crate) use debug_as_message;
+
+debug_as_message!(IntentError);
+
 /// Why an intent call produced no value.
 ///
 /// Its `Display` is the failure summary: the distinct issue messages of every attempt,
 /// so that logging the error tells a person what went wrong.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum IntentError {
     /// Every attempt failed, a guardrail stopped the call, or the request could not be
@@ -59,6 +78,31 @@ mod tests {
     use crate::result::{IssueSource, Usage};
 
     use super::*;
+
+    #[test]
+    fn an_error_returned_from_main_prints_its_sentence() {
+        // `main` returning `Err(e)` prints `Error: {e:?}`: the sentence, never a variant name.
+        let errors: Vec<Box<dyn std::error::Error>> = vec![
+            Box::new(crate::BuildError::MissingProvider),
+            Box::new(crate::provider::ProviderConfigError::NoProvider),
+            Box::new(
+                crate::provider::ProviderError::new(
+                    crate::provider::ProviderErrorKind::RateLimited,
+                    "openai",
+                    "slow down",
+                )
+                .with_status(429),
+            ),
+            Box::new(failed(&["the reply was empty"]).into_result().unwrap_err()),
+        ];
+        for error in errors {
+            let shown = format!("{error:?}");
+            assert_eq!(shown, error.to_string());
+            assert!(shown.contains(' '), "a sentence, not a name: {shown}");
+        }
+        let shown = format!("{:?}", crate::provider::ProviderConfigError::NoProvider);
+        assert!(shown.contains("set OPENAI_API_KEY"), "{shown}");
+    }
 
     fn failed(messages: &[&str]) -> AIResult<u8> {
         AIResult {

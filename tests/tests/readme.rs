@@ -90,6 +90,31 @@ fn the_readme_lists_the_dependencies_a_program_needs() {
 }
 
 #[test]
+fn every_rust_block_is_a_whole_program_a_reader_can_paste() {
+    let readme = readme();
+    let programs = blocks(&readme, "rust");
+    assert!(
+        programs.len() >= 5,
+        "the README's Rust blocks: {}",
+        programs.len()
+    );
+    assert!(
+        blocks(&readme, "rust,ignore").is_empty(),
+        "an ignored block is never compiled"
+    );
+    for program in programs {
+        let hidden = program
+            .lines()
+            .any(|line| line.trim_start() == "#" || line.trim_start().starts_with("# "));
+        assert!(!hidden, "hidden doctest lines:\n{program}");
+        assert!(
+            program.contains("fn main()"),
+            "not a whole program:\n{program}"
+        );
+    }
+}
+
+#[test]
 fn the_first_example_is_a_whole_program_with_no_hidden_line() {
     let program = &blocks(&readme(), "rust")[0];
     let hidden: Vec<&str> = program

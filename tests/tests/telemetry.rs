@@ -806,4 +806,13 @@ async fn a_fmt_subscriber_prints_attempts_inside_a_span_naming_the_method_and_mo
         "{line}"
     );
     assert!(line.contains("intent.attempt=1"), "{line}");
+    // Token usage is on the line a person reads, not only on spans recorded after they open.
+    let tokens = |name: &str| {
+        line.split_whitespace()
+            .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    assert!(tokens("gen_ai.usage.input_tokens") > 0, "{line}");
+    assert!(tokens("gen_ai.usage.output_tokens") > 0, "{line}");
 }

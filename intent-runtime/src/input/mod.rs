@@ -34,8 +34,10 @@ use crate::schema::derived::DerivedCache;
 /// The label of an input whose schema admits any JSON value (`serde_json::Value`).
 pub const ANY_JSON_LABEL: &str = "JSON";
 
+crate::error::debug_as_message!(InputError);
+
 /// Why an input could not be prepared.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {
     /// The serialized input is longer than the client allows.

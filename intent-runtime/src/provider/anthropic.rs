@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use super::ReplyStream;
 use super::cache_breakpoints::{Breakpoints, minimum_cacheable_tokens};
-use super::env::set_variable;
+use super::env::{base_url_variable, set_variable};
 use super::error::bounded_message;
 use super::http::{
     self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, base_kind,
@@ -103,7 +103,7 @@ impl Anthropic {
             provider: "Anthropic",
         })?;
         let mut provider = Self::new(api_key);
-        if let Some(base_url) = set("ANTHROPIC_BASE_URL") {
+        if let Some(base_url) = base_url_variable(lookup, "ANTHROPIC_BASE_URL") {
             provider = provider.with_base_url(base_url);
         }
         if let Some(model) = set("ANTHROPIC_MODEL") {

@@ -82,8 +82,10 @@ impl fmt::Display for ProviderErrorKind {
     }
 }
 
+crate::error::debug_as_message!(ProviderError);
+
 /// A failed provider call.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[error("{provider} {kind}{status}: {message}", status = self.status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
 pub struct ProviderError {
     kind: ProviderErrorKind,

@@ -74,8 +74,10 @@ pub const REQUEST_ID_HEADERS: &[&str] = &[
     "cf-ray",
 ];
 
+crate::error::debug_as_message!(ProviderConfigError);
+
 /// What an HTTP provider could not be configured with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProviderConfigError {
     /// The environment variable that should hold the API key is unset or empty.

@@ -7,7 +7,7 @@ use std::fmt;
 use std::time::Duration;
 
 use self::chat::ChatEndpoint;
-use super::env::set_variable;
+use super::env::{base_url_variable, set_variable};
 use super::http::{ProviderConfigError, trim_base_url};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 
@@ -55,7 +55,7 @@ impl OpenAi {
             provider: "OpenAI",
         })?;
         let mut provider = Self::new(api_key);
-        if let Some(base_url) = set("OPENAI_BASE_URL") {
+        if let Some(base_url) = base_url_variable(lookup, "OPENAI_BASE_URL") {
             provider = provider.with_base_url(base_url);
         }
         if let Some(model) = set("OPENAI_MODEL") {

@@ -39,8 +39,10 @@ pub const RUNTIME_SCHEMA_NAME: &str = "JSON value";
 /// serializing, compiling) overflow the stack.
 pub const MAX_RUNTIME_SCHEMA_DEPTH: usize = 128;
 
+crate::error::debug_as_message!(SchemaError);
+
 /// Why a schema could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SchemaError {
     /// A runtime schema was not a JSON object (or the boolean schema `true`).

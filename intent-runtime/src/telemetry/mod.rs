@@ -351,6 +351,10 @@ impl<'a> CallTrace<'a> {
                 { INTENT_ISSUES_JUDGE } = count(IssueSource::Judge),
                 { INTENT_ISSUES_GUARDRAIL } = count(IssueSource::Guardrail),
                 { INTENT_ELAPSED_MS } = int(record.duration.as_millis()),
+                // Also on the `chat` spans, but recorded there after the span opened, which
+                // a terminal subscriber never prints: an event is what a person sees.
+                { GEN_AI_USAGE_INPUT_TOKENS } = int(record.usage.input_tokens),
+                { GEN_AI_USAGE_OUTPUT_TOKENS } = int(record.usage.output_tokens),
             },
             "attempt finished"
         );
