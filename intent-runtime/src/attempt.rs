@@ -158,12 +158,13 @@ impl Loop<'_> {
     ) -> Result<ProviderReply, CallFailure> {
         let mut retries = 0;
         loop {
+            let estimated_tokens = request.prompt_len().div_ceil(4) as u64;
             if let Some(limiter) = &self.client.rate_limiter {
-                let estimated_tokens = request.prompt_len().div_ceil(4) as u64;
                 // Boxed, as the timer above: only calls through a limiter carry its state.
                 self.within_budget(Box::pin(limiter.acquire(estimated_tokens)))
                     .await
-                    .ok_or(CallFailure::Budget)?;
+                    .ok_or(CallFailure::Budget)?
+                    .map_err(refused_by_the_limiter)?;
             }
             self.count_call(record);
             let result = match self.events {
@@ -178,7 +179,13 @@ impl Loop<'_> {
             }
             .ok_or(CallFailure::Budget)?;
             let error = match result {
-                Ok(reply) => return Ok(reply),
+                Ok(reply) => {
+                    if let Some(limiter) = &self.client.rate_limiter {
+                        let used = reply.usage.input_tokens + reply.usage.output_tokens;
+                        limiter.settle(estimated_tokens, used).await;
+                    }
+                    return Ok(reply);
+                }
                 Err(error) => error,
             };
             self.uncount_unsent(record, &error);
@@ -416,8 +423,10 @@ where
             (Some(_), 1) => Some(CacheKey::of(&request, requested_model(client, settings))),
             _ => None,
         };
-        let cached =
-            cache_key.and_then(|key| client.cache.as_ref().and_then(|cache| cache.get(&key)));
+        let cached = match (cache_key, &client.cache) {
+            (Some(key), Some(cache)) => cache.get(&key).await,
+            _ => None,
+        };
         let reply = match cached {
             Some(reply) => {
                 record.cached = true;
@@ -477,7 +486,7 @@ where
                     (Some(key), Some(cache), false) if candidate.is_some() => {
                         record.raw_output.clone_from(&reply.text);
                         record.model.clone_from(&reply.model);
-                        cache.put(key, reply);
+                        cache.put(key, reply).await;
                     }
                     _ => {
                         record.raw_output = reply.text;
@@ -569,15 +578,22 @@ async fn judge_attempt(
     }
     if let Some(limiter) = &state.client.rate_limiter {
         let estimated_tokens = (plan.input.text.len() + candidate.len()).div_ceil(4) as u64;
-        if state
-            .within_budget(limiter.acquire(estimated_tokens))
-            .await
-            .is_none()
-        {
-            record
-                .issues
-                .push(state.budget_issue(number, "while waiting for the judge"));
-            return JudgeStep::Stopped;
+        match state.within_budget(limiter.acquire(estimated_tokens)).await {
+            None => {
+                record
+                    .issues
+                    .push(state.budget_issue(number, "while waiting for the judge"));
+                return JudgeStep::Stopped;
+            }
+            Some(Err(refused)) => {
+                record.issues.push(ResultIssue::new(
+                    IssueSource::Guardrail,
+                    refused.to_string(),
+                    number,
+                ));
+                return JudgeStep::Stopped;
+            }
+            Some(Ok(_)) => {}
         }
     }
     let request = JudgeRequest {
@@ -668,6 +684,19 @@ async fn judge_attempt(
             JudgeStep::Rejected
         }
     }
+}
+
+/// A request the rate limiter would not admit, as the provider error the attempt reports:
+/// nothing was sent, and it is not retried (a limiter failing closed means to stop).
+fn refused_by_the_limiter(refused: crate::limits::RateLimitError) -> CallFailure {
+    CallFailure::Provider(
+        ProviderError::new(
+            crate::provider::ProviderErrorKind::Configuration,
+            "rate-limiter",
+            refused.to_string(),
+        )
+        .not_sent(),
+    )
 }
 
 #[cfg(test)]

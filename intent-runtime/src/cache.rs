@@ -40,15 +40,25 @@ impl CacheKey {
         request.top_logprobs.hash(&mut hasher);
         Self(hasher.finish())
     }
+
+    /// The key as 16 hexadecimal digits, for stores keyed by strings (Redis).
+    pub fn to_hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
 }
 
-/// Where replies are cached. Implement it to put the cache somewhere shared (Redis, a
-/// file); [`InMemoryCache`] is the default.
+/// Where replies are cached. [`InMemoryCache`] is the default; with the `redis` feature,
+/// `fleet::RedisCache` shares one cache between replicas. Implement it (through
+/// [`async_trait`](crate::async_trait)) to put the cache somewhere else.
+///
+/// A cache cannot fail a call: an entry it cannot read is a miss, a reply it cannot store
+/// is not stored.
+#[async_trait::async_trait]
 pub trait ResponseCache: Send + Sync + fmt::Debug {
     /// The cached reply for `key`, if any.
-    fn get(&self, key: &CacheKey) -> Option<ProviderReply>;
+    async fn get(&self, key: &CacheKey) -> Option<ProviderReply>;
     /// Stores `reply` under `key`.
-    fn put(&self, key: CacheKey, reply: ProviderReply);
+    async fn put(&self, key: CacheKey, reply: ProviderReply);
 }
 
 /// An in-process cache holding at most `capacity` replies; the oldest is dropped first.
@@ -96,13 +106,14 @@ impl fmt::Debug for InMemoryCache {
     }
 }
 
+#[async_trait::async_trait]
 impl ResponseCache for InMemoryCache {
-    fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
+    async fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         entries.replies.get(key).cloned()
     }
 
-    fn put(&self, key: CacheKey, reply: ProviderReply) {
+    async fn put(&self, key: CacheKey, reply: ProviderReply) {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.replies.insert(key, reply).is_none() {
             entries.order.push_back(key);
@@ -177,18 +188,21 @@ mod tests {
         assert_eq!(CacheKey::of(&base.clone(), "m"), key);
     }
 
-    #[test]
-    fn oldest_entry_is_evicted_past_capacity() {
+    #[tokio::test]
+    async fn oldest_entry_is_evicted_past_capacity() {
         let cache = InMemoryCache::new(2);
         let keys: Vec<_> = ["a", "b", "c"]
             .iter()
             .map(|u| CacheKey::of(&ProviderRequest::text("s", *u), "m"))
             .collect();
         for (key, text) in keys.iter().zip(["1", "2", "3"]) {
-            cache.put(*key, ProviderReply::text(text));
+            cache.put(*key, ProviderReply::text(text)).await;
         }
         assert_eq!(cache.len(), 2);
-        assert!(cache.get(&keys[0]).is_none());
-        assert_eq!(cache.get(&keys[2]).map(|r| r.text), Some("3".to_owned()));
+        assert!(cache.get(&keys[0]).await.is_none());
+        assert_eq!(
+            cache.get(&keys[2]).await.map(|r| r.text),
+            Some("3".to_owned())
+        );
     }
 }

@@ -17,6 +17,9 @@ pub mod cache;
 pub mod client;
 pub mod decision;
 pub mod error;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod fleet;
 pub mod input;
 pub mod judge;
 pub mod limits;

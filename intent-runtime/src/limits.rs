@@ -96,13 +96,36 @@ impl Deadline {
     }
 }
 
-/// A client-side token bucket: requests per minute, and optionally tokens per minute.
+/// A client-side rate limiter: requests per minute, and optionally tokens per minute.
 ///
-/// Clones share one bucket, so every clone of an `IntentClient` (and its judge calls)
-/// draws from the same allowance.
+/// By default a token bucket in this process: clones share one bucket, so every clone of
+/// an `IntentClient` (and its judge calls) draws from the same allowance. With the `redis`
+/// feature, [`shared`](Self::shared) puts the quota in Redis, so that every replica of a
+/// fleet draws from one allowance.
+///
+/// The token quota counts input and output tokens, as providers count them: a request
+/// books its estimated input tokens when it is admitted, and the difference is settled
+/// when the reply reports its usage.
 #[derive(Clone)]
 pub struct RateLimiter {
     shared: Arc<Mutex<Buckets>>,
+    #[cfg(feature = "redis")]
+    fleet: Option<Arc<crate::fleet::limiter::SharedQuota>>,
+}
+
+/// Why the rate limiter refused to admit a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RateLimitError {
+    /// The quota lives in Redis, Redis failed, and the limiter fails closed.
+    #[error(
+        "the shared rate limiter could not reach Redis ({reason}); the request was not sent. \
+         Check Redis, or let calls through on a local limiter with `OnRedisFailure::FailOpen`"
+    )]
+    SharedQuotaUnavailable {
+        /// What Redis said, or that it timed out.
+        reason: String,
+    },
 }
 
 struct Bucket {
@@ -166,6 +189,8 @@ impl RateLimiter {
                 tokens: None,
                 last_refill: Instant::now(),
             })),
+            #[cfg(feature = "redis")]
+            fleet: None,
         }
     }
 
@@ -178,9 +203,74 @@ impl RateLimiter {
         self
     }
 
+    /// This quota, kept in `redis` under `name` and shared by every limiter (in any
+    /// process) with the same name and Redis: a fleet's replicas together stay within it.
+    /// Name it after what the provider counts against: the API key, or the model.
+    ///
+    /// When Redis fails or is slow, the Redis connection's
+    /// [`OnRedisFailure`](crate::fleet::OnRedisFailure) decides: this process's own
+    /// limiter with the same quota (fail open) or a refused call (fail closed).
+    #[cfg(feature = "redis")]
+    pub fn shared(mut self, redis: &crate::fleet::Redis, name: &str) -> Self {
+        let (requests, tokens) = {
+            let buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            (
+                buckets.requests.capacity as u32,
+                buckets.tokens.as_ref().map(|bucket| bucket.capacity as u32),
+            )
+        };
+        self.fleet = Some(Arc::new(crate::fleet::limiter::SharedQuota::new(
+            redis, name, requests, tokens,
+        )));
+        self
+    }
+
     /// Waits until one request carrying about `estimated_tokens` input tokens may be sent,
-    /// and takes it from the buckets. Returns how long it waited.
-    pub async fn acquire(&self, estimated_tokens: u64) -> Duration {
+    /// and books it. Returns how long it waited; an error only from a shared quota whose
+    /// Redis failed while failing closed.
+    pub async fn acquire(&self, estimated_tokens: u64) -> Result<Duration, RateLimitError> {
+        #[cfg(feature = "redis")]
+        if let Some(quota) = &self.fleet {
+            match quota.admit(estimated_tokens).await {
+                Ok(wait) => {
+                    tokio::time::sleep(wait).await;
+                    return Ok(wait);
+                }
+                Err(error) => match quota.redis().failure_behaviour() {
+                    crate::fleet::OnRedisFailure::FailClosed => {
+                        return Err(RateLimitError::SharedQuotaUnavailable {
+                            reason: error.to_string(),
+                        });
+                    }
+                    _ => tracing::warn!(
+                        %error,
+                        "the shared rate limiter could not reach Redis; admitting through this process's limiter"
+                    ),
+                },
+            }
+        }
+        Ok(self.acquire_locally(estimated_tokens).await)
+    }
+
+    /// Settles the token booking of a request admitted with `estimated_tokens` that used
+    /// `used_tokens` (input and output) by the reply's account.
+    pub async fn settle(&self, estimated_tokens: u64, used_tokens: u64) {
+        #[cfg(feature = "redis")]
+        if let Some(quota) = &self.fleet {
+            match quota.settle(estimated_tokens, used_tokens).await {
+                Ok(()) => return,
+                // The booking stays as estimated; the local fallback is settled instead.
+                Err(error) => tracing::warn!(%error, "the shared token quota could not be settled"),
+            }
+        }
+        let mut buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tokens) = buckets.tokens.as_mut() {
+            let refund = estimated_tokens as f64 - used_tokens as f64;
+            tokens.available = (tokens.available + refund).min(tokens.capacity);
+        }
+    }
+
+    async fn acquire_locally(&self, estimated_tokens: u64) -> Duration {
         let mut waited = Duration::ZERO;
         loop {
             let wait = self.try_acquire(estimated_tokens as f64);

@@ -1,0 +1,213 @@
+//! The response cache in Redis: a reply paid for by one replica is served to the others.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Redis;
+use crate::cache::{CacheKey, ResponseCache};
+use crate::provider::{LogprobAlternative, ProviderReply, TokenLogprob};
+use crate::result::Usage;
+
+/// The default time a cached reply is kept.
+pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The default size limit of one cached reply, serialized.
+pub const DEFAULT_MAX_ENTRY_BYTES: usize = 256 * 1024;
+
+/// A [`ResponseCache`] in Redis, under the same keys as the in-process cache
+/// ([`CacheKey`]), each entry with a time to live and a size limit.
+///
+/// Redis failing or slow is a cache miss (and a store skipped), with a `tracing` warning:
+/// the call then asks the model, as it would without a cache. A cached reply is verified
+/// like any other reply before its value is returned.
+#[derive(Clone)]
+pub struct RedisCache {
+    redis: Redis,
+    ttl: Duration,
+    max_entry_bytes: usize,
+}
+
+impl fmt::Debug for RedisCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisCache")
+            .field("redis", &self.redis)
+            .field("ttl", &self.ttl)
+            .field("max_entry_bytes", &self.max_entry_bytes)
+            .finish()
+    }
+}
+
+impl RedisCache {
+    /// A cache in `redis`, keeping replies for [`DEFAULT_CACHE_TTL`] and storing none
+    /// larger than [`DEFAULT_MAX_ENTRY_BYTES`].
+    pub fn new(redis: &Redis) -> Self {
+        Self {
+            redis: redis.clone(),
+            ttl: DEFAULT_CACHE_TTL,
+            max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
+        }
+    }
+
+    /// How long a reply is kept (at least a second).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_secs(1));
+        self
+    }
+
+    /// The largest reply stored, serialized; larger ones are not cached.
+    pub fn max_entry_bytes(mut self, bytes: usize) -> Self {
+        self.max_entry_bytes = bytes;
+        self
+    }
+
+    fn key(&self, key: &CacheKey) -> String {
+        self.redis.key("cache", &key.to_hex())
+    }
+}
+
+#[async_trait::async_trait]
+impl ResponseCache for RedisCache {
+    async fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
+        let redis_key = self.key(key);
+        let stored = self
+            .redis
+            .run(|mut connection| async move {
+                redis::cmd("GET")
+                    .arg(&redis_key)
+                    .query_async::<Option<Vec<u8>>>(&mut connection)
+                    .await
+            })
+            .await;
+        match stored {
+            Ok(Some(bytes)) => match serde_json::from_slice::<StoredReply>(&bytes) {
+                Ok(reply) => Some(reply.into()),
+                Err(error) => {
+                    // Another version's layout, or a foreign value under our key: a miss.
+                    tracing::warn!(%error, "an unreadable entry in the Redis cache was ignored");
+                    None
+                }
+            },
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "the Redis cache could not be read; asking the model");
+                None
+            }
+        }
+    }
+
+    async fn put(&self, key: CacheKey, reply: ProviderReply) {
+        let bytes = match serde_json::to_vec(&StoredReply::from(&reply)) {
+            Ok(bytes) if bytes.len() <= self.max_entry_bytes => bytes,
+            Ok(_) | Err(_) => return,
+        };
+        let redis_key = self.key(&key);
+        let seconds = self.ttl.as_secs().max(1);
+        let stored = self
+            .redis
+            .run(|mut connection| async move {
+                redis::cmd("SET")
+                    .arg(&redis_key)
+                    .arg(bytes)
+                    .arg("EX")
+                    .arg(seconds)
+                    .query_async::<()>(&mut connection)
+                    .await
+            })
+            .await;
+        if let Err(error) = stored {
+            tracing::warn!(%error, "a reply could not be stored in the Redis cache");
+        }
+    }
+}
+
+/// A reply as the Redis cache stores it. The provider's request id is not kept: it
+/// belongs to the request that paid for the reply, not to the calls it is served to.
+#[derive(Serialize, Deserialize)]
+struct StoredReply {
+    text: String,
+    refusal: Option<String>,
+    truncated: bool,
+    stop_reason: Option<String>,
+    usage: [u64; 4],
+    model: String,
+    logprobs: Option<Vec<StoredLogprob>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredLogprob {
+    token: String,
+    logprob: f64,
+    top: Vec<(String, f64)>,
+}
+
+impl From<&ProviderReply> for StoredReply {
+    fn from(reply: &ProviderReply) -> Self {
+        Self {
+            text: reply.text.clone(),
+            refusal: reply.refusal.clone(),
+            truncated: reply.truncated,
+            stop_reason: reply.stop_reason.clone(),
+            usage: [
+                reply.usage.input_tokens,
+                reply.usage.output_tokens,
+                reply.usage.cached_input_tokens,
+                reply.usage.cache_write_input_tokens,
+            ],
+            model: reply.model.clone(),
+            logprobs: reply.logprobs.as_ref().map(|tokens| {
+                tokens
+                    .iter()
+                    .map(|token| StoredLogprob {
+                        token: token.token.clone(),
+                        logprob: token.logprob,
+                        top: token
+                            .top_logprobs
+                            .iter()
+                            .map(|alternative| (alternative.token.clone(), alternative.logprob))
+                            .collect(),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+impl From<StoredReply> for ProviderReply {
+    fn from(stored: StoredReply) -> Self {
+        let [
+            input_tokens,
+            output_tokens,
+            cached_input_tokens,
+            cache_write_input_tokens,
+        ] = stored.usage;
+        ProviderReply {
+            text: stored.text,
+            refusal: stored.refusal,
+            truncated: stored.truncated,
+            stop_reason: stored.stop_reason,
+            usage: Usage {
+                input_tokens,
+                output_tokens,
+                cached_input_tokens,
+                cache_write_input_tokens,
+            },
+            model: stored.model,
+            logprobs: stored.logprobs.map(|tokens| {
+                tokens
+                    .into_iter()
+                    .map(|token| TokenLogprob {
+                        token: token.token,
+                        logprob: token.logprob,
+                        top_logprobs: token
+                            .top
+                            .into_iter()
+                            .map(|(token, logprob)| LogprobAlternative::new(token, logprob))
+                            .collect(),
+                    })
+                    .collect()
+            }),
+            ..ProviderReply::default()
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The Redis connection the fleet's limiter and cache share: one lazily opened,
+//! self-reconnecting connection, a time limit on every call, and what to do when Redis
+//! fails.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::OnceCell;
+
+/// The default time limit of one Redis call.
+pub const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// What the limiter and the cache do when Redis does not answer in time or fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnRedisFailure {
+    /// Carry on without Redis: the limiter admits through a local limiter with the same
+    /// quota (so while Redis is down each replica alone may use the whole quota), the
+    /// cache serves nothing and stores nothing. Each fallback is a `tracing` warning.
+    #[default]
+    FailOpen,
+    /// The limiter refuses: the call fails with an error saying that Redis is unavailable
+    /// (nothing is sent to the provider). The cache still fails open: a missing cache
+    /// entry costs a model call, never a wrong answer.
+    FailClosed,
+}
+
+/// Why a Redis call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisError {
+    /// The URL is not a Redis URL.
+    #[error("`{url}` is not a Redis URL ({reason}); write it as redis://host:port/db")]
+    InvalidUrl {
+        /// The URL, without its password.
+        url: String,
+        /// What the client said.
+        reason: String,
+    },
+    /// Redis did not answer within the time limit.
+    #[error(
+        "Redis did not answer within {0:?}; check that it is running and reachable, or raise `Redis::timeout`"
+    )]
+    Timeout(Duration),
+    /// Redis refused the command or the connection failed.
+    #[error("Redis failed: {0}")]
+    Failed(String),
+}
+
+/// A Redis server shared by the replicas of a fleet: cheap to clone, connected on first use.
+#[derive(Clone)]
+pub struct Redis {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: redis::Client,
+    /// The URL without its password, for messages.
+    shown_url: String,
+    settings: Settings,
+    connection: OnceCell<ConnectionManager>,
+}
+
+#[derive(Clone)]
+struct Settings {
+    timeout: Duration,
+    on_failure: OnRedisFailure,
+    namespace: String,
+}
+
+impl fmt::Debug for Redis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redis")
+            .field("url", &self.inner.shown_url)
+            .field("timeout", &self.inner.settings.timeout)
+            .field("on_failure", &self.inner.settings.on_failure)
+            .field("namespace", &self.inner.settings.namespace)
+            .finish()
+    }
+}
+
+impl Redis {
+    /// A Redis server at `url` (`redis://host:port/db`, `rediss://` for TLS is not built
+    /// in), with a time limit of [`DEFAULT_REDIS_TIMEOUT`] per call, failing open. Nothing
+    /// is connected until the first call.
+    pub fn new(url: &str) -> Result<Self, RedisError> {
+        let shown_url = without_password(url);
+        let client = redis::Client::open(url).map_err(|error| RedisError::InvalidUrl {
+            url: shown_url.clone(),
+            reason: error.to_string(),
+        })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                client,
+                shown_url,
+                settings: Settings {
+                    timeout: DEFAULT_REDIS_TIMEOUT,
+                    on_failure: OnRedisFailure::FailOpen,
+                    namespace: "intent-rs".to_owned(),
+                },
+                connection: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The time limit of one Redis call (connecting included).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.with(|settings| settings.timeout = timeout)
+    }
+
+    /// What to do when Redis fails or is slow.
+    pub fn on_failure(self, on_failure: OnRedisFailure) -> Self {
+        self.with(|settings| settings.on_failure = on_failure)
+    }
+
+    /// The prefix of every key written (default `intent-rs`), to keep several fleets apart
+    /// in one Redis.
+    pub fn namespace(self, namespace: impl Into<String>) -> Self {
+        let namespace = namespace.into();
+        self.with(|settings| settings.namespace = namespace)
+    }
+
+    /// A copy with changed settings; it connects anew on first use.
+    fn with(self, change: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = self.inner.settings.clone();
+        change(&mut settings);
+        Self {
+            inner: Arc::new(Inner {
+                client: self.inner.client.clone(),
+                shown_url: self.inner.shown_url.clone(),
+                settings,
+                connection: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// The configured failure behaviour.
+    pub(crate) fn failure_behaviour(&self) -> OnRedisFailure {
+        self.inner.settings.on_failure
+    }
+
+    /// `{namespace}:{kind}:{name}`.
+    pub(crate) fn key(&self, kind: &str, name: &str) -> String {
+        format!("{}:{kind}:{name}", self.inner.settings.namespace)
+    }
+
+    /// Runs `command` on the shared connection within the time limit (connecting first if
+    /// needed). A connection that cannot be made is tried again on the next call.
+    pub(crate) async fn run<T, F, Fut>(&self, command: F) -> Result<T, RedisError>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let timeout = self.inner.settings.timeout;
+        let attempt = async {
+            let connection = self
+                .inner
+                .connection
+                .get_or_try_init(|| async {
+                    // Retries inside the manager stay within one call's time limit; a
+                    // later call reconnects again.
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(timeout))
+                        .set_response_timeout(Some(timeout))
+                        .set_number_of_retries(1)
+                        .set_max_delay(timeout);
+                    ConnectionManager::new_with_config(self.inner.client.clone(), config).await
+                })
+                .await?
+                .clone();
+            command(connection).await
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(RedisError::Failed(error.to_string())),
+            Err(_) => Err(RedisError::Timeout(timeout)),
+        }
+    }
+}
+
+/// `url` with any password replaced, for messages and `Debug`.
+fn without_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_never_shows() {
+        assert_eq!(
+            without_password("redis://default:s3cret@cache:6379/0"),
+            "redis://default:***@cache:6379/0"
+        );
+        assert_eq!(
+            without_password("redis://cache:6379/"),
+            "redis://cache:6379/"
+        );
+        let redis = Redis::new("redis://u:s3cret@127.0.0.1:1/").unwrap();
+        assert!(!format!("{redis:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_bad_url_is_refused_with_the_shape_to_use() {
+        let error = Redis::new("http://nope").unwrap_err();
+        assert!(
+            error.to_string().contains("redis://host:port/db"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_redis_fails_within_the_time_limit() {
+        // Port 1 on loopback: nothing listens there, so the connection is refused at once
+        // or, on a filtered host, times out; either way within the limit.
+        let redis = Redis::new("redis://127.0.0.1:1/")
+            .unwrap()
+            .timeout(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let result = redis
+            .run(|mut connection| async move {
+                redis::cmd("PING")
+                    .query_async::<String>(&mut connection)
+                    .await
+            })
+            .await;
+        assert!(result.is_err());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! The shared rate limiter's admission: one Lua script per request, run atomically by
+//! Redis, on Redis's own clock (replicas' clocks never enter the arithmetic).
+//!
+//! Each quota (requests per minute, tokens per minute) is a generic cell rate algorithm
+//! with reservations: the script finds the earliest time the request fits every quota,
+//! books it there, and returns how long the caller must wait. Callers are therefore
+//! released in the order they were admitted, each after exactly the wait its reservation
+//! needs; nobody polls. A quota of `n` a minute allows a burst of `n` and then one every
+//! `60 s / n`, like the local limiter.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use super::{Redis, RedisError};
+
+/// The script, hashed once: Redis runs it by its hash and loads it on first use.
+static ADMIT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(ADMIT));
+
+/// `KEYS[1]`: the quota's hash. `ARGV`: the request interval and capacity, the token
+/// interval (0 without a token quota) and capacity, the request's token estimate.
+/// Intervals are in microseconds. Returns the wait in microseconds.
+///
+/// Times are stored as whole numbers formatted by `%.0f`: Lua's default number format
+/// (`%.14g`) would round a microsecond timestamp.
+const ADMIT: &str = r#"
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local request_interval = tonumber(ARGV[1])
+local request_capacity = tonumber(ARGV[2])
+local token_interval = tonumber(ARGV[3])
+local token_capacity = tonumber(ARGV[4])
+local tokens = math.min(tonumber(ARGV[5]), token_capacity)
+local stored = redis.call('HMGET', KEYS[1], 'requests', 'tokens')
+local requests_at = tonumber(stored[1]) or now
+local tokens_at = tonumber(stored[2]) or now
+local at = math.max(now, requests_at + (1 - request_capacity) * request_interval)
+if token_interval > 0 then
+  at = math.max(at, tokens_at + (tokens - token_capacity) * token_interval)
+end
+requests_at = math.max(requests_at, at) + request_interval
+redis.call('HSET', KEYS[1], 'requests', string.format('%.0f', requests_at))
+local last = requests_at
+if token_interval > 0 then
+  tokens_at = math.max(tokens_at, at) + tokens * token_interval
+  redis.call('HSET', KEYS[1], 'tokens', string.format('%.0f', tokens_at))
+  last = math.max(last, tokens_at)
+end
+redis.call('PEXPIRE', KEYS[1], math.ceil((last - now) / 1000) + 60000)
+return math.floor(at - now)
+"#;
+
+/// A quota shared through Redis under one name.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedQuota {
+    redis: Redis,
+    key: String,
+    requests_per_minute: u32,
+    tokens_per_minute: Option<u32>,
+}
+
+/// Microseconds between two units of a quota of `per_minute`.
+fn interval_micros(per_minute: u32) -> f64 {
+    60_000_000.0 / f64::from(per_minute.max(1))
+}
+
+impl SharedQuota {
+    pub(crate) fn new(
+        redis: &Redis,
+        name: &str,
+        requests_per_minute: u32,
+        tokens_per_minute: Option<u32>,
+    ) -> Self {
+        Self {
+            redis: redis.clone(),
+            key: redis.key("limit", name),
+            requests_per_minute: requests_per_minute.max(1),
+            tokens_per_minute,
+        }
+    }
+
+    pub(crate) fn redis(&self) -> &Redis {
+        &self.redis
+    }
+
+    /// Books one request of about `estimated_tokens` and returns how long to wait before
+    /// sending it.
+    pub(crate) async fn admit(&self, estimated_tokens: u64) -> Result<Duration, RedisError> {
+        let (token_interval, token_capacity) = match self.tokens_per_minute {
+            Some(tokens) => (interval_micros(tokens), tokens.max(1)),
+            None => (0.0, 1),
+        };
+        let waited_micros: i64 = self
+            .redis
+            .run(|mut connection| async move {
+                ADMIT_SCRIPT
+                    .key(&self.key)
+                    .arg(interval_micros(self.requests_per_minute))
+                    .arg(self.requests_per_minute)
+                    .arg(token_interval)
+                    .arg(token_capacity)
+                    .arg(estimated_tokens)
+                    .invoke_async(&mut connection)
+                    .await
+            })
+            .await?;
+        Ok(Duration::from_micros(waited_micros.max(0).unsigned_abs()))
+    }
+
+    /// Corrects the token booking of a request that used `actual` tokens where
+    /// `estimated` were booked (a refund when it used fewer).
+    pub(crate) async fn settle(&self, estimated: u64, actual: u64) -> Result<(), RedisError> {
+        let Some(tokens) = self.tokens_per_minute else {
+            return Ok(());
+        };
+        let difference = actual as f64 - estimated as f64;
+        let shift = (difference * interval_micros(tokens)).round() as i64;
+        if shift == 0 {
+            return Ok(());
+        }
+        // One atomic increment; on a quota that expired meanwhile it only writes a time
+        // long past, which the next admission reads as a full quota.
+        self.redis
+            .run(|mut connection| async move {
+                redis::cmd("HINCRBY")
+                    .arg(&self.key)
+                    .arg("tokens")
+                    .arg(shift)
+                    .query_async::<i64>(&mut connection)
+                    .await
+            })
+            .await
+            .map(|_| ())
+    }
+}

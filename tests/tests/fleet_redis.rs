@@ -1,0 +1,335 @@
+//! A fleet sharing one quota and one response cache through a real `redis-server` (started
+//! here on a loopback port, stopped at the end): four processes against one loopback
+//! provider that counts arrivals; Redis stopped mid-run and started again.
+//!
+//! Needs `redis-server` on the PATH (Debian's `redis-server` package; `.ci/run` installs
+//! it). `INTENT_SKIP_REDIS_TESTS=1` skips these tests where it cannot be installed.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache};
+use intent_rs::limits::RateLimiter;
+use intent_rs::provider::OpenAiCompatible;
+use intent_rs::{IntentClient, IntentError, intents};
+use serde_json::json;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+#[intents]
+trait Counter {
+    #[intent("Count the words")]
+    async fn words(&self, text: &str) -> Result<u32, IntentError>;
+}
+
+// ---------------------------------------------------------------------------------------
+// A redis-server of the test's own.
+
+struct RedisServer {
+    port: u16,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free loopback port")
+}
+
+impl RedisServer {
+    /// A fresh server on a free port, or `None` when skipping was asked for.
+    fn start() -> Option<Self> {
+        if std::env::var_os("INTENT_SKIP_REDIS_TESTS").is_some() {
+            eprintln!("INTENT_SKIP_REDIS_TESTS is set: skipped");
+            return None;
+        }
+        let mut server = Self {
+            port: free_port(),
+            child: None,
+        };
+        server.run();
+        Some(server)
+    }
+
+    fn run(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!(
+                    "cannot start redis-server ({error}): install it (`apt-get install \
+                     redis-server`) or set INTENT_SKIP_REDIS_TESTS=1"
+                )
+            });
+        self.child = Some(child);
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A Chat Completions server answering `{"value": 3}` with the given usage, counting
+/// what arrives.
+async fn provider_server(prompt_tokens: u64, completion_tokens: u64) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "fleet-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"value\": 3}"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+        })))
+        .mount(&server)
+        .await;
+    server
+}
+
+// ---------------------------------------------------------------------------------------
+// Worker processes: this test binary run again with the worker's settings in its
+// environment.
+
+const WORKER: &str = "INTENT_FLEET_WORKER";
+
+/// One worker process's job, run by [`fleet_worker`].
+fn spawn_worker(mode: &str, redis: &str, provider: &str, calls: u32) -> Child {
+    Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "fleet_worker",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env(WORKER, mode)
+        .env("INTENT_FLEET_REDIS", redis)
+        .env("INTENT_FLEET_PROVIDER", provider)
+        .env("INTENT_FLEET_CALLS", calls.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("a worker process")
+}
+
+fn wait_all(workers: Vec<Child>) {
+    for mut worker in workers {
+        let status = worker.wait().expect("the worker's status");
+        assert!(status.success(), "a worker failed: {status}");
+    }
+}
+
+/// The body of a worker process; ignored in an ordinary run.
+#[tokio::test]
+#[ignore = "run by the fleet tests as a worker process"]
+async fn fleet_worker() {
+    let Ok(mode) = std::env::var(WORKER) else {
+        return;
+    };
+    let var = |name: &str| std::env::var(name).expect(name);
+    let calls: u32 = var("INTENT_FLEET_CALLS").parse().expect("a count");
+    let redis = Redis::new(&var("INTENT_FLEET_REDIS")).expect("a Redis URL");
+    let provider = OpenAiCompatible::new(var("INTENT_FLEET_PROVIDER"), "fleet-model");
+    let builder = IntentClient::builder().provider(provider).max_attempts(1);
+    let builder = match mode.as_str() {
+        // Each process alone stays within 20 a minute (15 calls); four together would not.
+        "requests" => builder
+            .rate_limiter(RateLimiter::per_minute(20).shared(&redis, "requests-quota"))
+            .time_budget(Duration::from_secs(3)),
+        "tokens" => builder
+            .rate_limiter(
+                RateLimiter::per_minute(10_000)
+                    .with_tokens_per_minute(4_000)
+                    .shared(&redis, "tokens-quota"),
+            )
+            .time_budget(Duration::from_secs(3)),
+        "cache" => builder.cache(RedisCache::new(&redis)),
+        other => panic!("unknown worker mode {other}"),
+    };
+    let counter = CounterClient::new(builder.build().expect("a client"));
+    if mode == "tokens" {
+        // One call at a time per process: a booking is settled before the next is made.
+        for _ in 0..calls {
+            let _ = counter.words("one two three").await;
+        }
+    } else {
+        let calls = (0..calls).map(|_| counter.words("one two three"));
+        futures_util::future::join_all(calls).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_processes_share_one_request_quota() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let provider = provider_server(10, 2).await;
+    let started = Instant::now();
+    let workers = (0..4)
+        .map(|_| spawn_worker("requests", &redis.url(), &provider.uri(), 15))
+        .collect();
+    tokio::task::spawn_blocking(move || wait_all(workers))
+        .await
+        .expect("workers joined");
+    let elapsed = started.elapsed();
+    let arrived = provider.received_requests().await.unwrap_or_default().len();
+    // A quota of 20 a minute: a burst of 20, then one every 3 s. The workers' calls give up
+    // after 3 s, so at most 20 + elapsed / 3 s arrive; each process alone (15 calls) would
+    // have sent all of its own, 60 in all.
+    let allowed = 20 + (elapsed.as_secs_f64() / 3.0).ceil() as usize;
+    assert!(
+        arrived <= allowed,
+        "{arrived} requests arrived in {elapsed:?}; the shared quota allows {allowed}"
+    );
+    assert!(arrived >= 20, "the burst of 20 was not used: {arrived}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_processes_share_one_token_quota_settled_from_usage() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    // Each reply reports 500 tokens, far above the request's estimate: the bookings are
+    // corrected from the usage, or the quota would let about 4,000 / 20 requests through.
+    let provider = provider_server(400, 100).await;
+    let started = Instant::now();
+    let workers = (0..4)
+        .map(|_| spawn_worker("tokens", &redis.url(), &provider.uri(), 6))
+        .collect();
+    tokio::task::spawn_blocking(move || wait_all(workers))
+        .await
+        .expect("workers joined");
+    let elapsed = started.elapsed();
+    let arrived = provider.received_requests().await.unwrap_or_default().len();
+    let used = arrived as f64 * 500.0;
+    // 4,000 tokens a minute: the burst, the refill over the run, and the documented
+    // tolerance: each of the four processes may have one request in flight whose booking
+    // is still the estimate.
+    let allowed = 4_000.0 + elapsed.as_secs_f64() * 4_000.0 / 60.0 + 4.0 * 500.0;
+    assert!(
+        used <= allowed,
+        "{arrived} requests ({used} tokens) in {elapsed:?}; the quota allows {allowed}"
+    );
+    assert!(arrived >= 8, "the quota was not used: {arrived}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_paid_by_one_process_is_served_to_the_others() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let provider = provider_server(10, 2).await;
+    let first = spawn_worker("cache", &redis.url(), &provider.uri(), 1);
+    tokio::task::spawn_blocking(move || wait_all(vec![first]))
+        .await
+        .expect("worker joined");
+    let others = (0..3)
+        .map(|_| spawn_worker("cache", &redis.url(), &provider.uri(), 1))
+        .collect();
+    tokio::task::spawn_blocking(move || wait_all(others))
+        .await
+        .expect("workers joined");
+    let arrived = provider.received_requests().await.unwrap_or_default().len();
+    assert_eq!(
+        arrived, 1,
+        "one model call for four processes' identical calls"
+    );
+}
+
+fn fleet_client(redis: &Redis, provider: &MockServer) -> CounterClient {
+    let client = IntentClient::builder()
+        .provider(OpenAiCompatible::new(provider.uri(), "fleet-model"))
+        .max_attempts(1)
+        .rate_limiter(RateLimiter::per_minute(1_000).shared(redis, "outage"))
+        .cache(RedisCache::new(redis))
+        .build()
+        .expect("a client");
+    CounterClient::new(client)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_redis_stopped_calls_fail_open_or_closed_as_configured_and_recover() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let provider = provider_server(10, 2).await;
+    let timeout = Duration::from_millis(300);
+    let open = Redis::new(&server.url()).unwrap().timeout(timeout);
+    let closed = Redis::new(&server.url())
+        .unwrap()
+        .timeout(timeout)
+        .on_failure(OnRedisFailure::FailClosed);
+    let open_client = fleet_client(&open, &provider);
+    let closed_client = fleet_client(&closed, &provider);
+    assert_eq!(open_client.words("a b c").await.unwrap(), 3);
+    assert_eq!(closed_client.words("d e f").await.unwrap(), 3);
+
+    server.stop();
+    // Fail open: the local limiter admits, the cache misses; no hang past the time limits.
+    let started = Instant::now();
+    assert_eq!(open_client.words("g h").await.unwrap(), 3);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // Fail closed: refused at once with a sentence that says what failed; nothing sent.
+    let before = provider.received_requests().await.unwrap_or_default().len();
+    let started = Instant::now();
+    let refused = closed_client.words("i j").await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        refused.to_string().contains("could not reach Redis"),
+        "{refused}"
+    );
+    assert_eq!(
+        provider.received_requests().await.unwrap_or_default().len(),
+        before
+    );
+
+    // Redis back on the same port: the connection is made again and the shared quota used.
+    server.run();
+    let mut recovered = false;
+    for _ in 0..20 {
+        if closed_client.words("k l").await.is_ok() {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        recovered,
+        "the fail-closed limiter did not recover with Redis back"
+    );
+}
