@@ -233,7 +233,10 @@ impl RateLimiter {
         if let Some(quota) = &self.fleet {
             match quota.admit(estimated_tokens).await {
                 Ok(wait) => {
-                    tokio::time::sleep(wait).await;
+                    // A zero sleep would still wait for the timer's next tick (1 ms).
+                    if !wait.is_zero() {
+                        tokio::time::sleep(wait).await;
+                    }
                     return Ok(wait);
                 }
                 Err(error) => match quota.redis().failure_behaviour() {
@@ -387,5 +390,20 @@ mod tests {
             wait > Duration::from_secs(4) && wait <= Duration::from_secs(6),
             "{wait:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_booking_is_settled_from_the_reported_usage() {
+        let limiter = RateLimiter::per_minute(100).with_tokens_per_minute(600);
+        assert!(limiter.acquire(100).await.unwrap().is_zero());
+        // The reply used 600 tokens, not 100: the quota is spent.
+        limiter.settle(100, 600).await;
+        assert!(!limiter.try_acquire(50.0).is_zero());
+
+        let refunded = RateLimiter::per_minute(100).with_tokens_per_minute(600);
+        assert!(refunded.acquire(600).await.unwrap().is_zero());
+        // It used 100 of the 600 booked: 500 come back at once.
+        refunded.settle(600, 100).await;
+        assert!(refunded.try_acquire(450.0).is_zero());
     }
 }
