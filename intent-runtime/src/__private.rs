@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::batch::BatchItem;
 use crate::client::IntentClient;
-use crate::decision::typed::{options, to_state, variant, variants};
+use crate::decision::typed::{decide_in_call_span, options, to_state, variant, variants};
 use crate::decision::{
     Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError, DecisionQuestion,
     DecisionRequest, DecisionResponse, Score, ScoreQuestion,
@@ -153,9 +153,11 @@ impl StateFields {
     }
 }
 
-/// Asks one question through the client's decision client.
-async fn ask(
+/// Asks one question through the client's decision client, in the call span of
+/// `method` (the question's id is the method's name); `A` is the method's answer type.
+async fn ask<A>(
     client: &IntentClient,
+    method: &str,
     state: Result<Value, DecisionError>,
     question: Result<DecisionQuestion, DecisionError>,
     model: Option<&str>,
@@ -164,7 +166,7 @@ async fn ask(
     if let Some(model) = model {
         request = request.with_model(model);
     }
-    client.decide(&request).await
+    decide_in_call_span::<A>(client, method, &request).await
 }
 
 fn missing(id: &str) -> DecisionError {
@@ -182,7 +184,7 @@ pub async fn decide_binary(
     model: Option<&str>,
 ) -> Result<Binary, DecisionError> {
     let asked = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
-    let response = ask(client, state, asked, model).await?;
+    let response = ask::<Binary>(client, id, state, asked, model).await?;
     let answer = response.binary(id).ok_or_else(|| missing(id))?;
     Ok(Binary {
         probability: answer.probability(),
@@ -199,7 +201,7 @@ pub async fn decide_choice<E: DecisionEnum>(
     model: Option<&str>,
 ) -> Result<Choice<E>, DecisionError> {
     let asked = ChoiceQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
-    let response = ask(client, state, asked, model).await?;
+    let response = ask::<Choice<E>>(client, id, state, asked, model).await?;
     let answer = response.choice(id).ok_or_else(|| missing(id))?;
     let selected = answer
         .probabilities()
@@ -222,7 +224,7 @@ pub async fn decide_score<E: DecisionEnum>(
     model: Option<&str>,
 ) -> Result<Score<E>, DecisionError> {
     let asked = ScoreQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
-    let response = ask(client, state, asked, model).await?;
+    let response = ask::<Score<E>>(client, id, state, asked, model).await?;
     let answer = response.score(id).ok_or_else(|| missing(id))?;
     Ok(Score {
         probabilities: variants(answer.probabilities())?,
