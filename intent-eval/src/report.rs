@@ -288,7 +288,8 @@ impl Report {
     }
 
     /// The report as JUnit XML: one test suite, one test case per case; a rejected
-    /// answer is a failure, a validator that could not grade is an error.
+    /// answer is a failure, a case that could not be graded (the provider failed, or the
+    /// validator could not grade) is an error.
     pub fn to_junit(&self) -> String {
         crate::junit::to_junit(self)
     }
