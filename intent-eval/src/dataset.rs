@@ -442,12 +442,15 @@ fn looks_like_json_lines(text: &str) -> bool {
     count >= 2
 }
 
+/// A way of comparing strings: case sensitivity and whitespace, as [`Rules`] set them.
+type Folding = (bool, Whitespace);
+
 /// The answer type's schema, compiled once per way of comparing strings.
 struct AnswerCheck {
     type_name: String,
     schema: Arc<Value>,
     /// Exact comparison, then each other string folding met, compiled on first use.
-    compiled: RefCell<Vec<((bool, Whitespace), Rc<jsonschema::Validator>)>>,
+    compiled: RefCell<Vec<(Folding, Rc<jsonschema::Validator>)>>,
 }
 
 impl AnswerCheck {
@@ -495,7 +498,7 @@ impl AnswerCheck {
     /// The validator for `rules`' way of comparing strings: enum members and constants
     /// folded as the rules fold answers.
     fn validator(&self, rules: &Rules) -> Result<Rc<jsonschema::Validator>, EvalError> {
-        let key = (rules.case_sensitive, rules.whitespace);
+        let key: Folding = (rules.case_sensitive, rules.whitespace);
         let mut compiled = self.compiled.borrow_mut();
         if let Some((_, validator)) = compiled.iter().find(|(k, _)| *k == key) {
             return Ok(Rc::clone(validator));
