@@ -849,30 +849,13 @@ async fn openai_server() -> MockServer {
     .map(|chunk| format!("data: {chunk}\n\n"))
     .chain(["data: [DONE]\n\n".to_owned()])
     .collect::<String>();
-    Mock::given(method("POST"))
-        .and(wiremock::matchers::body_partial_json(
-            json!({"stream": true}),
-        ))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("x-request-id", "req-header-7")
-                .set_body_raw(streamed, "text/event-stream"),
-        )
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("x-request-id", "req-header-7")
-                .set_body_json(json!({
-                    "id": "chatcmpl-body-7", "object": "chat.completion", "model": "gpt-x",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 20, "completion_tokens": 5}
-                })),
-        )
-        .mount(&server)
-        .await;
+    let whole = json!({
+        "id": "chatcmpl-body-7", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5}
+    });
+    mount_replies(&server, "x-request-id", streamed, whole).await;
     server
 }
 
@@ -912,31 +895,38 @@ async fn anthropic_server() -> MockServer {
     .iter()
     .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
     .collect::<String>();
+    let whole = json!({
+        "id": "msg_body_7", "type": "message", "role": "assistant", "model": "claude-x",
+        "content": [{"type": "text", "text": content}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 20, "output_tokens": 5}
+    });
+    mount_replies(&server, "request-id", streamed, whole).await;
+    server
+}
+
+/// Answers a streamed request with `streamed` (server-sent events) and any other with
+/// `whole`, both with the request id `req-header-7` in the header `header`.
+async fn mount_replies(server: &MockServer, header: &str, streamed: String, whole: Value) {
     Mock::given(method("POST"))
         .and(wiremock::matchers::body_partial_json(
             json!({"stream": true}),
         ))
         .respond_with(
             ResponseTemplate::new(200)
-                .insert_header("request-id", "req-header-7")
+                .insert_header(header, "req-header-7")
                 .set_body_raw(streamed, "text/event-stream"),
         )
-        .mount(&server)
+        .mount(server)
         .await;
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(200)
-                .insert_header("request-id", "req-header-7")
-                .set_body_json(json!({
-                    "id": "msg_body_7", "type": "message", "role": "assistant", "model": "claude-x",
-                    "content": [{"type": "text", "text": content}],
-                    "stop_reason": "end_turn", "stop_sequence": null,
-                    "usage": {"input_tokens": 20, "output_tokens": 5}
-                })),
+                .insert_header(header, "req-header-7")
+                .set_body_json(whole),
         )
-        .mount(&server)
+        .mount(server)
         .await;
-    server
 }
 
 /// The one chat span of the call `method`: the completion's id from the body, the
