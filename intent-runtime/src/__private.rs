@@ -8,10 +8,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::batch::BatchItem;
 use crate::client::IntentClient;
-use crate::decision::typed::{decide_in_call_span, options, to_state, variant, variants};
+use crate::decision::typed::{options, to_state, variant, variants};
 use crate::decision::{
     Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError, DecisionQuestion,
     DecisionRequest, DecisionResponse, Score, ScoreQuestion,
@@ -22,6 +23,7 @@ use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::stream::IntentStream;
 use crate::strict::{StrictCompatible, StrictObject};
+use crate::telemetry::CallTrace;
 
 pub use serde_json;
 
@@ -153,8 +155,10 @@ impl StateFields {
     }
 }
 
-/// Asks one question through the client's decision client, in the call span of
-/// `method` (the question's id is the method's name); `A` is the method's answer type.
+/// Asks one question through the client's decision client, in a call span naming
+/// `method` (`intent <method>`; the question's id is the method's name) as every
+/// generated method's call runs, so the decision client's `chat` spans open inside it.
+/// `A` is the method's answer type.
 async fn ask<A>(
     client: &IntentClient,
     method: &str,
@@ -166,7 +170,19 @@ async fn ask<A>(
     if let Some(model) = model {
         request = request.with_model(model);
     }
-    decide_in_call_span::<A>(client, method, &request).await
+    let telemetry = &client.inner().telemetry;
+    // The model asked for: the method's own, else the provider's default, which the
+    // default decision client (built on the client's provider) uses.
+    let model = request
+        .model()
+        .unwrap_or(telemetry.primary.default_model.as_str());
+    let trace = CallTrace::start(telemetry, Some(method), std::any::type_name::<A>(), model);
+    let response = client
+        .decide(&request)
+        .instrument(trace.span().clone())
+        .await;
+    trace.decided(response.as_ref().err().map(DecisionError::kind));
+    response
 }
 
 fn missing(id: &str) -> DecisionError {

@@ -4,11 +4,8 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use tracing::Instrument;
 
-use super::{DecisionError, DecisionOption, DecisionRequest, DecisionResponse, ProbabilitySource};
-use crate::client::IntentClient;
-use crate::telemetry::CallTrace;
+use super::{DecisionError, DecisionOption, ProbabilitySource};
 
 /// One variant of a [`DecisionEnum`]: its name and its doc comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,27 +113,6 @@ pub struct Score<E> {
     pub expected: f64,
     /// Whether the probabilities were measured or stated.
     pub source: ProbabilitySource,
-}
-
-/// Asks `request` for the generated decision method `method`, whose answer is an `A`, in
-/// a call span naming the method (`intent <method>`), as every generated method's call
-/// runs: the decision client's `chat` spans open inside it.
-pub(crate) async fn decide_in_call_span<A>(
-    client: &IntentClient,
-    method: &str,
-    request: &DecisionRequest,
-) -> Result<DecisionResponse, DecisionError> {
-    let telemetry = &client.inner().telemetry;
-    let model = request
-        .model()
-        .unwrap_or(telemetry.primary.default_model.as_str());
-    let trace = CallTrace::start(telemetry, Some(method), std::any::type_name::<A>(), model);
-    let response = client
-        .decide(request)
-        .instrument(trace.span().clone())
-        .await;
-    trace.decided(response.as_ref().err().map(DecisionError::kind));
-    response
 }
 
 /// `value` as JSON, for a state.
