@@ -15,15 +15,27 @@
 //! The expected answer is exactly one of `expected` (one value), `expected_any` (a
 //! non-empty list of acceptable values) or `expected_schema` (a JSON Schema the answer
 //! must satisfy). `name`, `rules` and `metadata` are optional.
+//!
+//! Read with [`Dataset::from_file_checked`] (or [`Dataset::from_jsonl_str_checked`]),
+//! every `expected` and `expected_any` value of a case graded by value match is checked
+//! against the answer type's JSON Schema as the dataset is read: a misspelt field or enum
+//! member is an error naming the file, the line and the field, not a failure the model
+//! is blamed for on every run.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
 
+use intent_rs::schema::{ENVELOPE_PROPERTY, TargetSchema, target_schema};
+use intent_rs::schemars::JsonSchema;
+use jsonschema::error::ValidationErrorKind;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::error::{EvalError, Location};
-use crate::grade::ValueSet;
-use crate::rules::Rules;
+use crate::grade::{ValueSet, compile};
+use crate::rules::{Rules, Whitespace};
 
 const FIELDS: [&str; 7] = [
     "name",
@@ -114,7 +126,10 @@ impl<I: DeserializeOwned> Dataset<I> {
     /// Reads a file: JSON Lines when its name ends in `.jsonl` or `.ndjson`, a JSON array
     /// of cases (or an object with a `cases` array) otherwise.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, EvalError> {
-        let path = path.as_ref();
+        Self::read_file(path.as_ref(), None)
+    }
+
+    fn read_file(path: &Path, answers: Option<&AnswerCheck>) -> Result<Self, EvalError> {
         let text = std::fs::read_to_string(path).map_err(|error| EvalError::Dataset {
             file: path.to_owned(),
             location: Location::File,
@@ -130,9 +145,9 @@ impl<I: DeserializeOwned> Dataset<I> {
             Some("jsonl" | "ndjson")
         );
         let cases = if lines {
-            read_lines(path, &text)?
+            read_lines(path, &text, answers)?
         } else {
-            read_json(path, &text)?
+            read_json(path, &text, answers)?
         };
         Ok(Self::new(name, cases))
     }
@@ -140,7 +155,7 @@ impl<I: DeserializeOwned> Dataset<I> {
     /// Reads JSON Lines text; `file` names it in errors. Blank lines are allowed.
     pub fn from_jsonl_str(file: impl Into<PathBuf>, text: &str) -> Result<Self, EvalError> {
         let file = file.into();
-        let cases = read_lines(&file, text)?;
+        let cases = read_lines(&file, text, None)?;
         Ok(Self::new(stem(&file), cases))
     }
 
@@ -148,7 +163,36 @@ impl<I: DeserializeOwned> Dataset<I> {
     /// names it in errors.
     pub fn from_json_str(file: impl Into<PathBuf>, text: &str) -> Result<Self, EvalError> {
         let file = file.into();
-        let cases = read_json(&file, text)?;
+        let cases = read_json(&file, text, None)?;
+        Ok(Self::new(stem(&file), cases))
+    }
+
+    /// Reads a file as [`Dataset::from_file`] does, and checks every case's `expected`
+    /// and `expected_any` values against `O`, the answer type of the method evaluated:
+    /// a value no `O` can equal (a misspelt field, an unknown enum member, a string
+    /// where a number belongs) is an error naming the file, the line (or case) and the
+    /// field, before any case runs.
+    ///
+    /// The check uses the schema the model is given (every field required, no other
+    /// field allowed). Cases graded by a judge or an external validator are not checked
+    /// (their expected value is a reference, not necessarily an answer), nor are
+    /// `expected_schema` cases; under case-insensitive or whitespace-folding
+    /// [`Rules`], enum members are compared as the rules compare answers.
+    pub fn from_file_checked<O: JsonSchema + 'static>(
+        path: impl AsRef<Path>,
+    ) -> Result<Self, EvalError> {
+        let answers = AnswerCheck::of::<O>()?;
+        Self::read_file(path.as_ref(), Some(&answers))
+    }
+
+    /// Reads JSON Lines text as [`Dataset::from_jsonl_str`] does, checking the expected
+    /// values against `O` as [`Dataset::from_file_checked`] does.
+    pub fn from_jsonl_str_checked<O: JsonSchema + 'static>(
+        file: impl Into<PathBuf>,
+        text: &str,
+    ) -> Result<Self, EvalError> {
+        let file = file.into();
+        let cases = read_lines(&file, text, Some(&AnswerCheck::of::<O>()?))?;
         Ok(Self::new(stem(&file), cases))
     }
 }
@@ -159,7 +203,11 @@ fn stem(file: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn read_lines<I: DeserializeOwned>(file: &Path, text: &str) -> Result<Vec<Case<I>>, EvalError> {
+fn read_lines<I: DeserializeOwned>(
+    file: &Path,
+    text: &str,
+    answers: Option<&AnswerCheck>,
+) -> Result<Vec<Case<I>>, EvalError> {
     let mut cases = Vec::new();
     let mut locations = Vec::new();
     for (index, line) in text.lines().enumerate() {
@@ -173,22 +221,41 @@ fn read_lines<I: DeserializeOwned>(file: &Path, text: &str) -> Result<Vec<Case<I
             field: None,
             message: format!("not JSON: {error}"),
         })?;
-        cases.push(read_case(file, location, value)?);
+        cases.push(read_case(file, location, value, answers)?);
         locations.push(location);
     }
     check_unique_names(file, &cases, &locations)?;
     Ok(cases)
 }
 
-fn read_json<I: DeserializeOwned>(file: &Path, text: &str) -> Result<Vec<Case<I>>, EvalError> {
+fn read_json<I: DeserializeOwned>(
+    file: &Path,
+    text: &str,
+    answers: Option<&AnswerCheck>,
+) -> Result<Vec<Case<I>>, EvalError> {
     let fail = |field: Option<&str>, message: String| EvalError::Dataset {
         file: file.to_owned(),
         location: Location::File,
         field: field.map(str::to_owned),
         message,
     };
-    let value: Value =
-        serde_json::from_str(text).map_err(|error| fail(None, format!("not JSON: {error}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        if looks_like_json_lines(text) {
+            let renamed = file.with_extension("jsonl");
+            let renamed = renamed.file_name().map_or_else(
+                || "a `.jsonl` file".to_owned(),
+                |name| format!("`{}`", name.to_string_lossy()),
+            );
+            fail(
+                None,
+                format!(
+                    "holds one JSON object per line (JSON Lines), but a `.json` file is read as one JSON document ({error}); rename it to {renamed} (or `.ndjson`), or put the cases in one array `[{{...}}, {{...}}]`"
+                ),
+            )
+        } else {
+            fail(None, format!("not JSON: {error}"))
+        }
+    })?;
     let items = match value {
         Value::Array(items) => items,
         Value::Object(mut object) => match object.remove("cases") {
@@ -211,7 +278,7 @@ fn read_json<I: DeserializeOwned>(file: &Path, text: &str) -> Result<Vec<Case<I>
     let cases = items
         .into_iter()
         .zip(&locations)
-        .map(|(item, location)| read_case(file, *location, item))
+        .map(|(item, location)| read_case(file, *location, item, answers))
         .collect::<Result<Vec<_>, _>>()?;
     check_unique_names(file, &cases, &locations)?;
     Ok(cases)
@@ -221,6 +288,7 @@ fn read_case<I: DeserializeOwned>(
     file: &Path,
     location: Location,
     value: Value,
+    answers: Option<&AnswerCheck>,
 ) -> Result<Case<I>, EvalError> {
     let fail = |field: Option<String>, message: String| EvalError::Dataset {
         file: file.to_owned(),
@@ -263,6 +331,7 @@ fn read_case<I: DeserializeOwned>(
         };
         fail(Some(field), error.into_inner().to_string())
     })?;
+    let listed = object.contains_key("expected_any");
     let expected =
         read_expected(&mut object).map_err(|(field, message)| fail(Some(field), message))?;
     let rules = match object.remove("rules") {
@@ -277,6 +346,21 @@ fn read_case<I: DeserializeOwned>(
             fail(Some(field), error.into_inner().to_string())
         })?,
     };
+    if let (Some(answers), ValueSet::AnyOf(values)) = (answers, &expected)
+        && rules.judge.is_none()
+        && rules.external.is_none()
+    {
+        for (index, value) in values.iter().enumerate() {
+            let field = if listed {
+                format!("expected_any[{index}]")
+            } else {
+                "expected".to_owned()
+            };
+            answers
+                .check(value, &rules)
+                .map_err(|(path, message)| fail(Some(format!("{field}{path}")), message))?;
+        }
+    }
     let metadata = match object.remove("metadata") {
         None => Map::new(),
         Some(Value::Object(metadata)) => metadata,
@@ -344,4 +428,142 @@ fn check_unique_names<I>(
         }
     }
     Ok(())
+}
+
+/// Whether `text` is JSON Lines: two or more lines, each one JSON value.
+fn looks_like_json_lines(text: &str) -> bool {
+    let mut count = 0;
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        if serde_json::from_str::<Value>(line).is_err() {
+            return false;
+        }
+        count += 1;
+    }
+    count >= 2
+}
+
+/// A way of comparing strings: case sensitivity and whitespace, as [`Rules`] set them.
+type Folding = (bool, Whitespace);
+
+/// The answer type's schema, compiled once per way of comparing strings.
+struct AnswerCheck {
+    type_name: String,
+    schema: Arc<Value>,
+    /// Exact comparison, then each other string folding met, compiled on first use.
+    compiled: RefCell<Vec<(Folding, Rc<jsonschema::Validator>)>>,
+}
+
+impl AnswerCheck {
+    fn of<O: JsonSchema + 'static>() -> Result<Self, EvalError> {
+        let target =
+            target_schema::<O>().map_err(|error| EvalError::MalformedSchema(error.to_string()))?;
+        Ok(Self {
+            type_name: target.type_name.clone(),
+            schema: answer_schema(&target),
+            compiled: RefCell::default(),
+        })
+    }
+
+    /// Checks `expected` as the answer of a case graded under `rules`: the path of the
+    /// first field at fault (`.customer.name`, empty for the value itself) and why.
+    fn check(&self, expected: &Value, rules: &Rules) -> Result<(), (String, String)> {
+        let validator = self
+            .validator(rules)
+            .map_err(|error| (String::new(), error.to_string()))?;
+        let envelope = json!({ ENVELOPE_PROPERTY: rules.canonical(expected) });
+        let Some(error) = validator.iter_errors(&envelope).next() else {
+            return Ok(());
+        };
+        let mut path = field_path(&error.instance_path().to_string());
+        let message = match error.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let names = unexpected.join("`, `");
+                if let Some(first) = unexpected.first() {
+                    path.push('.');
+                    path.push_str(first);
+                }
+                format!(
+                    "`{names}` is not a field of the answer type `{}` here; correct the name (expected values are checked against the answer type)",
+                    self.type_name
+                )
+            }
+            _ => format!(
+                "{error}, so no answer of type `{}` can equal this value; correct the expected value (expected values are checked against the answer type)",
+                self.type_name
+            ),
+        };
+        Err((path, message))
+    }
+
+    /// The validator for `rules`' way of comparing strings: enum members and constants
+    /// folded as the rules fold answers.
+    fn validator(&self, rules: &Rules) -> Result<Rc<jsonschema::Validator>, EvalError> {
+        let key: Folding = (rules.case_sensitive, rules.whitespace);
+        let mut compiled = self.compiled.borrow_mut();
+        if let Some((_, validator)) = compiled.iter().find(|(k, _)| *k == key) {
+            return Ok(Rc::clone(validator));
+        }
+        let mut schema = (*self.schema).clone();
+        if key != (true, Whitespace::Keep) {
+            fold_literals(&mut schema, rules);
+        }
+        let validator = Rc::new(compile(&schema)?);
+        compiled.push((key, Rc::clone(&validator)));
+        Ok(validator)
+    }
+}
+
+/// The schema an expected value is checked against: the strict envelope the model is
+/// given (every field required, none other allowed), or the full one for a target the
+/// strict form cannot describe (maps, recursive types).
+fn answer_schema(target: &TargetSchema) -> Arc<Value> {
+    if target.strict_compatible {
+        Arc::clone(&target.strict)
+    } else {
+        Arc::clone(&target.full)
+    }
+}
+
+/// Applies `rules`' folding to every `enum` member and `const` of `schema`.
+fn fold_literals(schema: &mut Value, rules: &Rules) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                match key.as_str() {
+                    "enum" | "const" => *value = rules.canonical(value),
+                    // Maps of names to schemas: a property named `enum` is no keyword.
+                    "properties" | "patternProperties" | "$defs" | "definitions" => {
+                        if let Value::Object(schemas) = value {
+                            for schema in schemas.values_mut() {
+                                fold_literals(schema, rules);
+                            }
+                        }
+                    }
+                    _ => fold_literals(value, rules),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| fold_literals(item, rules)),
+        _ => {}
+    }
+}
+
+/// A JSON pointer inside the envelope (`/value/lines/0/cents`) as a field path after
+/// the expected value's own name (`.lines[0].cents`).
+fn field_path(pointer: &str) -> String {
+    let inner = pointer
+        .strip_prefix('/')
+        .and_then(|rest| rest.strip_prefix(ENVELOPE_PROPERTY))
+        .unwrap_or_default();
+    let mut path = String::new();
+    for segment in inner.split('/').filter(|segment| !segment.is_empty()) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        if segment.bytes().all(|b| b.is_ascii_digit()) {
+            path.push_str(&format!("[{segment}]"));
+        } else {
+            path.push('.');
+            path.push_str(&segment);
+        }
+    }
+    path
 }

@@ -1,6 +1,7 @@
 //! The harness: runs a dataset through any async task with bounded concurrency, grades
 //! every answer, and collects the report.
 
+use std::any::Any;
 use std::fmt::Display;
 use std::future::Future;
 use std::io::IsTerminal;
@@ -9,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt, stream};
 use indicatif::{ProgressBar, ProgressStyle};
-use intent_rs::AIResult;
+use intent_rs::decision::{DecisionError, DecisionFailureKind};
+use intent_rs::{AIResult, AttemptRecord, IssueSource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -47,10 +49,20 @@ pub struct TaskOutcome {
     pub issues: Vec<CaseIssue>,
     /// Tokens the call used.
     pub tokens: Tokens,
+    /// Whether the task has no answer because the provider failed (an outage, a rate
+    /// limit, a dropped connection, a refused key) rather than because the model answered
+    /// wrongly: such a case could not be graded, and is reported as an error, not a
+    /// failure.
+    pub provider_failed: bool,
 }
 
 /// What a task may return: a generated client's `AIResult<T>` (with its attempts,
 /// repairs and issues) or a plain `Result<T, E>` (one attempt).
+///
+/// A provider failure is told from a wrong answer for an `AIResult` (its last attempt
+/// got no reply from any model) and for a decision method's `Result<_, DecisionError>`
+/// (any failure but an invalid response); another `Result`'s error counts as the task's
+/// failure.
 pub trait TaskOutput {
     /// The outcome the harness grades.
     fn into_outcome(self) -> TaskOutcome;
@@ -86,13 +98,34 @@ impl<T: Serialize> TaskOutput for AIResult<T> {
                 })
                 .collect(),
             tokens: self.usage.into(),
+            provider_failed: self.value.is_none() && ended_without_a_reply(&self.attempts),
         }
     }
 }
 
-impl<T: Serialize, E: Display> TaskOutput for Result<T, E> {
+/// Whether the last attempt ended on a provider failure: it has a provider issue and no
+/// model answered it (a reply, even a refusal, names the model that answered).
+fn ended_without_a_reply(attempts: &[AttemptRecord]) -> bool {
+    attempts.last().is_some_and(|attempt| {
+        attempt.model.is_empty()
+            && attempt
+                .issues
+                .iter()
+                .any(|issue| issue.source == IssueSource::Provider)
+    })
+}
+
+impl<T: Serialize, E: Display + 'static> TaskOutput for Result<T, E> {
     fn into_outcome(self) -> TaskOutcome {
+        // A decision that failed for any reason but the model's reply (a provider error,
+        // or a question the client cannot ask) has no answer to grade.
+        let provider_failed = self.as_ref().err().is_some_and(|error| {
+            (error as &dyn Any)
+                .downcast_ref::<DecisionError>()
+                .is_some_and(|error| error.kind() != DecisionFailureKind::InvalidResponse)
+        });
         TaskOutcome {
+            provider_failed,
             answer: match self {
                 Ok(value) => serde_json::to_value(&value)
                     .map_err(|error| format!("the answer cannot be written as JSON: {error}")),
@@ -264,6 +297,11 @@ impl Evaluation {
         report.tokens = outcome.tokens;
         let answer = match outcome.answer {
             Ok(answer) => answer,
+            Err(reason) if outcome.provider_failed => {
+                report.status = Status::Error;
+                report.message = Some(format!("not graded, the provider failed: {reason}"));
+                return report;
+            }
             Err(reason) => {
                 report.status = Status::Failed;
                 report.message = Some(format!("no answer: {reason}"));

@@ -2,14 +2,18 @@
 //! learn how often it gets them right, before and after every prompt or model change.
 //!
 //! - [`Dataset`] and [`Case`]: typed inputs with acceptable answers, read from JSON Lines
-//!   or JSON files ([`dataset`] shows the format).
+//!   or JSON files ([`dataset`] shows the format);
+//!   [`from_file_checked`](Dataset::from_file_checked) also checks every expected value
+//!   against the answer type, so a typo is reported where it is, not as the model's
+//!   failure.
 //! - Grading: each case's [`Rules`] pick one validator, in this order: an
 //!   [`ExternalValidator`] command, a [`Judge`] model, the expected JSON Schema, or a
 //!   value match of canonical values. One function, [`grade()`], decides pass or fail
 //!   for answers and for judge verdicts of any shape.
 //! - [`Evaluation::run`]: any async task (a generated client's method) over a dataset,
-//!   with bounded concurrency; the [`Report`] prints as a table, writes JSON and JUnit
-//!   XML, compares with an earlier report, and
+//!   with bounded concurrency; a case whose provider failed (an outage, a rate limit) is
+//!   an error, not a failure, since no answer could be graded. The [`Report`] prints as a
+//!   table, writes JSON and JUnit XML, compares with an earlier report, and
 //!   [`assert_pass_rate`](Report::assert_pass_rate) makes the evaluation a `cargo test`.
 //!
 //! ```

@@ -22,8 +22,10 @@ pub enum Status {
     Passed,
     /// The answer was rejected, or the task gave none (it failed or panicked).
     Failed,
-    /// The validator could not grade the answer (a judge without a verdict, an external
-    /// command that crashed): neither a pass nor a fair failure of the task.
+    /// The case could not be graded: the provider failed before any model answered (an
+    /// outage, a rate limit, a dropped connection), or the validator could not grade the
+    /// answer (a judge without a verdict, an external command that crashed). Neither a
+    /// pass nor a fair failure of the task; JUnit reports it as an `<error>`.
     Error,
 }
 
@@ -128,7 +130,8 @@ pub struct Summary {
     pub passed: usize,
     /// Cases failed.
     pub failed: usize,
-    /// Cases a validator could not grade.
+    /// Cases that could not be graded ([`Status::Error`]): the provider failed, or the
+    /// validator could not grade.
     pub errors: usize,
     /// `passed / total` (0 for an empty dataset).
     pub pass_rate: f64,
@@ -229,7 +232,9 @@ impl Report {
     }
 
     /// Panics, listing every case that did not pass, when the pass rate is under
-    /// `minimum` (0 to 1): one line turns an evaluation into a failing `cargo test`.
+    /// `minimum` (0 to 1): one line turns an evaluation into a failing `cargo test`. The
+    /// message says how many cases failed and how many could not be graded (a provider
+    /// outage is not the model's failure, but no pass either).
     #[track_caller]
     pub fn assert_pass_rate(&self, minimum: f64) {
         if self.summary.pass_rate < minimum {
@@ -237,13 +242,20 @@ impl Report {
                 .failures()
                 .map(|case| format!("  {} ({}): {}", case.name, case.status, case.explanation()))
                 .collect();
+            let ungraded = match self.summary.errors {
+                0 => String::new(),
+                errors => format!(
+                    "; {errors} of them could not be graded (a provider failure or a validator without a verdict): rerun once the provider answers"
+                ),
+            };
             panic!(
-                "evaluation `{}`: pass rate {:.1} % ({} of {}) is under the required {:.1} %\n{}",
+                "evaluation `{}`: pass rate {:.1} % ({} of {}) is under the required {:.1} %: {} did not pass{ungraded}\n{}",
                 self.name,
                 self.summary.pass_rate * 100.0,
                 self.summary.passed,
                 self.summary.total,
                 minimum * 100.0,
+                self.summary.failed + self.summary.errors,
                 failures.join("\n")
             );
         }
@@ -276,7 +288,8 @@ impl Report {
     }
 
     /// The report as JUnit XML: one test suite, one test case per case; a rejected
-    /// answer is a failure, a validator that could not grade is an error.
+    /// answer is a failure, a case that could not be graded (the provider failed, or the
+    /// validator could not grade) is an error.
     pub fn to_junit(&self) -> String {
         crate::junit::to_junit(self)
     }

@@ -194,3 +194,114 @@ fn files_are_read_by_extension() {
     assert_eq!(location, Location::File);
     assert!(message.contains("cannot be read"), "{message}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Expected values checked against the answer type
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+enum Team {
+    Billing,
+    Support,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Customer {
+    name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Triage {
+    team: Team,
+    priority: u8,
+    customer: Customer,
+}
+
+const GOOD: &str = r#"{"name": "good", "input": {"text": "a", "stars": 1}, "expected": {"team": "Billing", "priority": 2, "customer": {"name": "Ann"}}}"#;
+
+fn checked(text: &str) -> Result<Dataset<Review>, EvalError> {
+    Dataset::from_jsonl_str_checked::<Triage>("triage.jsonl", text)
+}
+
+#[test]
+fn a_misspelt_field_in_an_expected_value_names_file_line_and_field() {
+    let typo = r#"{"input": {"text": "b", "stars": 2}, "expected": {"team": "Support", "priority": 1, "customer": {"nmae": "Bo"}}}"#;
+    let text = format!("{GOOD}\n{typo}\n");
+    // Unchecked, the typo would only show as the model's failure on every run.
+    assert_eq!(
+        Dataset::<Review>::from_jsonl_str("triage.jsonl", &text)
+            .unwrap()
+            .len(),
+        2
+    );
+    let (file, location, field, message) = dataset_error(checked(&text));
+    assert_eq!(file, "triage.jsonl");
+    assert_eq!(location, Location::Line(2));
+    assert_eq!(field.as_deref(), Some("expected.customer.nmae"));
+    assert!(
+        message.contains("`nmae` is not a field of the answer type `Triage`"),
+        "{message}"
+    );
+    assert!(checked(GOOD).is_ok());
+}
+
+#[test]
+fn a_misspelt_enum_member_or_a_wrong_type_names_the_field() {
+    let member = r#"{"input": {"text": "b", "stars": 2}, "expected_any": [{"team": "Billing", "priority": 1, "customer": {"name": "Bo"}}, {"team": "Suport", "priority": 1, "customer": {"name": "Bo"}}]}"#;
+    let (_, location, field, message) = dataset_error(checked(member));
+    assert_eq!(location, Location::Line(1));
+    assert_eq!(field.as_deref(), Some("expected_any[1].team"));
+    assert!(message.contains("\"Suport\""), "{message}");
+    assert!(message.contains("`Triage`"), "{message}");
+
+    let number = r#"{"input": {"text": "b", "stars": 2}, "expected": {"team": "Billing", "priority": "high", "customer": {"name": "Bo"}}}"#;
+    let (_, _, field, _) = dataset_error(checked(number));
+    assert_eq!(field.as_deref(), Some("expected.priority"));
+}
+
+#[test]
+fn members_are_compared_as_the_cases_rules_compare_answers() {
+    let lower = r#"{"input": {"text": "b", "stars": 2}, "expected": {"team": "billing", "priority": 1, "customer": {"name": "Bo"}}, "rules": {"case_sensitive": false}}"#;
+    assert!(checked(lower).is_ok());
+    let exact = lower.replace(r#", "rules": {"case_sensitive": false}"#, "");
+    let (_, _, field, _) = dataset_error(checked(&exact));
+    assert_eq!(field.as_deref(), Some("expected.team"));
+}
+
+#[test]
+fn judged_cases_and_expected_schemas_are_not_checked_against_the_answer_type() {
+    let judged = r#"{"input": {"text": "b", "stars": 2}, "expected": "a polite reply that names the team", "rules": {"judge": "strict"}}"#;
+    let schema = r#"{"input": {"text": "b", "stars": 2}, "expected_schema": {"type": "object"}}"#;
+    assert_eq!(checked(&format!("{judged}\n{schema}")).unwrap().len(), 2);
+}
+
+#[test]
+fn a_checked_json_file_names_the_case() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("triage.json");
+    let typo = GOOD.replace("\"Billing\"", "\"Bililng\"");
+    std::fs::write(&path, format!("[{GOOD}, {typo}]")).unwrap();
+    let (file, location, field, _) = dataset_error(Dataset::from_file_checked::<Triage>(&path));
+    assert!(file.ends_with("triage.json"), "{file}");
+    assert_eq!(location, Location::Case(2));
+    assert_eq!(field.as_deref(), Some("expected.team"));
+}
+
+#[test]
+fn json_lines_in_a_json_file_say_what_the_file_is_and_what_to_rename_it_to() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("cases.json");
+    std::fs::write(
+        &path,
+        "{\"input\": {\"text\": \"a\", \"stars\": 1}, \"expected\": 1}\n{\"input\": {\"text\": \"b\", \"stars\": 2}, \"expected\": 2}\n",
+    )
+    .unwrap();
+    let (_, location, field, message) = dataset_error(Dataset::from_file(&path));
+    assert_eq!(location, Location::File);
+    assert_eq!(field, None);
+    assert!(message.contains("JSON Lines"), "{message}");
+    assert!(message.contains("rename it to `cases.jsonl`"), "{message}");
+    // A `.json` file that is simply broken is still called not JSON.
+    std::fs::write(&path, "[{\"input\": ").unwrap();
+    let (_, _, _, message) = dataset_error(Dataset::from_file(&path));
+    assert!(message.starts_with("not JSON"), "{message}");
+}

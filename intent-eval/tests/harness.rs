@@ -5,8 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
-use intent_rs::{AIResult, IntentClient, StrictCompatible, Usage, intents};
+use intent_rs::provider::{
+    ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
+};
+use intent_rs::{
+    AIResult, Choice, DecisionEnum, DecisionError, IntentClient, StrictCompatible, Usage, intents,
+};
 use intent_rs_eval::{
     Case, Dataset, EvalError, Evaluation, ExternalValidator, Judge, JudgeSelector, Progress,
     Report, Rules, Status, ValueSet,
@@ -22,10 +26,28 @@ enum Sentiment {
     Negative,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, DecisionEnum)]
+enum Mood {
+    Glad,
+    Cross,
+}
+
 #[intents]
 trait Reviews {
     #[intent("Classify the sentiment of the review", max_attempts = 2)]
     async fn sentiment(&self, review: &str) -> AIResult<Sentiment>;
+
+    #[intent("Which mood is the reviewer in?")]
+    async fn mood(&self, review: &str) -> Result<Choice<Mood>, DecisionError>;
+}
+
+/// A provider that is down: every request fails with a server error.
+fn outage() -> ScriptedReply {
+    ScriptedReply::Error(
+        ProviderError::new(ProviderErrorKind::Server, "scripted", "the service is down")
+            .with_status(503)
+            .with_transient(false),
+    )
 }
 
 fn reply(text: &str, input_tokens: u64) -> ScriptedReply {
@@ -397,4 +419,87 @@ async fn assert_pass_rate_passes_at_or_above_the_minimum() {
 #[should_panic(expected = "pass rate 33.3 % (1 of 3) is under the required 90.0 %")]
 async fn assert_pass_rate_fails_under_the_minimum() {
     sample_report(false).await.assert_pass_rate(0.9);
+}
+
+#[tokio::test]
+async fn a_provider_outage_is_an_error_not_a_failure_and_the_gate_counts_it() {
+    // Case one: the model answers wrongly. Case two: the provider is down. Case three:
+    // the model refuses, which is its answer, not an outage.
+    let model = ScriptedProvider::new([
+        reply(r#"{"value": "Negative"}"#, 10),
+        outage(),
+        ScriptedReply::Refusal("I cannot help with that.".to_owned()),
+        ScriptedReply::Refusal("I cannot help with that.".to_owned()),
+    ]);
+    let client = ReviewsClient::new(IntentClient::builder().provider(model).build().unwrap());
+    let dataset = Dataset::new(
+        "outage",
+        vec![
+            Case::new("wrong", "Loved it".to_owned(), "Positive"),
+            Case::new("down", "Fine".to_owned(), "Neutral"),
+            Case::new("refused", "Meh".to_owned(), "Neutral"),
+        ],
+    );
+    let report = Evaluation::new("e")
+        .concurrency(1)
+        .run(&dataset, |r: &String| client.sentiment(r))
+        .await
+        .unwrap();
+    let statuses: Vec<Status> = report.cases.iter().map(|case| case.status).collect();
+    assert_eq!(statuses, [Status::Failed, Status::Error, Status::Failed]);
+    let down = &report.cases[1];
+    assert!(
+        down.explanation().contains("the provider failed") && down.explanation().contains("503"),
+        "{}",
+        down.explanation()
+    );
+    assert_eq!((report.summary.failed, report.summary.errors), (2, 1));
+
+    let junit = quick_junit::Report::deserialize_from_str(&report.to_junit()).unwrap();
+    assert_eq!((junit.tests, junit.failures, junit.errors), (3, 2, 1));
+
+    let gate = std::panic::catch_unwind(|| report.assert_pass_rate(0.5)).unwrap_err();
+    let message = gate.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.contains("3 did not pass; 1 of them could not be graded"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_decision_method_that_the_provider_failed_is_an_error() {
+    let model = ScriptedProvider::new([
+        ScriptedReply::logprobs([("B", -0.1), ("A", -2.5)]),
+        ScriptedReply::Error(
+            ProviderError::new(ProviderErrorKind::RateLimited, "scripted", "slow down")
+                .with_status(429),
+        ),
+        // An answer whose probability lies mostly off the labels: the model's fault.
+        ScriptedReply::logprobs([("Maybe", -0.01), ("A", -6.0)]),
+    ])
+    .with_max_top_logprobs(Some(20));
+    let client = ReviewsClient::new(IntentClient::builder().provider(model).build().unwrap());
+    let dataset = Dataset::new(
+        "moods",
+        vec![
+            Case::new("cross", "Broke in a day".to_owned(), "Cross"),
+            Case::new("limited", "Fine".to_owned(), "Glad"),
+            Case::new("unsure", "Hm".to_owned(), "Glad"),
+        ],
+    );
+    let client = &client;
+    let report = Evaluation::new("e")
+        .concurrency(1)
+        .run(&dataset, |r: &String| async move {
+            client.mood(r).await.map(|choice| choice.selected)
+        })
+        .await
+        .unwrap();
+    let statuses: Vec<Status> = report.cases.iter().map(|case| case.status).collect();
+    assert_eq!(statuses, [Status::Passed, Status::Error, Status::Failed]);
+    assert!(
+        report.cases[1].explanation().contains("rate limited"),
+        "{}",
+        report.cases[1].explanation()
+    );
 }

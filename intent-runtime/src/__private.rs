@@ -8,6 +8,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::batch::BatchItem;
 use crate::client::IntentClient;
@@ -22,6 +23,7 @@ use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::stream::IntentStream;
 use crate::strict::{StrictCompatible, StrictObject};
+use crate::telemetry::CallTrace;
 
 pub use serde_json;
 
@@ -153,9 +155,13 @@ impl StateFields {
     }
 }
 
-/// Asks one question through the client's decision client.
-async fn ask(
+/// Asks one question through the client's decision client, in a call span naming
+/// `method` (`intent <method>`; the question's id is the method's name) as every
+/// generated method's call runs, so the decision client's `chat` spans open inside it.
+/// `A` is the method's answer type.
+async fn ask<A>(
     client: &IntentClient,
+    method: &str,
     state: Result<Value, DecisionError>,
     question: Result<DecisionQuestion, DecisionError>,
     model: Option<&str>,
@@ -164,7 +170,19 @@ async fn ask(
     if let Some(model) = model {
         request = request.with_model(model);
     }
-    client.decide(&request).await
+    let telemetry = &client.inner().telemetry;
+    // The model asked for: the method's own, else the provider's default, which the
+    // default decision client (built on the client's provider) uses.
+    let model = request
+        .model()
+        .unwrap_or(telemetry.primary.default_model.as_str());
+    let trace = CallTrace::start(telemetry, Some(method), std::any::type_name::<A>(), model);
+    let response = client
+        .decide(&request)
+        .instrument(trace.span().clone())
+        .await;
+    trace.decided(response.as_ref().err().map(DecisionError::kind));
+    response
 }
 
 fn missing(id: &str) -> DecisionError {
@@ -182,7 +200,7 @@ pub async fn decide_binary(
     model: Option<&str>,
 ) -> Result<Binary, DecisionError> {
     let asked = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
-    let response = ask(client, state, asked, model).await?;
+    let response = ask::<Binary>(client, id, state, asked, model).await?;
     let answer = response.binary(id).ok_or_else(|| missing(id))?;
     Ok(Binary {
         probability: answer.probability(),
@@ -199,7 +217,7 @@ pub async fn decide_choice<E: DecisionEnum>(
     model: Option<&str>,
 ) -> Result<Choice<E>, DecisionError> {
     let asked = ChoiceQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
-    let response = ask(client, state, asked, model).await?;
+    let response = ask::<Choice<E>>(client, id, state, asked, model).await?;
     let answer = response.choice(id).ok_or_else(|| missing(id))?;
     let selected = answer
         .probabilities()
@@ -222,7 +240,7 @@ pub async fn decide_score<E: DecisionEnum>(
     model: Option<&str>,
 ) -> Result<Score<E>, DecisionError> {
     let asked = ScoreQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
-    let response = ask(client, state, asked, model).await?;
+    let response = ask::<Score<E>>(client, id, state, asked, model).await?;
     let answer = response.score(id).ok_or_else(|| missing(id))?;
     Ok(Score {
         probabilities: variants(answer.probabilities())?,

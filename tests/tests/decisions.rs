@@ -279,9 +279,17 @@ async fn a_failure_is_classified_never_retried_and_never_quotes_the_state_or_key
         1,
         "no retry of its own"
     );
-    let shown = format!("{error} {error:?}");
+    // What `main` returning the error and `tracing::error!(?error)` print: its Debug form.
+    let shown = format!("{error} {error:?} {error:#?}");
     assert!(!shown.contains(SECRET_KEY), "{shown}");
-    assert!(!error.to_string().contains(STATE_SECRET), "{error}");
+    assert!(!shown.contains(STATE_SECRET), "{shown}");
+    assert!(format!("{error:?}").contains("withheld"), "{error:?}");
+    // The provider's words stay readable for whoever may log the state.
+    assert!(
+        error
+            .provider_message()
+            .is_some_and(|m| m.contains(STATE_SECRET))
+    );
 }
 
 #[tokio::test]
@@ -306,7 +314,7 @@ async fn anthropic_states_the_probabilities_in_a_strict_schema() {
     let server = MockServer::start().await;
     let answers = json!({"value": {
         "resolved": {"probability_yes": 0.25},
-        "route": {"probabilities": {"billing": 0.6, "support": 0.3, "sales": 0.1}, "selected": "billing"},
+        "route": {"probabilities": {"billing": 0.6, "support": 0.3, "sales": 0.1}},
         "urgency": {"probabilities": {"low": 0.1, "medium": 0.2, "high": 0.7}}
     }});
     Mock::given(method("POST"))
@@ -339,9 +347,10 @@ async fn anthropic_states_the_probabilities_in_a_strict_schema() {
     assert_eq!(bodies.len(), 1, "one request for the whole batch");
     let schema = &bodies[0]["output_config"]["format"]["schema"];
     assert_eq!(bodies[0]["output_config"]["format"]["type"], "json_schema");
+    // The selected choice is read from the distribution: the model is asked for no other.
     assert_eq!(
-        schema["properties"]["value"]["properties"]["route"]["properties"]["selected"]["enum"],
-        json!(["billing", "support", "sales"])
+        schema["properties"]["value"]["properties"]["route"]["required"],
+        json!(["probabilities"])
     );
     assert!(bodies[0].get("top_logprobs").is_none());
 }
@@ -477,12 +486,124 @@ async fn decision_methods_ask_the_clients_decision_client() {
 #[tokio::test]
 async fn without_log_probabilities_the_methods_get_stated_answers() {
     let model = ScriptedProvider::new([
-        r#"{"value": {"team": {"probabilities": {"Billing": 0.8, "Support": 0.2}, "selected": "Billing"}}}"#,
+        r#"{"value": {"team": {"probabilities": {"Billing": 0.8, "Support": 0.2}}}}"#,
     ]);
     let triage = TriageClient::new(IntentClient::builder().provider(model).build().unwrap());
     let team = triage.team("Refund please", "Bo").await.unwrap();
     assert_eq!(team.selected, Team::Billing);
     assert_eq!(team.source, ProbabilitySource::Stated);
+}
+
+#[tokio::test]
+async fn the_selected_choice_is_the_most_probable_on_both_paths() {
+    // Measured: 0.15 on Billing, 0.85 on Support.
+    let measured = ScriptedProvider::new([ScriptedReply::logprobs([
+        ("A", 0.15f64.ln()),
+        ("B", 0.85f64.ln()),
+    ])])
+    .with_max_top_logprobs(Some(20));
+    // Stated: the same numbers. A model that also names Billing (as the old schema asked)
+    // is not believed over its own distribution: the schema no longer has the field.
+    let stated = ScriptedProvider::new([
+        r#"{"value": {"team": {"probabilities": {"Billing": 0.15, "Support": 0.85}}}}"#,
+    ]);
+    for (model, source) in [
+        (measured, ProbabilitySource::LogProbabilities),
+        (stated, ProbabilitySource::Stated),
+    ] {
+        let triage = TriageClient::new(IntentClient::builder().provider(model).build().unwrap());
+        let team = triage.team("The app crashes", "Cy").await.unwrap();
+        assert_eq!(team.source, source);
+        assert_eq!(team.selected, Team::Support, "{source:?}");
+        let most_probable = team
+            .probabilities
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(team, _)| *team);
+        assert_eq!(Some(team.selected), most_probable, "{source:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stated_selection_beside_the_distribution_is_an_invalid_response() {
+    // The reply shape a model sent when it was asked to name a choice too: a choice
+    // named against its own numbers is never taken for the answer.
+    let model = ScriptedProvider::new([
+        r#"{"value": {"team": {"probabilities": {"Billing": 0.15, "Support": 0.85}, "selected": "Billing"}}}"#,
+    ]);
+    let triage = TriageClient::new(IntentClient::builder().provider(model).build().unwrap());
+    let error = triage.team("The app crashes", "Cy").await.unwrap_err();
+    assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+    assert!(
+        error
+            .to_string()
+            .contains("does not match the answers' schema"),
+        "{error}"
+    );
+}
+
+/// Twelve levels: more than there are digits.
+#[derive(Debug, Clone, Copy, PartialEq, DecisionEnum)]
+pub enum Twelve {
+    L0,
+    L1,
+    L2,
+    L3,
+    L4,
+    L5,
+    L6,
+    L7,
+    L8,
+    L9,
+    L10,
+    L11,
+}
+
+#[intents]
+pub trait Graded {
+    #[intent("How good is the answer?")]
+    async fn grade(&self, answer: &str) -> Result<Score<Twelve>, DecisionError>;
+}
+
+#[tokio::test]
+async fn a_score_with_more_levels_than_digits_names_the_limit_and_the_clients_that_accept_it() {
+    let model = ScriptedProvider::new([ScriptedReply::logprobs([("1", -0.1)])])
+        .with_max_top_logprobs(Some(20));
+    let graded = GradedClient::new(
+        IntentClient::builder()
+            .provider(model.clone())
+            .build()
+            .unwrap(),
+    );
+    let error = graded.grade("42").await.unwrap_err();
+    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    let message = error.to_string();
+    for named in [
+        "12 levels",
+        "at most 10 levels",
+        "StatedDecisionClient",
+        "a decision model (System One)",
+    ] {
+        assert!(message.contains(named), "{named} in {message}");
+    }
+    assert!(model.requests().is_empty(), "nothing is sent");
+
+    // The stated client the message names answers the same method.
+    let stated = ScriptedProvider::new([format!(
+        r#"{{"value": {{"grade": {{"probabilities": {{{}}}}}}}}}"#,
+        (0..12)
+            .map(|level| format!(r#""L{level}": {}"#, if level == 7 { 0.89 } else { 0.01 }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )]);
+    let graded = GradedClient::new(
+        IntentClient::builder()
+            .provider(model)
+            .decision_client(StatedDecisionClient::new(stated))
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(graded.grade("42").await.unwrap().most_likely, Twelve::L7);
 }
 
 /// A decision client that answers every yes/no question with one probability, or fails.

@@ -9,14 +9,15 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+use intent_rs::decision::{DecisionEvaluator, DecisionFailureKind, LogprobDecisionClient};
 use intent_rs::limits::RetryPolicy;
 use intent_rs::provider::{
-    OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
+    Anthropic, OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider,
+    ScriptedReply,
 };
 use intent_rs::{
-    AIResult, IntentClient, IntentError, IntentOptions, IntentStream, Partial, StrictCompatible,
-    Usage, intents,
+    AIResult, Binary, DecisionError, IntentClient, IntentError, IntentOptions, IntentStream,
+    Partial, StrictCompatible, Usage, intents,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -282,6 +283,24 @@ pub trait Telemetered {
 
     #[intent("Classify the mood, streamed", temperature = 0.25)]
     fn classify_streamed(&self, text: &str) -> IntentStream<Mood>;
+
+    #[intent("Classify the mood with OpenAI")]
+    async fn classify_ids_openai(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood with OpenAI, streamed")]
+    fn classify_ids_openai_streamed(&self, text: &str) -> IntentStream<Mood>;
+
+    #[intent("Classify the mood with Anthropic")]
+    async fn classify_ids_anthropic(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood with Anthropic, streamed")]
+    fn classify_ids_anthropic_streamed(&self, text: &str) -> IntentStream<Mood>;
+
+    #[intent("Is the customer happy?")]
+    async fn is_happy(&self, text: &str) -> Result<Binary, DecisionError>;
+
+    #[intent("Is the customer angry?")]
+    async fn is_angry(&self, text: &str) -> Result<Binary, DecisionError>;
 }
 
 fn client_for(provider: ScriptedProvider) -> TelemeteredClient {
@@ -300,7 +319,8 @@ fn reply(text: &str) -> ScriptedReply {
             cache_write_input_tokens: 12,
         },
         model: "mood-model-2026-01-01".to_owned(),
-        request_id: Some("chatcmpl-42".to_owned()),
+        request_id: Some("req-42".to_owned()),
+        response_id: Some("chatcmpl-42".to_owned()),
         ..ProviderReply::default()
     })
 }
@@ -341,6 +361,7 @@ async fn a_successful_call_is_one_call_span_with_one_chat_span() {
         ("gen_ai.output.type", "json"),
         ("gen_ai.response.model", "mood-model-2026-01-01"),
         ("gen_ai.response.id", "chatcmpl-42"),
+        ("intent.request.id", "req-42"),
         ("gen_ai.response.finish_reasons", r#"["stop"]"#),
         ("gen_ai.usage.input_tokens", "120"),
         ("gen_ai.usage.output_tokens", "7"),
@@ -815,4 +836,219 @@ async fn a_fmt_subscriber_prints_attempts_inside_a_span_naming_the_method_and_mo
     };
     assert!(tokens("gen_ai.usage.input_tokens") > 0, "{line}");
     assert!(tokens("gen_ai.usage.output_tokens") > 0, "{line}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The completion's id and the request's id, over loopback HTTP
+
+/// A Chat Completions server whose reply has the body id `chatcmpl-body-7` and the
+/// header `x-request-id: req-header-7`, streamed or not (it answers as asked).
+async fn openai_server() -> MockServer {
+    let server = MockServer::start().await;
+    let content = r#"{"value": "Happy"}"#;
+    let streamed = [
+        json!({"id": "chatcmpl-body-7", "object": "chat.completion.chunk", "model": "gpt-x",
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": null}]}),
+        json!({"id": "chatcmpl-body-7", "object": "chat.completion.chunk", "model": "gpt-x",
+               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"id": "chatcmpl-body-7", "object": "chat.completion.chunk", "model": "gpt-x",
+               "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 5}}),
+    ]
+    .iter()
+    .map(|chunk| format!("data: {chunk}\n\n"))
+    .chain(["data: [DONE]\n\n".to_owned()])
+    .collect::<String>();
+    let whole = json!({
+        "id": "chatcmpl-body-7", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5}
+    });
+    mount_replies(&server, "x-request-id", streamed, whole).await;
+    server
+}
+
+/// A Messages server whose reply has the message id `msg_body_7` and the header
+/// `request-id: req-header-7`, streamed or not.
+async fn anthropic_server() -> MockServer {
+    let server = MockServer::start().await;
+    let content = r#"{"value": "Happy"}"#;
+    let streamed = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {
+            "id": "msg_body_7", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [], "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": content}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]
+    .iter()
+    .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+    .collect::<String>();
+    let whole = json!({
+        "id": "msg_body_7", "type": "message", "role": "assistant", "model": "claude-x",
+        "content": [{"type": "text", "text": content}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 20, "output_tokens": 5}
+    });
+    mount_replies(&server, "request-id", streamed, whole).await;
+    server
+}
+
+/// Answers a streamed request with `streamed` (server-sent events) and any other with
+/// `whole`, both with the request id `req-header-7` in the header `header`.
+async fn mount_replies(server: &MockServer, header: &str, streamed: String, whole: Value) {
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_partial_json(
+            json!({"stream": true}),
+        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header(header, "req-header-7")
+                .set_body_raw(streamed, "text/event-stream"),
+        )
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header(header, "req-header-7")
+                .set_body_json(whole),
+        )
+        .mount(server)
+        .await;
+}
+
+/// The one chat span of the call `method`: the completion's id from the body, the
+/// request's id from the header, each in its own attribute.
+fn assert_ids(method: &str, completion_id: &str) {
+    let call = Call::named(method);
+    assert_eq!(
+        field(&call.span, "intent.outcome"),
+        Some("success"),
+        "{call:#?}"
+    );
+    assert_eq!(call.requests.len(), 1, "{call:#?}");
+    let chat = &call.requests[0];
+    assert_eq!(
+        field(chat, "gen_ai.response.id"),
+        Some(completion_id),
+        "{chat:#?}"
+    );
+    assert_eq!(
+        field(chat, "intent.request.id"),
+        Some("req-header-7"),
+        "{chat:#?}"
+    );
+}
+
+#[tokio::test]
+async fn the_response_id_is_the_completions_id_over_openai_streamed_or_not() {
+    capture();
+    let server = openai_server().await;
+    let provider = OpenAi::new(SECRET_KEY).with_base_url(format!("{}/v1", server.uri()));
+    let client =
+        TelemeteredClient::new(IntentClient::builder().provider(provider).build().unwrap());
+    let result = client.classify_ids_openai("What a day!").await;
+    assert_eq!(result.value, Some(Mood::Happy), "{result:?}");
+    let streamed = client
+        .classify_ids_openai_streamed("What a day!")
+        .finish()
+        .await;
+    assert_eq!(streamed.value, Some(Mood::Happy), "{streamed:?}");
+    assert_ids("classify_ids_openai", "chatcmpl-body-7");
+    assert_ids("classify_ids_openai_streamed", "chatcmpl-body-7");
+}
+
+#[tokio::test]
+async fn the_response_id_is_the_messages_id_over_anthropic_streamed_or_not() {
+    capture();
+    let server = anthropic_server().await;
+    let provider = Anthropic::new(SECRET_KEY).with_base_url(server.uri());
+    let client =
+        TelemeteredClient::new(IntentClient::builder().provider(provider).build().unwrap());
+    let result = client.classify_ids_anthropic("What a day!").await;
+    assert_eq!(result.value, Some(Mood::Happy), "{result:?}");
+    let streamed = client
+        .classify_ids_anthropic_streamed("What a day!")
+        .finish()
+        .await;
+    assert_eq!(streamed.value, Some(Mood::Happy), "{streamed:?}");
+    assert_ids("classify_ids_anthropic", "msg_body_7");
+    assert_ids("classify_ids_anthropic_streamed", "msg_body_7");
+}
+
+// ---------------------------------------------------------------------------------------
+// Decision methods
+
+#[tokio::test]
+async fn a_decision_method_runs_in_a_call_span_naming_it_with_its_chat_span_inside() {
+    capture();
+    let model = ScriptedProvider::new([ScriptedReply::logprobs([("yes", -0.1), ("no", -2.5)])])
+        .with_max_top_logprobs(Some(20))
+        .with_model("decision-model");
+    let client = TelemeteredClient::new(IntentClient::builder().provider(model).build().unwrap());
+    let happy = client.is_happy("Thanks, all good!").await.unwrap();
+    assert!(happy.is_yes(0.5), "{happy:?}");
+
+    let call = Call::named("is_happy");
+    let span = &call.span;
+    assert_eq!(
+        field(span, "otel.name"),
+        Some("intent is_happy"),
+        "{span:#?}"
+    );
+    assert!(
+        field(span, "intent.target.type").is_some_and(|t| t.ends_with("Binary")),
+        "{span:#?}"
+    );
+    assert_eq!(field(span, "gen_ai.provider.name"), Some("scripted"));
+    assert_eq!(field(span, "gen_ai.request.model"), Some("decision-model"));
+    assert_eq!(field(span, "intent.outcome"), Some("success"));
+    assert_eq!(field(span, "error.type"), None);
+    assert_eq!(call.requests.len(), 1, "{call:#?}");
+    let chat = &call.requests[0];
+    assert_eq!(chat.name, "chat");
+    assert_eq!(field(chat, "intent.request.kind"), Some("decision"));
+    assert_eq!(field(chat, "otel.name"), Some("chat decision-model"));
+}
+
+#[tokio::test]
+async fn a_failed_decision_method_ends_its_call_span_in_error() {
+    capture();
+    let model = ScriptedProvider::new([ScriptedReply::Error(ProviderError::new(
+        ProviderErrorKind::RateLimited,
+        "scripted",
+        "slow down",
+    ))])
+    .with_max_top_logprobs(Some(20));
+    let client = TelemeteredClient::new(IntentClient::builder().provider(model).build().unwrap());
+    let error = client.is_angry("Where is my refund?").await.unwrap_err();
+    assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
+
+    let call = Call::named("is_angry");
+    assert_eq!(field(&call.span, "intent.outcome"), Some("failure"));
+    assert_eq!(field(&call.span, "error.type"), Some("rate_limited"));
+    assert_eq!(field(&call.span, "otel.status_code"), Some("error"));
+    assert_eq!(call.requests.len(), 1, "{call:#?}");
+    assert_eq!(field(&call.requests[0], "error.type"), Some("rate_limited"));
 }

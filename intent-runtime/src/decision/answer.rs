@@ -101,6 +101,11 @@ impl BinaryAnswer {
 }
 
 /// The answer to a choice question: a probability per choice, and the selected one.
+///
+/// The selected choice is always a most probable one, whichever client answered: read
+/// from the log-probabilities, from the distribution a model stated (a stated answer
+/// names no choice of its own), or given to [`ChoiceAnswer::new`], which refuses any
+/// other.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChoiceAnswer {
     probabilities: Vec<(String, f64)>,
@@ -110,16 +115,27 @@ pub struct ChoiceAnswer {
 
 impl ChoiceAnswer {
     /// A distribution over named choices (each in [0, 1], summing to 1) and the choice
-    /// selected, which must be one of them.
+    /// selected, which must be one of them and as probable as any other (one of the
+    /// most probable on a tie): an answer whose selection contradicts its own
+    /// distribution is an invalid response.
     pub fn new(
         probabilities: Vec<(String, f64)>,
         selected: impl Into<String>,
     ) -> Result<Self, DecisionError> {
         check_distribution(&probabilities)?;
         let selected = selected.into();
-        if !probabilities.iter().any(|(name, _)| *name == selected) {
+        let Some(chosen) = probabilities
+            .iter()
+            .find(|(name, _)| *name == selected)
+            .map(|(_, p)| *p)
+        else {
             return Err(DecisionError::invalid_response(format!(
                 "the selected choice `{selected}` is not one of the choices asked"
+            )));
+        };
+        if let Some((likelier, p)) = probabilities.iter().find(|(_, p)| *p > chosen) {
+            return Err(DecisionError::invalid_response(format!(
+                "the selected choice `{selected}` has the probability {chosen}, but `{likelier}` has {p}: the selected choice must be the most probable one"
             )));
         }
         Ok(Self {
@@ -158,7 +174,8 @@ impl ChoiceAnswer {
             .map(|(_, p)| *p)
     }
 
-    /// The selected choice.
+    /// The selected choice: the most probable one (the first of them on a tie, unless
+    /// the client chose another of equal probability).
     pub fn selected(&self) -> &str {
         &self.selected
     }
@@ -391,11 +408,30 @@ mod tests {
         let error = ChoiceAnswer::new(named(&[("a", 0.5), ("b", 0.5)]), "c").unwrap_err();
         assert!(error.to_string().contains("`c` is not one of"), "{error}");
         assert_eq!(
+            ChoiceAnswer::new(named(&[("a", 0.5), ("b", 0.5)]), "b")
+                .unwrap()
+                .selected(),
+            "b",
+            "either of a tie may be selected"
+        );
+        assert_eq!(
             ChoiceAnswer::most_likely(named(&[("a", 0.2), ("b", 0.8)]))
                 .unwrap()
                 .selected(),
             "b"
         );
+    }
+
+    #[test]
+    fn a_selection_less_probable_than_another_choice_is_an_invalid_response() {
+        let error =
+            ChoiceAnswer::new(named(&[("billing", 0.15), ("tech", 0.85)]), "billing").unwrap_err();
+        assert_eq!(
+            error.kind(),
+            crate::decision::DecisionFailureKind::InvalidResponse
+        );
+        assert!(error.to_string().contains("`tech` has 0.85"), "{error}");
+        assert!(error.to_string().contains("most probable"), "{error}");
     }
 
     #[test]
@@ -508,11 +544,15 @@ mod tests {
             }
 
             #[test]
-            fn the_selected_choice_is_always_one_asked(probabilities in distribution(), other in "[a-z ]{1,8}") {
+            fn the_selected_choice_is_always_one_asked_and_the_most_probable(probabilities in distribution(), other in "[a-z ]{1,8}") {
                 prop_assume!(!probabilities.iter().any(|(name, _)| *name == other));
                 prop_assert!(ChoiceAnswer::new(probabilities.clone(), other).is_err());
-                let first = probabilities[0].0.clone();
-                prop_assert!(ChoiceAnswer::new(probabilities, first).is_ok());
+                let best = ChoiceAnswer::most_likely(probabilities.clone()).unwrap().selected().to_owned();
+                prop_assert!(ChoiceAnswer::new(probabilities.clone(), best.clone()).is_ok());
+                for (name, p) in &probabilities {
+                    let accepted = ChoiceAnswer::new(probabilities.clone(), name.clone()).is_ok();
+                    prop_assert_eq!(accepted, *p >= probabilities.iter().map(|(_, q)| *q).fold(0.0, f64::max));
+                }
             }
 
             #[test]

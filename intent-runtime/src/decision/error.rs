@@ -1,6 +1,8 @@
 //! Why a decision produced no answer: a failure kind, whether trying again may help, and
 //! never the state or an API key.
 
+use std::fmt;
+
 use crate::provider::{ProviderError, ProviderErrorKind};
 pub use crate::result::DecisionFailureKind;
 
@@ -30,7 +32,12 @@ fn of_provider(kind: ProviderErrorKind) -> DecisionFailureKind {
 /// Its message is written by this crate and names what failed (a question id, a limit, a
 /// kind and an HTTP status); it never holds the state, the provider's own words (which
 /// may quote the request; see [`provider_message`](Self::provider_message)) or a key.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// Its `Debug` form (what `main` returning a `Box<dyn Error>` and `tracing::error!(?e)`
+/// print) holds the same: the kind, the HTTP status, the provider's request id and this
+/// crate's message, and says that the provider's words are withheld rather than printing
+/// them.
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[error("decision {kind}{status}: {message}", status = self.status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
 pub struct DecisionError {
     kind: DecisionFailureKind,
@@ -38,6 +45,25 @@ pub struct DecisionError {
     status: Option<u16>,
     transient: bool,
     provider_message: Option<String>,
+    request_id: Option<String>,
+}
+
+impl fmt::Debug for DecisionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("DecisionError");
+        debug
+            .field("kind", &self.kind)
+            .field("status", &self.status)
+            .field("request_id", &self.request_id)
+            .field("transient", &self.transient)
+            .field("message", &self.message);
+        if self.provider_message.is_some() {
+            // A provider may echo the request, state included: its words are for
+            // `provider_message()`, read where the state may be logged.
+            debug.field("provider_message", &format_args!("<withheld>"));
+        }
+        debug.finish()
+    }
 }
 
 impl DecisionError {
@@ -50,6 +76,7 @@ impl DecisionError {
             status: None,
             transient: kind.is_transient(),
             provider_message: None,
+            request_id: None,
         }
     }
 
@@ -73,6 +100,7 @@ impl DecisionError {
             status: error.status(),
             transient: error.is_transient(),
             provider_message: Some(error.message().to_owned()),
+            request_id: error.request_id().map(str::to_owned),
         }
     }
 
@@ -84,6 +112,12 @@ impl DecisionError {
     /// The HTTP status, when the provider answered with one.
     pub fn status(&self) -> Option<u16> {
         self.status
+    }
+
+    /// The provider's id of the failed request (its request-id header), to quote to its
+    /// support; it never holds the state.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
     }
 
     /// Whether sending the same request again later may succeed. A decision client never
@@ -128,6 +162,33 @@ mod tests {
         let error = DecisionError::from_provider(&told_not_to_retry);
         assert_eq!(error.kind(), DecisionFailureKind::Unavailable);
         assert!(!error.is_transient());
+    }
+
+    #[test]
+    fn neither_debug_nor_display_prints_what_the_provider_said() {
+        let provider = ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            "openai",
+            "Invalid request: {\"ticket\": \"SECRET-STATE-42\"}",
+        )
+        .with_status(400)
+        .with_request_id("req-7");
+        let error = DecisionError::from_provider(&provider);
+        for printed in [
+            format!("{error:?}"),
+            format!("{error:#?}"),
+            error.to_string(),
+        ] {
+            assert!(!printed.contains("SECRET-STATE"), "{printed}");
+        }
+        let debug = format!("{error:?}");
+        for shown in ["InvalidRequest", "Some(400)", "req-7", "<withheld>"] {
+            assert!(debug.contains(shown), "{shown} in {debug}");
+        }
+        assert_eq!(error.request_id(), Some("req-7"));
+        // An error raised here has no provider words to withhold, and says nothing of them.
+        let own = format!("{:?}", DecisionError::invalid_request("no questions"));
+        assert!(!own.contains("provider_message"), "{own}");
     }
 
     #[test]

@@ -96,7 +96,7 @@ impl LogprobDecisionClient {
         let max = alphabet.len().min(usize::from(limit));
         if count > max {
             return Err(DecisionError::invalid_request(format!(
-                "question `{}` has {count} {what}; {} reports log-probabilities for at most {limit} alternatives per token and one-token labels exist for {} {what}, so at most {max} can be answered from log-probabilities (use a stated-probability client for more)",
+                "question `{}` has {count} {what}, but a log-probability client answers at most {max} {what} ({} reports at most {limit} alternatives per token, and there are {} one-token labels for {what}); use at most {max} {what}, or a decision client that accepts more: `StatedDecisionClient` (set with `IntentClientBuilder::decision_client`) or a decision model (System One)",
                 question.id(),
                 self.provider.name(),
                 alphabet.len(),

@@ -2,6 +2,7 @@
 //! when it is built so that a client never sees a malformed one.
 
 use std::collections::HashSet;
+use std::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -292,11 +293,27 @@ impl From<ScoreQuestion> for DecisionQuestion {
 ///
 /// The state is a JSON string, object or array; anything else is refused here, before
 /// any provider sees it. Question ids are unique.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Its `Debug` form shows the questions and the model but only the state's kind, so a
+/// request logged with `?request` keeps the state out of the log.
+#[derive(Clone, PartialEq)]
 pub struct DecisionRequest {
     state: Value,
     questions: Vec<DecisionQuestion>,
     model: Option<String>,
+}
+
+impl fmt::Debug for DecisionRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DecisionRequest")
+            .field(
+                "state",
+                &format_args!("<{} withheld>", json_kind(&self.state)),
+            )
+            .field("questions", &self.questions)
+            .field("model", &self.model)
+            .finish()
+    }
 }
 
 impl DecisionRequest {
@@ -382,6 +399,15 @@ mod tests {
 
     fn done() -> BinaryQuestion {
         BinaryQuestion::new("done", "Is it done?").unwrap()
+    }
+
+    #[test]
+    fn debug_withholds_the_state() {
+        let request = DecisionRequest::new(json!({"ticket": "SECRET-STATE-9"}), [done()]).unwrap();
+        let debug = format!("{request:?}");
+        assert!(!debug.contains("SECRET-STATE"), "{debug}");
+        assert!(debug.contains("<an object withheld>"), "{debug}");
+        assert!(debug.contains("Is it done?"), "{debug}");
     }
 
     #[test]

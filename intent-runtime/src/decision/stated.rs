@@ -15,6 +15,7 @@ use super::{
 };
 use crate::options::Validator;
 use crate::provider::{Provider, ProviderRequest, ResponseFormat};
+use crate::result::IssueSource;
 use crate::schema::runtime_target_schema;
 use crate::telemetry::Telemetry;
 use crate::verify::verify_value;
@@ -101,12 +102,10 @@ pub(crate) fn answers_schema(request: &DecisionRequest) -> Value {
             DecisionQuestion::Binary(_) => {
                 answer.insert("probability_yes".into(), json!({"type": "number"}));
             }
-            DecisionQuestion::Choice(_) => {
-                let names = option_names(question);
-                answer.insert("probabilities".into(), distribution_schema(&names));
-                answer.insert("selected".into(), json!({"type": "string", "enum": names}));
-            }
-            DecisionQuestion::Score(_) => {
+            // No `selected` field: the selected choice is the most probable one, read from
+            // the distribution, so the model is not asked for a second answer that could
+            // contradict its own numbers (and spends no tokens on it).
+            DecisionQuestion::Choice(_) | DecisionQuestion::Score(_) => {
                 answer.insert(
                     "probabilities".into(),
                     distribution_schema(&option_names(question)),
@@ -128,11 +127,7 @@ fn user_prompt(request: &DecisionRequest) -> String {
             .collect();
         let shape = match question {
             DecisionQuestion::Binary(_) => "{\"probability_yes\": <probability of yes>}".to_owned(),
-            DecisionQuestion::Choice(_) => format!(
-                "{{\"probabilities\": {{<each of {}>: <probability>}}, \"selected\": <the choice you select>}}",
-                names.join(", ")
-            ),
-            DecisionQuestion::Score(_) => format!(
+            DecisionQuestion::Choice(_) | DecisionQuestion::Score(_) => format!(
                 "{{\"probabilities\": {{<each of {}>: <probability>}}}}",
                 names.join(", ")
             ),
@@ -145,6 +140,20 @@ fn user_prompt(request: &DecisionRequest) -> String {
     }
     user.push_str("## Answer\nReply with one JSON object {\"value\": {<question id>: <answer>}} matching the provided JSON schema, one answer per question above.");
     user
+}
+
+/// The invalid response for stated answers with `problems`, each named once.
+fn not_verified(problems: impl IntoIterator<Item = String>) -> DecisionError {
+    let mut distinct: Vec<String> = Vec::new();
+    for problem in problems {
+        if !distinct.contains(&problem) {
+            distinct.push(problem);
+        }
+    }
+    DecisionError::invalid_response(format!(
+        "the stated answers did not verify: {}",
+        distinct.join(" ")
+    ))
 }
 
 /// Reads the verified value into answers, in the questions' order; every problem found,
@@ -172,21 +181,14 @@ fn read_answers(
                 }),
             DecisionQuestion::Choice(_) | DecisionQuestion::Score(_) => {
                 read_distribution(question, answer.and_then(|a| a.get("probabilities"))).and_then(
-                    |probabilities| match question {
-                        DecisionQuestion::Choice(_) => {
-                            let selected = answer
-                                .and_then(|a| a.get("selected"))
-                                .and_then(Value::as_str)
-                                .unwrap_or_default();
-                            ChoiceAnswer::new(probabilities, selected)
-                        .map(DecisionAnswer::Choice)
-                        .map_err(|_| {
-                            format!("`{id}.selected` must be one of the choices, not `{selected}`.")
-                        })
-                        }
-                        _ => ScoreAnswer::new(probabilities)
-                            .map(DecisionAnswer::Score)
-                            .map_err(|error| format!("`{id}`: {error}.")),
+                    |probabilities| {
+                        let read = match question {
+                            DecisionQuestion::Choice(_) => {
+                                ChoiceAnswer::most_likely(probabilities).map(DecisionAnswer::Choice)
+                            }
+                            _ => ScoreAnswer::new(probabilities).map(DecisionAnswer::Score),
+                        };
+                        read.map_err(|error| format!("`{id}`: {error}."))
                     },
                 )
             }
@@ -259,26 +261,30 @@ impl DecisionClient for StatedDecisionClient {
         let check: Validator<Value> =
             Arc::new(move |value: &Value| read_answers(&owned, value).err().unwrap_or_default());
         let verification = verify_value(&reply, Some(&target), &[check], 1);
-        let Some(value) = verification
-            .value
-            .filter(|_| verification.issues.is_empty())
-        else {
-            let problems: Vec<&str> = verification
-                .issues
-                .iter()
-                .map(|i| i.message.as_str())
-                .collect();
-            return Err(DecisionError::invalid_response(format!(
-                "the stated answers did not verify: {}",
-                problems.join(" ")
-            )));
+        let value = match verification.value {
+            Some(value) if verification.issues.is_empty() => value,
+            value => {
+                // This module's own checks are worded here and quote no reply; the
+                // verifier's and the schema's words may quote the reply, and a reply may
+                // quote the state, so of those only the check that failed is named.
+                let own = value
+                    .and_then(|value| read_answers(request, &value).err())
+                    .unwrap_or_default();
+                let others = verification
+                    .issues
+                    .iter()
+                    .filter(|issue| !own.contains(&issue.message))
+                    .map(|issue| match issue.source {
+                        IssueSource::Provider => {
+                            "The model refused or its reply was cut off.".to_owned()
+                        }
+                        _ => "The reply does not match the answers' schema.".to_owned(),
+                    })
+                    .collect::<Vec<_>>();
+                return Err(not_verified(own.into_iter().chain(others)));
+            }
         };
-        let answers = read_answers(request, &value).map_err(|problems| {
-            DecisionError::invalid_response(format!(
-                "the stated answers did not verify: {}",
-                problems.join(" ")
-            ))
-        })?;
+        let answers = read_answers(request, &value).map_err(not_verified)?;
         DecisionResponse::new(
             request,
             answers,
@@ -323,8 +329,10 @@ mod tests {
     fn the_schema_is_strict_and_anthropic_accepts_it() {
         let target = runtime_target_schema(&answers_schema(&request())).unwrap();
         anthropic_accepts_schema(&target.strict).unwrap();
+        let route = &target.strict["properties"]["value"]["properties"]["route"];
+        assert_eq!(route["required"], json!(["probabilities"]), "{route}");
         assert_eq!(
-            target.strict["properties"]["value"]["properties"]["route"]["properties"]["selected"]["enum"],
+            route["properties"]["probabilities"]["required"],
             json!(["billing", "tech"])
         );
     }
@@ -333,7 +341,7 @@ mod tests {
     fn stated_answers_are_verified_normalised_and_marked_stated() {
         let provider = ScriptedProvider::new([r#"{"value": {
             "urgent": {"probability_yes": 0.2},
-            "route": {"probabilities": {"billing": 0.33, "tech": 0.66}, "selected": "billing"},
+            "route": {"probabilities": {"billing": 0.33, "tech": 0.66}},
             "tone": {"probabilities": {"rude": 0.0, "neutral": 0.5, "kind": 0.5}}
         }}"#]);
         let client = StatedDecisionClient::new(provider.clone());
@@ -341,7 +349,7 @@ mod tests {
         assert_eq!(response.source(), ProbabilitySource::Stated);
         assert_eq!(response.binary("urgent").unwrap().probability(), 0.2);
         let route = response.choice("route").unwrap();
-        assert_eq!(route.selected(), "billing");
+        assert_eq!(route.selected(), "tech", "the most probable choice");
         assert!((route.probability("tech").unwrap() - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(response.score("tone").unwrap().most_likely(), "neutral");
         let sent = &provider.requests()[0];
@@ -359,20 +367,30 @@ mod tests {
     fn a_stated_answer_that_does_not_verify_is_an_invalid_response() {
         for (reply, expected) in [
             (
-                r#"{"value": {"urgent": {"probability_yes": 1.4}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5}, "selected": "tech"}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
+                r#"{"value": {"urgent": {"probability_yes": 1.4}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
                 "between 0 and 1",
             ),
             (
-                r#"{"value": {"urgent": {"probability_yes": 0.4}, "route": {"probabilities": {"billing": 0.5, "tech": 0.2}, "selected": "tech"}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
+                r#"{"value": {"urgent": {"probability_yes": 0.4}, "route": {"probabilities": {"billing": 0.5, "tech": 0.2}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
                 "sum to 0.7",
             ),
             ("I think it is urgent.", "did not verify"),
+            // A reply that quotes the state where a number belongs: named, not quoted.
+            (
+                r#"{"value": {"urgent": {"probability_yes": "refund please"}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
+                "does not match the answers' schema",
+            ),
+            (
+                r#"{"value": {"refund please": 1, "urgent": {"probability_yes": 0.5}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
+                "does not match the answers' schema",
+            ),
         ] {
             let client = StatedDecisionClient::new(ScriptedProvider::new([reply]));
             let error = block_on(client.decide(&request())).unwrap_err();
             assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
             assert!(error.to_string().contains(expected), "{expected}: {error}");
-            assert!(!error.to_string().contains("refund please"));
+            assert!(!error.to_string().contains("refund please"), "{error}");
+            assert!(!format!("{error:?}").contains("refund please"), "{error:?}");
         }
     }
 }

@@ -93,7 +93,9 @@ impl Binary {
 pub struct Choice<E> {
     /// The probability of each variant, in declaration order.
     pub probabilities: Vec<(E, f64)>,
-    /// The selected variant.
+    /// The selected variant: the most probable one in `probabilities`, on every path
+    /// (measured log-probabilities or stated probabilities alike; the first in
+    /// declaration order on a tie).
     pub selected: E,
     /// Whether the probabilities were measured or stated.
     pub source: ProbabilitySource,
@@ -104,7 +106,8 @@ pub struct Choice<E> {
 pub struct Score<E> {
     /// The probability of each level, lowest first.
     pub probabilities: Vec<(E, f64)>,
-    /// The most likely level.
+    /// The most likely level: the most probable one in `probabilities`, on every path
+    /// (the lower level on a tie).
     pub most_likely: E,
     /// The probability-weighted level index (0 is the lowest level).
     pub expected: f64,

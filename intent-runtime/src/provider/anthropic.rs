@@ -608,6 +608,8 @@ impl<'a> SchemaCheck<'a> {
 
 #[derive(Deserialize)]
 struct MessagesResponse {
+    #[serde(default)]
+    id: Option<String>,
     content: Vec<ContentBlock>,
     model: Option<String>,
     stop_reason: Option<String>,
@@ -650,14 +652,17 @@ pub(crate) fn parse_reply(
         .filter(|block| block.kind == "text")
         .filter_map(|block| block.text.as_deref())
         .collect();
-    Ok(messages_reply(
-        text,
-        parsed.stop_reason,
-        parsed.usage.map_or_else(Usage::default, usage),
-        parsed.model,
-        requested_model,
-        raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
-    ))
+    Ok(ProviderReply {
+        response_id: parsed.id.filter(|id| !id.is_empty()),
+        ..messages_reply(
+            text,
+            parsed.stop_reason,
+            parsed.usage.map_or_else(Usage::default, usage),
+            parsed.model,
+            requested_model,
+            raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+        )
+    })
 }
 
 /// The reply from its parts, read from one response or gathered from a stream's events:
@@ -697,6 +702,9 @@ pub(crate) fn messages_reply(
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
         request_id,
+        // The message's id is read by the caller: from the body, or from a stream's
+        // `message_start`.
+        response_id: None,
         // The Messages API reports no log-probabilities.
         logprobs: None,
     }

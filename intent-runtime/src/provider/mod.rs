@@ -217,8 +217,12 @@ pub struct ProviderReply {
     pub usage: Usage,
     /// The model that answered.
     pub model: String,
-    /// The provider's request id, when it sent one.
+    /// The provider's id of the HTTP request (its request-id header), when it sent one:
+    /// what its support asks for.
     pub request_id: Option<String>,
+    /// The provider's id of the completion itself, read from the reply's body (a Chat
+    /// Completion's `id`, a Message's `id`), when it sent one.
+    pub response_id: Option<String>,
     /// The log-probabilities of the output tokens, in order, when the request asked for
     /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
     pub logprobs: Option<Vec<TokenLogprob>>,

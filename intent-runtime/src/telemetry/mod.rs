@@ -8,14 +8,17 @@
 //!
 //! - One span per call, `intent` in `tracing` and exported as `intent <method>` (or
 //!   `transform`): the method, the target type, the provider and model, and when the call
-//!   ends its outcome, attempts and model calls (`error.type` when it failed).
+//!   ends its outcome, attempts and model calls (`error.type` when it failed). A
+//!   generated decision method's call has one too, with its outcome (`error.type` is the
+//!   decision's failure kind) and its decision requests inside.
 //! - Inside it, one span per model request, `chat` in `tracing` and exported as
 //!   `chat <model>` with kind `client`: the conventions' request attributes
 //!   (`gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
 //!   `gen_ai.request.temperature`, `gen_ai.request.max_tokens`, `gen_ai.output.type`,
 //!   `server.address`, `server.port`) and, when known, the response's
-//!   (`gen_ai.response.model`, `gen_ai.response.id`, `gen_ai.response.finish_reasons`,
-//!   `gen_ai.usage.*`) or `error.type`. `intent.request.kind` says whether the request
+//!   (`gen_ai.response.model`, `gen_ai.response.id` — the completion's id from the
+//!   reply's body —, `gen_ai.response.finish_reasons`, `gen_ai.usage.*`) or `error.type`;
+//!   the HTTP request's id (a request-id header) is `intent.request.id`. `intent.request.kind` says whether the request
 //!   answered the intent, or was the judge's or a decision's. As the conventions ask, a
 //!   request retried after a transient failure is one span covering every try.
 //! - Events: each transient failure retried (with its backoff) inside the request's span;
@@ -58,7 +61,9 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::provider::{Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat};
-use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, Repair, ResultIssue};
+use crate::result::{
+    AIResult, AttemptRecord, DecisionFailureKind, IssueSource, JudgeRecord, Repair, ResultIssue,
+};
 use names::*;
 
 #[cfg(feature = "metrics")]
@@ -360,6 +365,26 @@ impl<'a> CallTrace<'a> {
         );
     }
 
+    /// Records how a decision method's call ended on its span: `failure` is the kind of
+    /// the decision's failure, `None` when it was answered. A decision has no attempts:
+    /// its model requests are the `chat` spans inside.
+    pub(crate) fn decided(&self, failure: Option<DecisionFailureKind>) {
+        if self.span.is_disabled() {
+            return;
+        }
+        match failure {
+            None => {
+                self.span.record(INTENT_OUTCOME, "success");
+            }
+            Some(kind) => {
+                self.span.record(INTENT_OUTCOME, "failure");
+                self.span
+                    .record(ERROR_TYPE, snake_case(&format!("{kind:?}")).as_str());
+                self.span.record(OTEL_STATUS_CODE, "error");
+            }
+        }
+    }
+
     /// Records how the call ended on its span (and the attempts metric).
     pub(crate) fn finish<T>(&self, result: &AIResult<T>) {
         let success = result.is_success();
@@ -431,6 +456,7 @@ impl<'a> ModelRequest<'a> {
             { INTENT_ATTEMPT } = attempt.map(i64::from),
             { GEN_AI_RESPONSE_MODEL } = Empty,
             { GEN_AI_RESPONSE_ID } = Empty,
+            { INTENT_REQUEST_ID } = Empty,
             { GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
             { GEN_AI_USAGE_INPUT_TOKENS } = Empty,
             { GEN_AI_USAGE_OUTPUT_TOKENS } = Empty,
@@ -502,8 +528,11 @@ impl<'a> ModelRequest<'a> {
             if !reply.model.is_empty() {
                 span.record(GEN_AI_RESPONSE_MODEL, reply.model.as_str());
             }
-            if let Some(id) = &reply.request_id {
+            if let Some(id) = &reply.response_id {
                 span.record(GEN_AI_RESPONSE_ID, id.as_str());
+            }
+            if let Some(id) = &reply.request_id {
+                span.record(INTENT_REQUEST_ID, id.as_str());
             }
             if let Some(reason) = &reply.stop_reason {
                 span.record(GEN_AI_RESPONSE_FINISH_REASONS, json!([reason]).to_string());
@@ -534,6 +563,10 @@ impl<'a> ModelRequest<'a> {
 
     /// Records a failed request: a provider error.
     pub(crate) fn failed(self, error: &ProviderError) {
+        // A failed request's id is what the provider's support needs most.
+        if let Some(id) = error.request_id() {
+            self.span.record(INTENT_REQUEST_ID, id);
+        }
         self.ended_in(&error_type(error));
     }
 
@@ -560,7 +593,11 @@ fn int<N: TryInto<i64>>(n: N) -> i64 {
 
 /// `error.type` of a provider error: its kind in snake case (`rate_limited`).
 fn error_type(error: &ProviderError) -> String {
-    let kind = format!("{:?}", error.kind());
+    snake_case(&format!("{:?}", error.kind()))
+}
+
+/// A kind's `Debug` name (`RateLimited`) in snake case (`rate_limited`).
+fn snake_case(kind: &str) -> String {
     let mut snake = String::with_capacity(kind.len() + 4);
     for (i, c) in kind.chars().enumerate() {
         if c.is_ascii_uppercase() && i > 0 {

@@ -49,7 +49,8 @@ pub const GEN_AI_OUTPUT_TYPE: &str = "gen_ai.output.type";
 
 /// The model that answered.
 pub const GEN_AI_RESPONSE_MODEL: &str = "gen_ai.response.model";
-/// The provider's id of the completion (or of the request, when that is all it sent).
+/// The provider's id of the completion, from the reply's body (`chatcmpl-...`,
+/// `msg_...`), streamed or not.
 pub const GEN_AI_RESPONSE_ID: &str = "gen_ai.response.id";
 /// Why the model stopped, as a JSON array of strings (`["stop"]`): a `tracing` field holds
 /// no arrays.
@@ -100,6 +101,9 @@ pub const INTENT_MODEL_CALLS: &str = "intent.model_calls";
 
 /// What a model request was for: `answer`, `judge` or `decision`.
 pub const INTENT_REQUEST_KIND: &str = "intent.request.kind";
+/// The provider's id of the HTTP request (its `x-request-id` or `request-id` header),
+/// which its support asks for; not the completion's id ([`GEN_AI_RESPONSE_ID`]).
+pub const INTENT_REQUEST_ID: &str = "intent.request.id";
 /// The attempt a request or an event belongs to (1-based).
 pub const INTENT_ATTEMPT: &str = "intent.attempt";
 /// Whether an attempt (or a verification) passed.

@@ -117,6 +117,7 @@ impl StoredOutcome {
                 },
                 model,
                 request_id,
+                response_id: None,
                 logprobs: None,
             }),
             StoredOutcome::Error {

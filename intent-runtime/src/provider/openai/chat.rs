@@ -273,6 +273,8 @@ fn response_format<'a>(
 
 #[derive(Deserialize)]
 struct ChatResponse {
+    #[serde(default)]
+    id: Option<String>,
     choices: Vec<Choice>,
     model: Option<String>,
     usage: Option<ChatUsage>,
@@ -313,7 +315,8 @@ pub(crate) struct PromptTokensDetails {
     cached_tokens: Option<u64>,
 }
 
-/// Reads a success reply: text, refusal, truncation, usage, model and request id.
+/// Reads a success reply: text, refusal, truncation, usage, model, the completion's id
+/// and the request id.
 pub(crate) fn parse_reply(
     provider: &str,
     raw: &RawResponse,
@@ -336,6 +339,7 @@ pub(crate) fn parse_reply(
         usage: parsed.usage,
         model: parsed.model,
         logprobs: choice.logprobs.and_then(|logprobs| logprobs.content),
+        id: parsed.id,
     };
     Ok(parts.into_reply(
         requested_model,
@@ -353,6 +357,8 @@ pub(crate) struct ChatParts {
     pub(crate) usage: Option<ChatUsage>,
     pub(crate) model: Option<String>,
     pub(crate) logprobs: Option<Vec<TokenLogprob>>,
+    /// The completion's `id` (`chatcmpl-...`).
+    pub(crate) id: Option<String>,
 }
 
 impl ChatParts {
@@ -397,6 +403,7 @@ impl ChatParts {
                 .filter(|model| !model.is_empty())
                 .unwrap_or_else(|| requested_model.to_owned()),
             request_id,
+            response_id: self.id.filter(|id| !id.is_empty()),
             logprobs: self.logprobs,
         }
     }

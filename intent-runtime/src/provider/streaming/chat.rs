@@ -24,6 +24,9 @@ use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 // reply gathered so far.
 #[derive(Deserialize)]
 struct Chunk<'a> {
+    /// The completion's id, the same on every chunk.
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "first_choice")]
     choices: Option<ChunkChoice<'a>>,
     #[serde(default, borrow)]
@@ -87,6 +90,7 @@ pub(crate) struct ChatStream {
     usage: Option<ChatUsage>,
     model: Option<String>,
     logprobs: Option<Vec<TokenLogprob>>,
+    id: Option<String>,
 }
 
 impl ChatStream {
@@ -107,6 +111,7 @@ impl ChatStream {
             usage: None,
             model: None,
             logprobs: None,
+            id: None,
         }
     }
 
@@ -118,6 +123,7 @@ impl ChatStream {
             usage: self.usage.take(),
             model: self.model.take(),
             logprobs: self.logprobs.take(),
+            id: self.id.take(),
         };
         parts.into_reply(&self.requested_model, self.request_id.take())
     }
@@ -198,6 +204,12 @@ impl Decoder for ChatStream {
         }
         if chunk.usage.is_some() {
             self.usage = chunk.usage;
+        }
+        // Every chunk repeats the id: it is copied once.
+        if self.id.is_none()
+            && let Some(id) = chunk.id.filter(|id| !id.is_empty())
+        {
+            self.id = Some(id.into_owned());
         }
         let Some(choice) = chunk.choices else {
             return Ok(None);

@@ -33,6 +33,8 @@ struct Event<'a> {
 
 #[derive(Deserialize)]
 struct StartMessage {
+    #[serde(default)]
+    id: Option<String>,
     model: Option<String>,
     #[serde(default)]
     usage: Option<MessagesUsage>,
@@ -61,6 +63,7 @@ pub(crate) struct MessagesStream {
     stop_reason: Option<String>,
     usage: MessagesUsage,
     model: Option<String>,
+    id: Option<String>,
 }
 
 impl MessagesStream {
@@ -77,6 +80,7 @@ impl MessagesStream {
             stop_reason: None,
             usage: MessagesUsage::default(),
             model: None,
+            id: None,
         }
     }
 
@@ -163,6 +167,7 @@ impl Decoder for MessagesStream {
             "message_start" => {
                 if let Some(message) = parsed.message {
                     self.model = message.model;
+                    self.id = message.id.filter(|id| !id.is_empty());
                     if let Some(report) = message.usage {
                         self.add_usage(report);
                     }
@@ -193,14 +198,17 @@ impl Decoder for MessagesStream {
                 }
                 Ok(None)
             }
-            "message_stop" => Ok(Some(messages_reply(
-                std::mem::take(&mut self.text),
-                self.stop_reason.take(),
-                usage(self.usage),
-                self.model.take(),
-                &self.requested_model,
-                self.request_id.take(),
-            ))),
+            "message_stop" => Ok(Some(ProviderReply {
+                response_id: self.id.take(),
+                ..messages_reply(
+                    std::mem::take(&mut self.text),
+                    self.stop_reason.take(),
+                    usage(self.usage),
+                    self.model.take(),
+                    &self.requested_model,
+                    self.request_id.take(),
+                )
+            })),
             "error" => Err(self.error(data)),
             _ => Ok(None),
         }
