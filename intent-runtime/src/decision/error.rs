@@ -1,6 +1,8 @@
 //! Why a decision produced no answer: a failure kind, whether trying again may help, and
 //! never the state or an API key.
 
+use std::time::Duration;
+
 use crate::provider::{ProviderError, ProviderErrorKind};
 pub use crate::result::DecisionFailureKind;
 
@@ -38,6 +40,8 @@ pub struct DecisionError {
     status: Option<u16>,
     transient: bool,
     provider_message: Option<String>,
+    retry_after: Option<Duration>,
+    request_id: Option<String>,
 }
 
 impl DecisionError {
@@ -50,6 +54,8 @@ impl DecisionError {
             status: None,
             transient: kind.is_transient(),
             provider_message: None,
+            retry_after: None,
+            request_id: None,
         }
     }
 
@@ -73,6 +79,8 @@ impl DecisionError {
             status: error.status(),
             transient: error.is_transient(),
             provider_message: Some(error.message().to_owned()),
+            retry_after: error.retry_after(),
+            request_id: error.request_id().map(str::to_owned),
         }
     }
 
@@ -97,6 +105,25 @@ impl DecisionError {
     /// request, and with it the state: log it only where the state may be logged.
     pub fn provider_message(&self) -> Option<&str> {
         self.provider_message.as_deref()
+    }
+
+    /// How long the provider asked the caller to wait before asking again
+    /// (`retry-after-ms` or `retry-after`), when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// The provider's id of the failed request, when it sent one.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
+    }
+
+    /// This failure, with the id of the request it concerns.
+    pub(crate) fn with_request_id(mut self, request_id: Option<&str>) -> Self {
+        if let Some(id) = request_id {
+            self.request_id = Some(id.to_owned());
+        }
+        self
     }
 }
 
