@@ -264,13 +264,14 @@ fn score(
         DecisionError::invalid_response(format!("the answer to `{id}` has no number `score`"))
     })?;
     let expected: f64 = values.iter().enumerate().map(|(i, p)| i as f64 * p).sum();
+    let distribution = normalised(id, values)?;
     let tolerance = score_tolerance(levels);
     if !(reported - expected).abs().le(&tolerance) {
         return Err(DecisionError::invalid_response(format!(
-            "the answer to `{id}` reports the score {reported}, but its probabilities give {expected:.4} (more than {tolerance} apart)"
+            "the answer to `{id}` reports the score {reported}, but its probabilities give {expected:.4} (more than {tolerance:.2} apart)"
         )));
     }
-    let mut answer = ScoreAnswer::new(named(question, normalised(id, values)?))?;
+    let mut answer = ScoreAnswer::new(named(question, distribution))?;
     if let Some(confidence) = confidence(id, reported_confidence)? {
         answer = answer.with_confidence(confidence)?;
     }
