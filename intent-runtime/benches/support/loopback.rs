@@ -62,6 +62,14 @@ impl Loopback {
         Loopback::start_inner(Reply::Routed(Arc::new(reply)), None, || {})
     }
 
+    /// [`Loopback::start_routed`], each reply sent `delay` after the request was read.
+    pub fn start_routed_after(
+        delay: Duration,
+        reply: impl Fn(&str, &str, &[u8]) -> String + Send + Sync + 'static,
+    ) -> Loopback {
+        Loopback::start_inner(Reply::Routed(Arc::new(reply)), Some(delay), || {})
+    }
+
     fn start_inner(reply: Reply, delay: Option<Duration>, on_thread_start: fn()) -> Loopback {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
