@@ -22,7 +22,7 @@ use intent_rs::decision::{
 };
 use intent_rs::provider::OpenAiCompatible;
 use serde_json::{Value, json};
-use support::loopback::{Loopback, percentile};
+use support::loopback::{Loopback, percentile, thread_cpu};
 
 const LATENCY: Duration = Duration::from_millis(50);
 
@@ -162,17 +162,6 @@ fn measure(
         bytes: counted.bytes.load(Ordering::SeqCst) as f64 / decisions as f64,
         client_cpu: cpu / decisions as u32,
     }
-}
-
-/// The CPU time this thread has used.
-fn thread_cpu() -> Duration {
-    let mut spec = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `spec` is a valid, writable timespec; the clock id is a constant.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut spec) };
-    Duration::new(spec.tv_sec as u64, spec.tv_nsec as u32)
 }
 
 fn main() {

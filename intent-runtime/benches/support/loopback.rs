@@ -289,6 +289,17 @@ fn stat_cpu(stat: &str) -> Option<(&str, Duration)> {
     Some((comm, Duration::from_millis(ticks * 10)))
 }
 
+/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`, nanoseconds).
+pub fn thread_cpu() -> Duration {
+    let mut spec = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `spec` is a valid, writable timespec; the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut spec) };
+    Duration::new(spec.tv_sec as u64, spec.tv_nsec as u32)
+}
+
 /// The `p`-th percentile (0..=100) of sorted `values`, nearest rank.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {

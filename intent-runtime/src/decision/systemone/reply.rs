@@ -84,15 +84,12 @@ pub(super) fn read_system_one(
 ) -> Result<Answers, DecisionError> {
     let reply: SystemOneReply =
         serde_json::from_slice(body).map_err(|error| unreadable("System One", &error))?;
-    let mut answers = Vec::with_capacity(request.questions().len());
-    for question in request.questions() {
-        let id = question.id();
-        let answer = reply
-            .answers
-            .get(id)
-            .ok_or_else(|| DecisionError::invalid_response(format!("no answer to `{id}`")))?;
-        answers.push(system_one_answer(question, answer)?);
-    }
+    let answers = read_each(
+        request,
+        |_, id| reply.answers.get(id),
+        ["noul", "choice", "score"],
+        system_one_answer,
+    )?;
     Ok(Answers {
         answers,
         usage: reply.usage.unwrap_or_default().into(),
@@ -100,22 +97,45 @@ pub(super) fn read_system_one(
     })
 }
 
+/// Each question's answer, found by `find` (from the question's index and id), checked to
+/// be of the question's wire type (`types`: binary, choice, score), then read by `read`.
+fn read_each<'r>(
+    request: &DecisionRequest,
+    find: impl Fn(usize, &str) -> Option<&'r Value>,
+    types: [&str; 3],
+    read: impl Fn(&DecisionQuestion, &Value) -> Result<DecisionAnswer, DecisionError>,
+) -> Result<Vec<DecisionAnswer>, DecisionError> {
+    let mut answers = Vec::with_capacity(request.questions().len());
+    for (index, question) in request.questions().iter().enumerate() {
+        let id = question.id();
+        let answer = find(index, id)
+            .ok_or_else(|| DecisionError::invalid_response(format!("no answer to `{id}`")))?;
+        let found = answer.get("type").and_then(Value::as_str).unwrap_or("");
+        if found == "refusal" {
+            return Err(DecisionError::invalid_response(format!(
+                "the model refused to answer `{id}`"
+            )));
+        }
+        let expected = match question {
+            DecisionQuestion::Binary(_) => types[0],
+            DecisionQuestion::Choice(_) => types[1],
+            DecisionQuestion::Score(_) => types[2],
+        };
+        if found != expected {
+            return Err(DecisionError::invalid_response(format!(
+                "the answer to `{id}` is of type `{found}`, not `{expected}`"
+            )));
+        }
+        answers.push(read(question, answer)?);
+    }
+    Ok(answers)
+}
+
 fn system_one_answer(
     question: &DecisionQuestion,
     answer: &Value,
 ) -> Result<DecisionAnswer, DecisionError> {
     let id = question.id();
-    let found = answer.get("type").and_then(Value::as_str).unwrap_or("");
-    let expected = match question {
-        DecisionQuestion::Binary(_) => "noul",
-        DecisionQuestion::Choice(_) => "choice",
-        DecisionQuestion::Score(_) => "score",
-    };
-    if found != expected {
-        return Err(DecisionError::invalid_response(format!(
-            "the answer to `{id}` is of type `{found}`, not `{expected}`"
-        )));
-    }
     let probabilities = answer.get("probabilities");
     match question {
         DecisionQuestion::Binary(_) => binary(id, answer.get("noul")),
@@ -279,16 +299,15 @@ fn score(
 }
 
 /// Reads an OpenAI-shaped Decisions reply (a list of answers, matched to the questions by
-/// `name`, or by position when the host leaves names out).
+/// `name`, or by position when the host leaves names out). A `refusal` answer is an
+/// invalid response naming the question.
 pub(super) fn read_decisions(
     request: &DecisionRequest,
     body: &[u8],
 ) -> Result<Answers, DecisionError> {
     let reply: DecisionsReply =
         serde_json::from_slice(body).map_err(|error| unreadable("Decisions", &error))?;
-    let mut answers = Vec::with_capacity(request.questions().len());
-    for (index, question) in request.questions().iter().enumerate() {
-        let id = question.id();
+    let find = |index: usize, id: &str| {
         let by_name = reply
             .answers
             .iter()
@@ -297,11 +316,14 @@ pub(super) fn read_decisions(
             .answers
             .get(index)
             .filter(|a| a.get("name").is_none_or(Value::is_null));
-        let answer = by_name
-            .or(unnamed)
-            .ok_or_else(|| DecisionError::invalid_response(format!("no answer to `{id}`")))?;
-        answers.push(decisions_answer(question, answer)?);
-    }
+        by_name.or(unnamed)
+    };
+    let answers = read_each(
+        request,
+        find,
+        ["predicate", "choice", "score"],
+        decisions_answer,
+    )?;
     Ok(Answers {
         answers,
         usage: reply.usage.unwrap_or_default().into(),
@@ -314,22 +336,6 @@ fn decisions_answer(
     answer: &Value,
 ) -> Result<DecisionAnswer, DecisionError> {
     let id = question.id();
-    let found = answer.get("type").and_then(Value::as_str).unwrap_or("");
-    if found == "refusal" {
-        return Err(DecisionError::invalid_response(format!(
-            "the model refused to answer `{id}`"
-        )));
-    }
-    let expected = match question {
-        DecisionQuestion::Binary(_) => "predicate",
-        DecisionQuestion::Choice(_) => "choice",
-        DecisionQuestion::Score(_) => "score",
-    };
-    if found != expected {
-        return Err(DecisionError::invalid_response(format!(
-            "the answer to `{id}` is of type `{found}`, not `{expected}`"
-        )));
-    }
     let probabilities = answer.get("probabilities");
     match question {
         DecisionQuestion::Binary(_) => binary(id, answer.get("probability")),
