@@ -88,7 +88,7 @@ pub(super) fn read_system_one(
         request,
         |_, id| reply.answers.get(id),
         ["noul", "choice", "score"],
-        system_one_answer,
+        |question, answer| read_answer(Shape::SystemOne, question, answer),
     )?;
     Ok(Answers {
         answers,
@@ -129,37 +129,6 @@ fn read_each<'r>(
         answers.push(read(question, answer)?);
     }
     Ok(answers)
-}
-
-fn system_one_answer(
-    question: &DecisionQuestion,
-    answer: &Value,
-) -> Result<DecisionAnswer, DecisionError> {
-    let id = question.id();
-    let probabilities = answer.get("probabilities");
-    match question {
-        DecisionQuestion::Binary(_) => binary(id, answer.get("noul")),
-        DecisionQuestion::Choice(_) => {
-            let names = question.options().iter().map(|o| o.name());
-            let distribution = keyed(id, probabilities, names)?;
-            choice(
-                question,
-                distribution,
-                answer.get("choice"),
-                answer.get("confidence"),
-            )
-        }
-        DecisionQuestion::Score(q) => {
-            let keys: Vec<String> = (0..q.levels().len()).map(|i| i.to_string()).collect();
-            let distribution = keyed(id, probabilities, keys.iter().map(String::as_str))?;
-            score(
-                question,
-                distribution,
-                answer.get("score"),
-                answer.get("confidence"),
-            )
-        }
-    }
 }
 
 /// The probabilities of an object keyed by `names`, in that order; an object with other
@@ -322,7 +291,7 @@ pub(super) fn read_decisions(
         request,
         find,
         ["predicate", "choice", "score"],
-        decisions_answer,
+        |question, answer| read_answer(Shape::Decisions, question, answer),
     )?;
     Ok(Answers {
         answers,
@@ -331,53 +300,56 @@ pub(super) fn read_decisions(
     })
 }
 
-fn decisions_answer(
+/// The two reply shapes: where a binary answer's probability is, and how distributions
+/// are written (an object keyed by label or level number, or a list of entries).
+#[derive(Clone, Copy)]
+enum Shape {
+    SystemOne,
+    Decisions,
+}
+
+/// Reads `answer` (already of `question`'s type) in `shape`.
+fn read_answer(
+    shape: Shape,
     question: &DecisionQuestion,
     answer: &Value,
 ) -> Result<DecisionAnswer, DecisionError> {
     let id = question.id();
+    if let DecisionQuestion::Binary(_) = question {
+        let field = match shape {
+            Shape::SystemOne => "noul",
+            Shape::Decisions => "probability",
+        };
+        return binary(id, answer.get(field));
+    }
+    // Choices are keyed by label; levels by their number, lowest first.
+    let keys: Vec<String> = match question {
+        DecisionQuestion::Score(q) => (0..q.levels().len()).map(|i| i.to_string()).collect(),
+        _ => question
+            .options()
+            .iter()
+            .map(|o| o.name().to_owned())
+            .collect(),
+    };
     let probabilities = answer.get("probabilities");
+    let values = match shape {
+        Shape::SystemOne => keyed(id, probabilities, keys.iter().map(String::as_str))?,
+        Shape::Decisions => listed(id, probabilities, &keys)?,
+    };
+    let confidence = answer.get("confidence");
     match question {
-        DecisionQuestion::Binary(_) => binary(id, answer.get("probability")),
-        DecisionQuestion::Choice(_) => {
-            let values = listed(question, probabilities, |entry| {
-                entry
-                    .get("value")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })?;
-            choice(
-                question,
-                values,
-                answer.get("choice"),
-                answer.get("confidence"),
-            )
-        }
-        DecisionQuestion::Score(_) => {
-            let values = listed(question, probabilities, |entry| {
-                entry
-                    .get("value")
-                    .and_then(Value::as_u64)
-                    .map(|v| v.to_string())
-            })?;
-            score(
-                question,
-                values,
-                answer.get("score"),
-                answer.get("confidence"),
-            )
-        }
+        DecisionQuestion::Score(_) => score(question, values, answer.get("score"), confidence),
+        _ => choice(question, values, answer.get("choice"), confidence),
     }
 }
 
-/// The probabilities of a list of `{"value", "probability"}` entries, in the question's
-/// order: choices are matched by value, levels by their number.
+/// The probabilities of a list of `{"value", "probability"}` entries, in the order of
+/// `keys`: a choice's value is its label, a level's its number.
 fn listed(
-    question: &DecisionQuestion,
+    id: &str,
     probabilities: Option<&Value>,
-    key: impl Fn(&Value) -> Option<String>,
+    keys: &[String],
 ) -> Result<Vec<f64>, DecisionError> {
-    let id = question.id();
     let Some(entries) = probabilities.and_then(Value::as_array) else {
         return Err(DecisionError::invalid_response(format!(
             "the answer to `{id}` has no `probabilities` list"
@@ -385,11 +357,15 @@ fn listed(
     };
     let mut map = Map::with_capacity(entries.len());
     for entry in entries {
-        let name = key(entry).ok_or_else(|| {
-            DecisionError::invalid_response(format!(
-                "the answer to `{id}` has a probability without a value it belongs to"
-            ))
-        })?;
+        let name = match entry.get("value") {
+            Some(Value::String(label)) => label.clone(),
+            Some(Value::Number(level)) => level.to_string(),
+            _ => {
+                return Err(DecisionError::invalid_response(format!(
+                    "the answer to `{id}` has a probability without a value it belongs to"
+                )));
+            }
+        };
         let p = entry.get("probability").cloned().unwrap_or(Value::Null);
         if map.insert(name.clone(), p).is_some() {
             return Err(DecisionError::invalid_response(format!(
@@ -397,12 +373,9 @@ fn listed(
             )));
         }
     }
-    let map = Value::Object(map);
-    match question {
-        DecisionQuestion::Score(q) => {
-            let keys: Vec<String> = (0..q.levels().len()).map(|i| i.to_string()).collect();
-            keyed(id, Some(&map), keys.iter().map(String::as_str))
-        }
-        _ => keyed(id, Some(&map), question.options().iter().map(|o| o.name())),
-    }
+    keyed(
+        id,
+        Some(&Value::Object(map)),
+        keys.iter().map(String::as_str),
+    )
 }
