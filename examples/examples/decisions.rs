@@ -4,13 +4,20 @@
 //!
 //! `cargo run --example decisions` (offline: a scripted model reports log-probabilities).
 //! With `OPENAI_API_KEY` the probabilities are read from OpenAI's log-probabilities; with
-//! `ANTHROPIC_API_KEY` Claude states them. Either way they are a model's judgment: never
-//! use them to authorize or approve anything.
+//! `ANTHROPIC_API_KEY` Claude states them. With `TYPESAFE_API_KEY` (TypeSafe's API) or
+//! `TYPESAFE_BASE_URL` (any System One server, such as the jevcompat mock:
+//! `TYPESAFE_BASE_URL=http://127.0.0.1:8787 TYPESAFE_API_KEY=sk-test-123`) a decision
+//! model answers every decision instead, all questions of a request in one request
+//! (`TYPESAFE_HOST`, `TYPESAFE_DEFAULT_MODEL` and `TYPESAFE_WIRE_FORMAT` choose the host's
+//! quirks, the model and the OpenAI-shaped Decisions API). Either way the probabilities
+//! are a model's judgment: never use them to authorize or approve anything.
+
+use std::sync::Arc;
 
 use intent_examples::{choose_provider, print_attempts};
 use intent_rs::decision::{
-    BinaryQuestion, ChoiceQuestion, DecisionEvaluator, DecisionQuestion, DecisionRequest,
-    ScoreQuestion,
+    BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionEvaluator, DecisionQuestion,
+    DecisionRequest, ScoreQuestion, SystemOneClient, SystemOneConfigError, decision_client_for,
 };
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{AIResult, Choice, DecisionEnum, DecisionError, IntentClient, intents};
@@ -69,8 +76,29 @@ fn scripted_model() -> ScriptedProvider {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
+    // A decision model over its own API when one is configured, else the chat model.
+    let (decisions, decision_model): (Arc<dyn DecisionClient>, bool) =
+        match SystemOneClient::from_env() {
+            Ok(client) => {
+                println!(
+                    "(decisions: decision model {} at {}, {:?} wire format)\n",
+                    client.model(),
+                    client.endpoint(),
+                    client.wire_format()
+                );
+                (Arc::new(client), true)
+            }
+            Err(SystemOneConfigError::NotConfigured) => {
+                println!(
+                    "(decisions: the chat model, by log-probabilities or stated probabilities)\n"
+                );
+                (decision_client_for(chosen.provider.clone()), false)
+            }
+            Err(other) => return Err(other.into()),
+        };
     let plain = IntentClient::builder()
         .shared_provider(chosen.provider.clone())
+        .decision_client(decisions.clone())
         .build()?;
 
     // 1. A mixed batch about one state.
@@ -102,9 +130,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let response = plain.decide(&request).await?;
     println!(
-        "mixed batch ({:?} probabilities, {}):",
+        "mixed batch ({:?} probabilities, {}{}):",
         response.source(),
-        response.model()
+        response.model(),
+        response
+            .request_id()
+            .map(|id| format!(", request {id}"))
+            .unwrap_or_default()
     );
     if let Some(refund) = response.binary("refund_asked") {
         println!("  refund asked: p(yes) = {:.2}", refund.probability());
@@ -115,7 +147,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .iter()
             .map(|(name, p)| format!("{name} {p:.2}"))
             .collect();
-        println!("  team: {} ({})", team.selected(), shares.join(", "));
+        let confidence = team
+            .confidence()
+            .map(|c| format!(", the host's confidence {c:.2}"))
+            .unwrap_or_default();
+        println!(
+            "  team: {} ({}{confidence})",
+            team.selected(),
+            shares.join(", ")
+        );
     }
     if let Some(urgency) = response.score("urgency") {
         println!(
@@ -132,10 +172,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 3. A gated judge: the cheap decision rejects the clickbait headline itself; only a
     //    headline it finds likely to pass costs a generative judge call.
-    let gate = DecisionEvaluator::shared(intent_rs::decision::decision_client_for(
-        chosen.provider.clone(),
-    ))
-    .with_threshold(0.9);
+    let gate = DecisionEvaluator::shared(decisions).with_threshold(0.9);
     let gated = IntentClient::builder()
         .shared_provider(chosen.provider)
         .decision_gate(gate)
@@ -151,7 +188,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         result.value.as_deref().unwrap_or("(none)"),
         result.attempts.len()
     );
-    if chosen.offline {
+    if chosen.offline && !decision_model {
         assert_eq!(
             judge_calls, 1,
             "the gate spared the judge the clickbait headline"

@@ -3,17 +3,25 @@
 //! attempts are rejected (the writer's first three drafts of each task miss a
 //! requirement; the fourth is right).
 //!
+//! A third run puts a decision model in front of the judge instead: a `SystemOneClient`
+//! asking a loopback System One server, which answers a `noul` and counts its requests.
+//!
 //! `cargo bench -p intent-rs --bench decision_gate` (`-- --test` runs a small
 //! scenario once). Token counts are the scripted provider's estimate, one token per four
-//! characters of prompt, schema and reply: the same estimate on both sides.
+//! characters of prompt, schema and reply (of the request body, for the System One
+//! server, with one output token per answer): the same estimate on every side.
 
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient, SystemOneClient};
 use intent_rs::provider::{
     Provider, ProviderError, ProviderReply, ProviderRequest, ScriptedProvider, ScriptedReply,
 };
 use intent_rs::{IntentClient, IntentOptions, Usage};
+use support::loopback::Loopback;
 
 /// A provider that adds up what its calls cost.
 #[derive(Debug)]
@@ -113,18 +121,79 @@ struct Run {
     succeeded: usize,
 }
 
-async fn run(tasks: usize, gated: bool) -> Run {
+/// Which gate stands in front of the judge.
+#[derive(Clone, Copy, PartialEq)]
+enum Gate {
+    None,
+    /// A chat model's one-token answer with log-probabilities.
+    Logprobs,
+    /// A decision model over the System One API.
+    SystemOne,
+}
+
+/// A loopback System One server: a low probability of yes for a draft, a high one for the
+/// final summary; counts requests and estimated tokens.
+struct DecisionModel {
+    server: Loopback,
+    calls: Arc<AtomicU64>,
+    input_tokens: Arc<AtomicU64>,
+}
+
+impl DecisionModel {
+    fn start() -> Self {
+        let calls = Arc::new(AtomicU64::new(0));
+        let input_tokens = Arc::new(AtomicU64::new(0));
+        let (counted_calls, counted_tokens) = (Arc::clone(&calls), Arc::clone(&input_tokens));
+        let server = Loopback::start_routed(move |_, _, body| {
+            counted_calls.fetch_add(1, Ordering::SeqCst);
+            let tokens = body.len().div_ceil(4) as u64;
+            counted_tokens.fetch_add(tokens, Ordering::SeqCst);
+            let draft = String::from_utf8_lossy(body).contains("DRAFT");
+            serde_json::json!({
+                "model": "jev-1.14.0",
+                "answers": {"satisfies_intent": {"type": "noul", "noul": if draft { 0.03 } else { 0.98 }}},
+                "usage": {"input_tokens": tokens, "output_tokens": 1}
+            })
+            .to_string()
+        });
+        Self {
+            server,
+            calls,
+            input_tokens,
+        }
+    }
+
+    fn totals(&self) -> (u64, Usage) {
+        let calls = self.calls.load(Ordering::SeqCst);
+        let usage = Usage {
+            input_tokens: self.input_tokens.load(Ordering::SeqCst),
+            output_tokens: calls,
+            ..Usage::default()
+        };
+        (calls, usage)
+    }
+}
+
+async fn run(tasks: usize, gated: Gate) -> Run {
     let writer = Metered::new(writer());
     let judge = Metered::new(judge());
     let gate = Metered::new(gate_model());
+    let decision_model = (gated == Gate::SystemOne).then(DecisionModel::start);
     let mut builder = IntentClient::builder()
         .shared_provider(writer.clone())
         .max_attempts(DRAFTS_PER_TASK as u32);
     builder = builder.judge(intent_rs::judge::ModelJudge::new(judge.clone()));
-    if gated {
-        builder = builder.decision_gate(DecisionEvaluator::new(LogprobDecisionClient::shared(
-            gate.clone(),
-        )));
+    match &decision_model {
+        Some(model) => {
+            let client = SystemOneClient::compatible(format!("http://{}", model.server.addr));
+            builder = builder.decision_gate(DecisionEvaluator::new(client));
+        }
+        None if gated == Gate::Logprobs => {
+            builder = builder.decision_gate(DecisionEvaluator::new(LogprobDecisionClient::shared(
+                gate.clone(),
+            )));
+        }
+        None => {}
     }
     let client = builder.build().expect("client");
     let mut succeeded = 0;
@@ -139,7 +208,10 @@ async fn run(tasks: usize, gated: bool) -> Run {
         succeeded += usize::from(result.is_success());
     }
     let (judge_calls, judge_tokens) = judge.totals();
-    let (gate_calls, gate_tokens) = gate.totals();
+    let (gate_calls, gate_tokens) = match &decision_model {
+        Some(model) => model.totals(),
+        None => gate.totals(),
+    };
     Run {
         judge_calls,
         judge_tokens,
@@ -158,13 +230,15 @@ fn main() {
     let quick = std::env::args().any(|arg| arg == "--test");
     let tasks = if quick { 5 } else { 200 };
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .expect("runtime");
-    let without = runtime.block_on(run(tasks, false));
-    let with = runtime.block_on(run(tasks, true));
+    let without = runtime.block_on(run(tasks, Gate::None));
+    let with = runtime.block_on(run(tasks, Gate::Logprobs));
+    let system_one = runtime.block_on(run(tasks, Gate::SystemOne));
     assert_eq!(without.succeeded, tasks);
     assert_eq!(with.succeeded, tasks);
+    assert_eq!(system_one.succeeded, tasks);
     // The same drafts on both sides; the retry prompts differ only in the feedback they
     // carry (the gate's sentence or the judge's problem).
     assert_eq!(
@@ -177,7 +251,11 @@ fn main() {
         "| | generative judge calls | judge tokens (in / out) | gate calls | gate tokens (in / out) | judge + gate tokens | writer input tokens |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for (name, run) in [("without gate", &without), ("with gate", &with)] {
+    for (name, run) in [
+        ("without gate", &without),
+        ("with gate", &with),
+        ("with System One gate", &system_one),
+    ] {
         println!(
             "| {name} | {} | {} / {} | {} | {} / {} | {} | {} |",
             run.judge_calls,
@@ -199,4 +277,6 @@ fn main() {
     );
     assert_eq!(without.judge_calls, (tasks * DRAFTS_PER_TASK) as u64);
     assert_eq!(with.judge_calls, tasks as u64);
+    assert_eq!(system_one.judge_calls, tasks as u64);
+    assert_eq!(system_one.gate_calls, (tasks * DRAFTS_PER_TASK) as u64);
 }

@@ -27,6 +27,8 @@
 //! event framing, no JSON, no runtime): the floor that the HTTP stack alone puts under
 //! the streamed HTTP rows.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -36,6 +38,7 @@ use intent_rs::{IntentClient, IntentOptions, Partial};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use support::loopback::thread_cpu;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -219,17 +222,6 @@ async fn respond(stream: &mut tokio::net::TcpStream, answer: &Answer) -> std::io
             stream.write_all(b"0\r\n\r\n").await
         }
     }
-}
-
-/// The CPU time this thread has used.
-fn thread_cpu() -> Duration {
-    let mut spec = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `spec` is a valid, writable timespec; the clock id is a constant.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut spec) };
-    Duration::new(spec.tv_sec as u64, spec.tv_nsec as u32)
 }
 
 fn client(provider: impl intent_rs::provider::Provider + 'static) -> IntentClient {

@@ -816,7 +816,9 @@ impl IntentClientBuilder {
 
     /// The client that answers decision questions (default: from the provider,
     /// log-probabilities when it reports them and stated probabilities otherwise; see
-    /// [`decision_client_for`]).
+    /// [`decision_client_for`]). A decision model over its own API is a
+    /// [`SystemOneClient`](crate::decision::SystemOneClient) given here; the decision gate
+    /// asks the client of its own [`DecisionEvaluator`].
     pub fn decision_client(mut self, client: impl DecisionClient + 'static) -> Self {
         self.decisions = Some(Arc::new(client));
         self

@@ -9,7 +9,9 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use intent_rs::decision::{DecisionEvaluator, DecisionFailureKind, LogprobDecisionClient};
+use intent_rs::decision::{
+    DecisionEvaluator, DecisionFailureKind, LogprobDecisionClient, SystemOneClient,
+};
 use intent_rs::limits::RetryPolicy;
 use intent_rs::provider::{
     Anthropic, OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider,
@@ -265,6 +267,14 @@ pub trait Telemetered {
     #[intent("Classify the mood, judged behind a decision gate")]
     #[guardrail(require_judge)]
     async fn classify_gated(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood, gated by a decision model")]
+    #[guardrail(require_judge)]
+    async fn classify_gated_by_decision_model(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood, gated by a broken decision model")]
+    #[guardrail(require_judge)]
+    async fn classify_gated_by_broken_decision_model(&self, text: &str) -> AIResult<Mood>;
 
     #[intent("Classify the mood, quietly")]
     async fn classify_quietly(&self, text: &str) -> AIResult<Mood>;
@@ -706,6 +716,80 @@ async fn a_decision_gate_request_is_a_decision_span_of_the_call() {
     );
     // A decision is not an attempt of its own.
     assert_eq!(field(decision, "intent.attempt"), None, "{decision:#?}");
+}
+
+/// A client gated by a System One server answering `is_yes` with `noul`.
+async fn gated_by_decision_model(noul: f64) -> (TelemeteredClient, MockServer) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("x-typesafe-request-id", "req_7")
+                .set_body_json(json!({
+                    "model": "jev-1.14.0",
+                    "answers": {"satisfies_intent": {"type": "noul", "noul": noul}},
+                    "usage": {"input_tokens": 365, "output_tokens": 1}
+                })),
+        )
+        .mount(&server)
+        .await;
+    let gate = SystemOneClient::compatible(server.uri()).with_api_key("sk-gate-SECRET-9");
+    let client = IntentClient::builder()
+        .provider(ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)]))
+        .judge_provider(ScriptedProvider::new([
+            r#"{"passes": true, "problems": []}"#,
+        ]))
+        .decision_gate(DecisionEvaluator::new(gate))
+        .build()
+        .unwrap();
+    (TelemeteredClient::new(client), server)
+}
+
+#[tokio::test]
+async fn a_decision_models_request_is_a_decision_span_of_the_call() {
+    capture();
+    let (client, _server) = gated_by_decision_model(0.97).await;
+    let result = client.classify_gated_by_decision_model("What a day!").await;
+    assert_eq!(result.value, Some(Mood::Happy), "{result:?}");
+
+    let call = Call::named("classify_gated_by_decision_model");
+    let decision = call
+        .requests
+        .iter()
+        .find(|s| field(s, "intent.request.kind") == Some("decision"))
+        .expect("a decision span under the call span");
+    assert_eq!(field(decision, "otel.name"), Some("chat jev-latest"));
+    assert_eq!(
+        field(decision, "gen_ai.provider.name"),
+        Some("systemone-compatible")
+    );
+    assert_eq!(field(decision, "gen_ai.request.model"), Some("jev-latest"));
+    assert_eq!(field(decision, "gen_ai.response.model"), Some("jev-1.14.0"));
+    assert_eq!(field(decision, "gen_ai.response.id"), Some("req_7"));
+    assert_eq!(field(decision, "gen_ai.usage.input_tokens"), Some("365"));
+    assert_eq!(field(decision, "gen_ai.usage.output_tokens"), Some("1"));
+    assert_eq!(field(decision, "server.address"), Some("127.0.0.1"));
+    assert_eq!(field(decision, "error.type"), None);
+}
+
+#[tokio::test]
+async fn a_decision_models_refused_reply_records_its_error_type_and_no_key() {
+    capture();
+    let (client, _server) = gated_by_decision_model(1.5).await;
+    let result = client
+        .classify_gated_by_broken_decision_model("What a day!")
+        .await;
+    assert!(!result.is_success());
+
+    let call = Call::named("classify_gated_by_broken_decision_model");
+    let decision = call
+        .requests
+        .iter()
+        .find(|s| field(s, "intent.request.kind") == Some("decision"))
+        .expect("a decision span under the call span");
+    assert_eq!(field(decision, "error.type"), Some("invalid_response"));
+    assert_eq!(field(decision, "otel.status_code"), Some("error"));
+    assert!(!call.all_text().contains("sk-gate-SECRET-9"));
 }
 
 #[tokio::test]

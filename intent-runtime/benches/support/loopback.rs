@@ -62,6 +62,14 @@ impl Loopback {
         Loopback::start_inner(Reply::Routed(Arc::new(reply)), None, || {})
     }
 
+    /// [`Loopback::start_routed`], each reply sent `delay` after the request was read.
+    pub fn start_routed_after(
+        delay: Duration,
+        reply: impl Fn(&str, &str, &[u8]) -> String + Send + Sync + 'static,
+    ) -> Loopback {
+        Loopback::start_inner(Reply::Routed(Arc::new(reply)), Some(delay), || {})
+    }
+
     fn start_inner(reply: Reply, delay: Option<Duration>, on_thread_start: fn()) -> Loopback {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -279,6 +287,17 @@ fn stat_cpu(stat: &str) -> Option<(&str, Duration)> {
         .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
         .sum();
     Some((comm, Duration::from_millis(ticks * 10)))
+}
+
+/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`, nanoseconds).
+pub fn thread_cpu() -> Duration {
+    let mut spec = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `spec` is a valid, writable timespec; the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut spec) };
+    Duration::new(spec.tv_sec as u64, spec.tv_nsec as u32)
 }
 
 /// The `p`-th percentile (0..=100) of sorted `values`, nearest rank.

@@ -19,6 +19,9 @@ pub enum ProbabilitySource {
     /// Stated: the model wrote the numbers down. They are its claim, not a measurement,
     /// and are often poorly calibrated.
     Stated,
+    /// Reported by a decision model (a System One or Decisions API), which answers typed
+    /// questions with distributions instead of text.
+    DecisionModel,
 }
 
 fn check_probability(what: &str, p: f64) -> Result<(), DecisionError> {
@@ -111,6 +114,7 @@ pub struct ChoiceAnswer {
     probabilities: Vec<(String, f64)>,
     selected: String,
     coverage: Option<f64>,
+    confidence: Option<f64>,
 }
 
 impl ChoiceAnswer {
@@ -142,6 +146,7 @@ impl ChoiceAnswer {
             probabilities,
             selected,
             coverage: None,
+            confidence: None,
         })
     }
 
@@ -159,6 +164,20 @@ impl ChoiceAnswer {
         check_coverage(Some(coverage))?;
         self.coverage = Some(coverage);
         Ok(self)
+    }
+
+    /// With the confidence a decision model reported, a statistic of the distribution's
+    /// shape in [0, 1] (not the probability that the answer is right).
+    pub fn with_confidence(mut self, confidence: f64) -> Result<Self, DecisionError> {
+        check_probability("the confidence", confidence)?;
+        self.confidence = Some(confidence);
+        Ok(self)
+    }
+
+    /// The confidence a decision model reported, when it reported one. Hosts compute it
+    /// differently: compare probabilities, not confidences, across hosts.
+    pub fn confidence(&self) -> Option<f64> {
+        self.confidence
     }
 
     /// The probability of each choice, in the question's order.
@@ -195,6 +214,7 @@ pub struct ScoreAnswer {
     most_likely: usize,
     expected: f64,
     coverage: Option<f64>,
+    confidence: Option<f64>,
 }
 
 impl ScoreAnswer {
@@ -212,6 +232,7 @@ impl ScoreAnswer {
             most_likely,
             expected,
             coverage: None,
+            confidence: None,
         })
     }
 
@@ -220,6 +241,20 @@ impl ScoreAnswer {
         check_coverage(Some(coverage))?;
         self.coverage = Some(coverage);
         Ok(self)
+    }
+
+    /// With the confidence a decision model reported, a statistic of the distribution's
+    /// shape in [0, 1] (not the probability that the answer is right).
+    pub fn with_confidence(mut self, confidence: f64) -> Result<Self, DecisionError> {
+        check_probability("the confidence", confidence)?;
+        self.confidence = Some(confidence);
+        Ok(self)
+    }
+
+    /// The confidence a decision model reported, when it reported one. Hosts compute it
+    /// differently: compare probabilities, not confidences, across hosts.
+    pub fn confidence(&self) -> Option<f64> {
+        self.confidence
     }
 
     /// The probability of each level, lowest first.
@@ -304,6 +339,7 @@ pub struct DecisionResponse {
     usage: Usage,
     model: String,
     source: ProbabilitySource,
+    request_id: Option<String>,
 }
 
 impl DecisionResponse {
@@ -338,7 +374,19 @@ impl DecisionResponse {
             usage,
             model: model.into(),
             source,
+            request_id: None,
         })
+    }
+
+    /// With the id the host gave the request, to quote when asking it about one.
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
+    }
+
+    /// The id the host gave the request, when it sent one.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
     }
 
     /// The answers by question id, in the questions' order.

@@ -2,6 +2,7 @@
 //! never the state or an API key.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::provider::{ProviderError, ProviderErrorKind};
 pub use crate::result::DecisionFailureKind;
@@ -45,6 +46,7 @@ pub struct DecisionError {
     status: Option<u16>,
     transient: bool,
     provider_message: Option<String>,
+    retry_after: Option<Duration>,
     request_id: Option<String>,
 }
 
@@ -55,6 +57,7 @@ impl fmt::Debug for DecisionError {
             .field("kind", &self.kind)
             .field("status", &self.status)
             .field("request_id", &self.request_id)
+            .field("retry_after", &self.retry_after)
             .field("transient", &self.transient)
             .field("message", &self.message);
         if self.provider_message.is_some() {
@@ -76,6 +79,7 @@ impl DecisionError {
             status: None,
             transient: kind.is_transient(),
             provider_message: None,
+            retry_after: None,
             request_id: None,
         }
     }
@@ -100,6 +104,7 @@ impl DecisionError {
             status: error.status(),
             transient: error.is_transient(),
             provider_message: Some(error.message().to_owned()),
+            retry_after: error.retry_after(),
             request_id: error.request_id().map(str::to_owned),
         }
     }
@@ -131,6 +136,20 @@ impl DecisionError {
     /// request, and with it the state: log it only where the state may be logged.
     pub fn provider_message(&self) -> Option<&str> {
         self.provider_message.as_deref()
+    }
+
+    /// How long the provider asked the caller to wait before asking again
+    /// (`retry-after-ms` or `retry-after`), when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// This failure, with the id of the request it concerns.
+    pub(crate) fn with_request_id(mut self, request_id: Option<&str>) -> Self {
+        if let Some(id) = request_id {
+            self.request_id = Some(id.to_owned());
+        }
+        self
     }
 }
 

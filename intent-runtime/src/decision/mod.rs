@@ -6,7 +6,7 @@
 //! with a [`DecisionResponse`]: one answer per question, token usage, the model, and
 //! whether the probabilities were [measured or stated](ProbabilitySource).
 //!
-//! Two clients answer with the providers of this crate:
+//! Two clients answer with the chat-model providers of this crate:
 //! - [`LogprobDecisionClient`] (OpenAI and compatible servers that return
 //!   log-probabilities): one one-token request per question, the probabilities read from
 //!   the answer token's log-probabilities;
@@ -14,7 +14,16 @@
 //!   one request whose strict schema has the model state each distribution, verified as
 //!   any intent's reply is.
 //!
-//! [`decision_client_for`] picks between them by what the provider offers.
+//! A decision model answers over its own API instead: [`SystemOneClient`] speaks the System
+//! One API (`/v1/systemone`: TypeSafe, OpenRouter, LiteLLM, Fireworks, Ollama, local
+//! runtimes) or OpenAI's Decisions API, every question of a request in one HTTP request,
+//! with measured distributions ([`ProbabilitySource::DecisionModel`]). Give it to
+//! [`IntentClientBuilder::decision_client`](crate::IntentClientBuilder::decision_client)
+//! and `decide` and the DSL's decision methods use it; give it to a [`DecisionEvaluator`]
+//! for the gate or your own loop.
+//!
+//! [`decision_client_for`] picks between the chat-model clients by what the provider
+//! offers.
 //! [`DecisionEvaluator`] turns a yes/no answer into a verdict with a threshold and
 //! explicit failure behaviours, on its own or as the gate in front of the generative judge
 //! ([`IntentClientBuilder::decision_gate`](crate::IntentClientBuilder::decision_gate)).
@@ -36,6 +45,7 @@ mod logprobs;
 mod prompt;
 mod request;
 mod stated;
+mod systemone;
 pub(crate) mod typed;
 
 use std::fmt;
@@ -55,6 +65,10 @@ pub use request::{
     ScoreQuestion,
 };
 pub use stated::{STATED_SUM_TOLERANCE, StatedDecisionClient};
+pub use systemone::{
+    DECISION_MODEL_SUM_TOLERANCE, DecisionHost, DecisionLimits, SYSTEM_ONE_DEFAULT_MODEL,
+    SystemOneClient, SystemOneConfigError, WireFormat,
+};
 pub use typed::{Binary, Choice, DecisionEnum, DecisionVariant, Score};
 
 pub(crate) use evaluator::{GateStep, gate};

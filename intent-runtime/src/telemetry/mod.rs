@@ -177,6 +177,35 @@ impl Telemetry {
         }
     }
 
+    /// The telemetry of a decision client that talks to a decision model's own API (no
+    /// [`Provider`]): the host's name, the default model and the URL requests go to.
+    pub(crate) fn decision_host(provider: &str, default_model: &str, url: &str) -> Self {
+        let (address, port) = host_and_port(url).unzip();
+        Self {
+            primary: Endpoint {
+                provider: provider.to_owned(),
+                default_model: default_model.to_owned(),
+                address,
+                port,
+            },
+            ..Self::default()
+        }
+    }
+
+    /// Opens the span of a request to a decision model's own API (no chat parameters to
+    /// record), as a child of the current span, like [`decision_request`](Self::decision_request).
+    pub(crate) fn decision_call(&self, model: &str) -> ModelRequest<'_> {
+        ModelRequest::start(
+            self,
+            &Span::current(),
+            &self.primary,
+            RequestKind::Decision,
+            None,
+            Some(model),
+            None,
+        )
+    }
+
     /// Opens the span of a decision's model request, as a child of the current span (an
     /// intent call's, when a decision gate asks, or the caller's own).
     pub(crate) fn decision_request(&self, request: &ProviderRequest) -> ModelRequest<'_> {
@@ -570,6 +599,12 @@ impl<'a> ModelRequest<'a> {
         self.ended_in(&error_type(error));
     }
 
+    /// Records a decision request whose reply failed the client's checks, or that failed
+    /// before a provider error existed.
+    pub(crate) fn failed_decision(self, kind: crate::result::DecisionFailureKind) {
+        self.ended_in(&snake_case(&format!("{kind:?}")));
+    }
+
     /// Records a request cut short by the call's time budget.
     pub(crate) fn out_of_time(self) {
         self.ended_in("time_budget");
@@ -596,7 +631,7 @@ fn error_type(error: &ProviderError) -> String {
     snake_case(&format!("{:?}", error.kind()))
 }
 
-/// A kind's `Debug` name (`RateLimited`) in snake case (`rate_limited`).
+/// A variant name in snake case (`RateLimited` -> `rate_limited`).
 fn snake_case(kind: &str) -> String {
     let mut snake = String::with_capacity(kind.len() + 4);
     for (i, c) in kind.chars().enumerate() {
