@@ -86,7 +86,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::provider::batch::{BatchLimits, BatchProvider};
-pub use job::{BatchCancel, BatchJob};
+pub use job::{BatchCancel, BatchJob, BatchStop};
 
 use crate::client::IntentClient;
 use crate::input::{InputError, PreparedInput, prepare_input};
@@ -278,6 +278,9 @@ pub struct BatchProgress {
     pub failed: usize,
     /// Provider batches created for the job so far (by earlier runs too).
     pub batches: usize,
+    /// Requests sent again because the job's directory lost their stored results and the
+    /// provider no longer had them (billed again); each such item says so in its issues.
+    pub resubmitted: usize,
 }
 
 impl BatchProgress {
@@ -313,21 +316,34 @@ pub enum BatchError {
         /// What went wrong.
         message: String,
     },
-    /// The state directory holds another job.
+    /// The directory holds another job: another number of items or another provider, or
+    /// an item whose request differs from the one the directory stored for it (another
+    /// input, instructions, model or settings). Nothing was sent, and nothing stored was
+    /// handed out.
     #[error(
-        "{dir} holds another batch job ({found}, not {expected}); resume with the same items and provider, or use a new directory"
+        "{dir} holds another batch job: {difference}; to resume that job, run it with the same items, in the same order, and the same provider; to run these items, give the job a new directory"
     )]
     OtherJob {
         /// The directory.
         dir: PathBuf,
-        /// What it holds.
-        found: String,
-        /// What this job is.
-        expected: String,
+        /// How it differs from this job: the first differing item (by index, counted
+        /// from 0) and what differs in its request.
+        difference: String,
     },
-    /// A resumed job's request differs from the one its directory submitted.
-    #[error("{0}")]
-    ChangedInputs(String),
+    /// The job was stopped ([`BatchStop::stop`]) before every item finished. Its provider
+    /// batches go on, and its directory keeps everything: run the same job with it again
+    /// to resume.
+    #[error(
+        "the batch job was stopped with {finished} of {items} items finished; its provider batches go on: run the same job with {dir} again to resume it"
+    )]
+    Stopped {
+        /// The job's directory.
+        dir: PathBuf,
+        /// Items finished when it stopped.
+        finished: usize,
+        /// Items in the job.
+        items: usize,
+    },
     /// The provider's batch API failed in a way retrying cannot help (an invalid key, a
     /// batch that disappeared); the directory keeps the job for a later resume.
     #[error("the batch API failed: {0}")]
