@@ -302,7 +302,14 @@ impl Router {
         // another job's replies.
         if let Some((stored, outcome)) = shared.replay.remove(&(item, k)) {
             return Step::Answered(match stored.difference(&fingerprint) {
-                None => outcome,
+                // A request the job's cancellation left unanswered says why, in this
+                // run's words (a resumed canceled job says how to start afresh).
+                None => match (&shared.canceled, outcome) {
+                    (Some(reason), Err(error)) if error.kind() == ProviderErrorKind::Canceled => {
+                        Err(canceled_error(self.api.name(), reason))
+                    }
+                    (_, outcome) => outcome,
+                },
                 Some(what) => {
                     shared.note_mismatch(item, k, item_difference(item, k, what));
                     Err(other_job_error(self.api.name()))

@@ -704,6 +704,46 @@ mod tests {
     }
 
     #[test]
+    fn a_fingerprint_names_the_first_part_that_differs() {
+        use crate::provider::{Message, ProviderRequest};
+        let request = ProviderRequest::text("Count the words", "words: a b");
+        let same = Fingerprint::of(&request.clone());
+        assert_eq!(Fingerprint::of(&request).difference(&same), None);
+        let differs = |change: fn(&mut ProviderRequest)| {
+            let mut changed = request.clone();
+            change(&mut changed);
+            Fingerprint::of(&request).difference(&Fingerprint::of(&changed))
+        };
+        assert_eq!(differs(|r| r.model = Some("other".into())), Some(PARTS[0]));
+        assert_eq!(differs(|r| r.system.push('!')), Some(PARTS[1]));
+        assert_eq!(
+            differs(|r| r.messages.push(Message::user("again"))),
+            Some(PARTS[2])
+        );
+        assert_eq!(differs(|r| r.temperature = Some(0.5)), Some(PARTS[3]));
+        assert_eq!(differs(|r| r.top_logprobs = Some(5)), Some(PARTS[3]));
+        assert_eq!(
+            differs(|r| r.schema = Some(std::sync::Arc::new(serde_json::json!({"type": "object"})))),
+            Some(PARTS[3])
+        );
+        // Both the model and the input differ: the model is named.
+        assert_eq!(
+            differs(|r| {
+                r.model = Some("other".into());
+                r.system.clear();
+            }),
+            Some(PARTS[0])
+        );
+        assert_eq!(
+            item_difference(3, 1, PARTS[2]),
+            format!(
+                "item 3's request 2 (a retry) is not the one stored for it: it differs in {}",
+                PARTS[2]
+            )
+        );
+    }
+
+    #[test]
     fn outcomes_round_trip() {
         let reply: Outcome = Ok(ProviderReply {
             text: "{\"value\": 1}".into(),
