@@ -1148,3 +1148,153 @@ async fn anthropic_stopped_job_leaves_its_batch_running_and_resumes() {
     let client = anthropic_client(&fake);
     stop_and_resume(fake, client, release, "anthropic-stop").await;
 }
+
+mod decision_companions {
+    use std::sync::Arc;
+
+    use intent_rs::batch::BatchOptions;
+    use intent_rs::decision::ProbabilitySource;
+    use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+    use intent_rs::{
+        Binary, Choice, DecisionEnum, DecisionError, IntentClient, IssueSource, intents,
+    };
+    use serde_json::Value;
+
+    use super::batch_support::{self, Behaviour, last_user, openai_client};
+    use super::{Duration, dir, options};
+
+    #[derive(Debug, Clone, Copy, PartialEq, DecisionEnum)]
+    pub enum Team {
+        /// Payments, invoices and refunds.
+        Billing,
+        /// Anything that does not work.
+        Support,
+    }
+
+    #[intents]
+    pub trait Triage {
+        #[intent("Is the ticket urgent?")]
+        async fn urgent(&self, ticket: &str) -> Result<Binary, DecisionError>;
+
+        #[intent("Which team should take the ticket?")]
+        async fn team(&self, ticket: &str, customer: &str) -> Result<Choice<Team>, DecisionError>;
+    }
+
+    /// Log-probability questions are ordinary Chat Completions requests: they go through
+    /// OpenAI's Batch API, their answers are read from the batch's output, and a rerun
+    /// reads them back from the directory (log-probabilities included).
+    #[tokio::test]
+    async fn decision_companions_ask_log_probability_questions_through_openais_batch_api() {
+        let answer: batch_support::Answer = Arc::new(|body: &Value| {
+            Ok(if last_user(body).contains("server down") {
+                "yes=0.9,no=0.1".to_owned()
+            } else {
+                "no=0.8,yes=0.2".to_owned()
+            })
+        });
+        let fake = batch_support::openai(answer, Behaviour::default()).await;
+        let client = openai_client(&fake);
+        let triage = TriageClient::new(client.clone());
+        let dir = dir("decision-companions-openai");
+        let items = || {
+            ["the server down since noon", "a typo in the docs"]
+                .map(|t| triage.urgent_batch_item(t))
+        };
+        let results = client.batch(items(), options(&dir)).run().await.unwrap();
+        let urgent: Vec<f64> = results
+            .iter()
+            .map(|result| result.value.as_ref().unwrap().probability)
+            .collect();
+        assert!(
+            (urgent[0] - 0.9).abs() < 1e-9 && (urgent[1] - 0.2).abs() < 1e-9,
+            "{urgent:?}"
+        );
+        assert_eq!(
+            results[0].value.as_ref().unwrap().source,
+            ProbabilitySource::LogProbabilities
+        );
+        assert_eq!(results[0].usage.input_tokens, 20);
+        // One batch of two one-token log-probability requests; nothing live.
+        assert_eq!(fake.state().batches.len(), 1);
+        assert!(fake.state().live.is_empty());
+        for body in fake.bodies(0) {
+            assert_eq!(body["logprobs"], true);
+            assert_eq!(body["top_logprobs"], 20);
+            assert_eq!(
+                body["max_completion_tokens"]
+                    .as_u64()
+                    .or(body["max_tokens"].as_u64()),
+                Some(1),
+                "{body}"
+            );
+        }
+        // The same requests a live call of the method sends.
+        let live = triage.urgent("the server down since noon").await.unwrap();
+        assert!((live.probability - 0.9).abs() < 1e-9);
+        let sent = fake.bodies(0)[0].clone();
+        assert_eq!(fake.state().live[0], sent);
+        // Read back from the directory, log-probabilities and all: nothing is sent.
+        let again = client.batch(items(), options(&dir)).run().await.unwrap();
+        assert_eq!(
+            again
+                .iter()
+                .map(|r| r.value.as_ref().unwrap().probability)
+                .collect::<Vec<_>>(),
+            urgent
+        );
+        assert_eq!(fake.state().batches.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A provider without log-probabilities gets a stated-probability question, verified
+    /// as an intent's reply; a failed decision is its item's issue, never the state.
+    #[tokio::test]
+    async fn decision_companions_run_through_the_scripted_batch_api_with_stated_answers() {
+        let model = ScriptedProvider::from_fn(|request, _| {
+            // The options' descriptions are in every question: the state tells them apart.
+            ScriptedReply::text(if request.user().contains("double charge") {
+                r#"{"value": {"team": {"probabilities": {"Billing": 0.8, "Support": 0.2}, "selected": "Billing"}}}"#
+            } else {
+                "not an answer"
+            })
+        });
+        let client = IntentClient::builder()
+            .provider(model.clone())
+            .build()
+            .unwrap();
+        let triage = TriageClient::new(client.clone());
+        let dir = dir("decision-companions-scripted");
+        let items = [
+            triage.team_batch_item("a double charge", "Ann"),
+            triage.team_batch_item("SECRET-STATE the app crashes", "Bob"),
+        ];
+        let results = client
+            .batch(
+                items,
+                BatchOptions::new(&dir).poll_interval(Duration::from_millis(1)),
+            )
+            .run()
+            .await
+            .unwrap();
+        let chosen = results[0].value.as_ref().unwrap();
+        assert_eq!(chosen.selected, Team::Billing);
+        assert_eq!(chosen.source, ProbabilitySource::Stated);
+        assert!(
+            results[1].value.is_none(),
+            "{:?} {:?}",
+            results[1].value,
+            model.requests()
+        );
+        let issue = &results[1].issues[0];
+        assert_eq!(issue.source, IssueSource::Verification, "{issue:?}");
+        assert!(!issue.message.contains("SECRET-STATE"), "{}", issue.message);
+        // Each question went out with the method's state, as a live call sends it.
+        let live = triage.team("a double charge", "Ann").await.unwrap();
+        assert_eq!(live.selected, Team::Billing);
+        let requests = model.requests();
+        assert_eq!(requests.len(), 3);
+        assert!(requests[..2].contains(&requests[2]));
+        assert!(requests[2].user().contains(r#""customer":"Ann""#));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -245,6 +245,24 @@ struct OpenAiFake {
     base: String,
 }
 
+/// The completion of a request: when it asks for log-probabilities, `text` is written
+/// `token=probability,token=probability` (most likely first): the reply is the first
+/// token, with those alternatives.
+fn completion_for(body: &Value, text: &str) -> Value {
+    let mut reply = completion(text);
+    if body["logprobs"] == true {
+        let top: Vec<Value> = text
+            .split(',')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(token, p)| json!({"token": token, "logprob": p.parse::<f64>().unwrap().ln(), "bytes": null}))
+            .collect();
+        let first = top[0].clone();
+        reply["choices"][0]["message"]["content"] = first["token"].clone();
+        reply["choices"][0]["logprobs"] = json!({"content": [{"token": first["token"], "logprob": first["logprob"], "bytes": null, "top_logprobs": top}]});
+    }
+    reply
+}
+
 fn completion(text: &str) -> Value {
     json!({
         "id": "chatcmpl-b", "object": "chat.completion", "model": "gpt-test-2025",
@@ -272,7 +290,7 @@ impl OpenAiFake {
             }
             match (self.answer)(&line["body"]) {
                 Ok(text) => output.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
-                    "response": {"status_code": 200, "request_id": format!("req_{index}"), "body": completion(&text)},
+                    "response": {"status_code": 200, "request_id": format!("req_{index}"), "body": completion_for(&line["body"], &text)},
                     "error": null})),
                 Err((0, message)) => errors.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
                     "response": null, "error": {"code": "invalid_request", "message": message}})),
@@ -332,8 +350,9 @@ impl Respond for OpenAiFake {
             ("POST", "/chat/completions") => {
                 let body: Value = serde_json::from_slice(&request.body).unwrap();
                 let text = (self.answer)(&body).unwrap_or_default();
+                let reply = completion_for(&body, &text);
                 state.live.push(body);
-                ResponseTemplate::new(200).set_body_json(completion(&text))
+                ResponseTemplate::new(200).set_body_json(reply)
             }
             ("POST", "/files") => {
                 let body = String::from_utf8_lossy(&request.body);
