@@ -598,6 +598,33 @@ mod tests {
     }
 
     #[test]
+    fn decision_methods_have_batch_companions_and_streams_have_none() {
+        let text = expand(
+            r#"
+            trait Triage {
+                #[intent("Which team?")]
+                async fn team(&self, ticket: &str) -> Result<Choice<Team>, DecisionError>;
+                #[intent("Is it done?")]
+                async fn done(&self, ticket: &str) -> Result<Binary, DecisionError>;
+                #[intent("Summarize")]
+                fn summary(&self, ticket: &str) -> IntentStream<String>;
+            }
+            "#,
+        )
+        .to_string();
+        assert!(
+            text.contains("fn team_batch_item (& self , ticket : & str) -> :: intent_rs :: batch :: BatchItem < Choice < Team > >"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#":: intent_rs :: __private :: choice_batch_item :: < Team > ("team" , "Which team?" , __intent_state , :: core :: option :: Option :: None)"#),
+            "{text}"
+        );
+        assert!(text.contains(":: intent_rs :: __private :: binary_batch_item (\"done\""), "{text}");
+        assert!(!text.contains("summary_batch_item"), "{text}");
+    }
+
+    #[test]
     fn a_method_named_like_a_batch_companion_is_refused() {
         let item: ItemTrait = syn::parse_str(
             r#"trait Docs {
