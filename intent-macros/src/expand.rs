@@ -129,11 +129,10 @@ fn batch_item(
     let target = method.output.target;
     let body = match method.output.kind {
         TargetKind::Decision(kind) => {
-            let (state, check, function, args) =
-                decision_call(method, kind, DecisionCall::BatchItem);
+            // The options' enum is checked once, in the method itself.
+            let (state, _, function, args) = decision_call(method, kind, DecisionCall::BatchItem);
             quote! {
                 let __intent_state = #state;
-                #check
                 ::intent_rs::__private::#function(#args)
             }
         }
@@ -620,7 +619,10 @@ mod tests {
             text.contains(r#":: intent_rs :: __private :: choice_batch_item :: < Team > ("team" , "Which team?" , __intent_state , :: core :: option :: Option :: None)"#),
             "{text}"
         );
-        assert!(text.contains(":: intent_rs :: __private :: binary_batch_item (\"done\""), "{text}");
+        assert!(
+            text.contains(":: intent_rs :: __private :: binary_batch_item (\"done\""),
+            "{text}"
+        );
         assert!(!text.contains("summary_batch_item"), "{text}");
     }
 

@@ -88,6 +88,25 @@ fn values(results: &[AIResult<i64>]) -> Vec<Option<i64>> {
     results.iter().map(|result| result.value).collect()
 }
 
+/// A loopback OpenAI (or Anthropic) whose batches stay in progress until the flag is
+/// set, and a client of it.
+async fn held(anthropic: bool) -> (Fake, IntentClient, Arc<AtomicBool>) {
+    let release = Arc::new(AtomicBool::new(false));
+    let behaviour = Behaviour {
+        hold: Some(release.clone()),
+        ..Behaviour::default()
+    };
+    if anthropic {
+        let fake = batch_support::anthropic(answer(), behaviour).await;
+        let client = anthropic_client(&fake);
+        (fake, client, release)
+    } else {
+        let fake = batch_support::openai(answer(), behaviour).await;
+        let client = openai_client(&fake);
+        (fake, client, release)
+    }
+}
+
 #[tokio::test]
 async fn openai_lifecycle_maps_out_of_order_results_back_with_a_live_calls_record() {
     let fake = batch_support::openai(
@@ -342,31 +361,13 @@ async fn resume_after_stop(fake: Fake, client: IntentClient, release: Arc<Atomic
 
 #[tokio::test]
 async fn openai_job_resumes_after_a_stop_between_submission_and_completion() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::openai(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = openai_client(&fake);
+    let (fake, client, release) = held(false).await;
     resume_after_stop(fake, client, release, "openai-resume").await;
 }
 
 #[tokio::test]
 async fn anthropic_job_resumes_after_a_stop_between_submission_and_completion() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::anthropic(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = anthropic_client(&fake);
+    let (fake, client, release) = held(true).await;
     resume_after_stop(fake, client, release, "anthropic-resume").await;
 }
 
@@ -897,16 +898,7 @@ async fn anthropic_directory_reused_for_other_inputs_is_refused_naming_the_first
 
 #[tokio::test]
 async fn a_request_in_flight_that_differs_from_the_one_submitted_is_refused() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::openai(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = openai_client(&fake);
+    let (fake, client, release) = held(false).await;
     let dir = dir("openai-inflight-other");
     let job = client.batch(items(&[" a", " b"]), options(&dir));
     let stop = job.stop_handle();
@@ -1121,31 +1113,13 @@ async fn stop_and_resume(fake: Fake, client: IntentClient, release: Arc<AtomicBo
 
 #[tokio::test]
 async fn openai_stopped_job_leaves_its_batch_running_and_resumes() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::openai(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = openai_client(&fake);
+    let (fake, client, release) = held(false).await;
     stop_and_resume(fake, client, release, "openai-stop").await;
 }
 
 #[tokio::test]
 async fn anthropic_stopped_job_leaves_its_batch_running_and_resumes() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::anthropic(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = anthropic_client(&fake);
+    let (fake, client, release) = held(true).await;
     stop_and_resume(fake, client, release, "anthropic-stop").await;
 }
 

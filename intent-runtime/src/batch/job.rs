@@ -480,7 +480,7 @@ async fn reread(
         }
     };
     if let Some((handles, missing)) = ended {
-        let mut writer = state.results_rewriter(cut.seq)?;
+        let mut writer = state.results_writer(cut.seq)?;
         let read = read_ended(
             api,
             &cut.batch_id,

@@ -420,25 +420,22 @@ impl JobState {
         self.save()
     }
 
-    /// A writer of submission `seq`'s results, committed by [`JobState::collected`].
+    /// A writer of submission `seq`'s results, committed by [`JobState::collected`]. The
+    /// lines its file already holds whole come first: a submission whose file lost lines
+    /// is written again with the lost ones added, never with fewer than it had.
     pub(crate) fn results_writer(&self, seq: u64) -> Result<ResultsWriter, BatchError> {
         let path = results_path(&self.dir, seq);
+        let kept = read_results(&path)?;
         let temporary = temporary_path(&path);
         let file = File::create(&temporary).map_err(|error| io_error(&temporary, error))?;
-        Ok(ResultsWriter {
+        let mut writer = ResultsWriter {
             seq,
             path,
             temporary,
             out: BufWriter::new(file),
             error: None,
-        })
-    }
-
-    /// A writer of the results of submission `seq` that its file lost: the lines the file
-    /// still holds whole come first, so that the file ends up complete.
-    pub(crate) fn results_rewriter(&self, seq: u64) -> Result<ResultsWriter, BatchError> {
-        let mut writer = self.results_writer(seq)?;
-        for (&(item, k), outcome) in &read_results(&results_path(&self.dir, seq))? {
+        };
+        for (&(item, k), outcome) in &kept {
             writer.write(item, k, outcome);
         }
         Ok(writer)
