@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
-use super::router::{Queued, Routed, Router, Taken, as_item};
+use super::router::{Earlier, Queued, Routed, Router, Taken, as_item};
 use super::state::{Fingerprint, Inflight, JobState, RequestRef, Unconfirmed};
 use super::verdicts::RecordedJudge;
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
@@ -241,9 +241,11 @@ impl<T: Send + 'static> BatchJob<T> {
             options.live_from_attempt,
             count,
             &options.dir,
-            replay,
-            pending,
-            resend,
+            Earlier {
+                replay,
+                pending,
+                resend,
+            },
         ));
         // The judge's verdicts are kept with the job, so that a resumed item is not
         // judged again.

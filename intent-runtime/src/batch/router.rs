@@ -82,6 +82,18 @@ struct Shared {
     failed: usize,
 }
 
+/// What earlier runs of a job left for this one.
+#[derive(Debug, Default)]
+pub(crate) struct Earlier {
+    /// Stored outcomes, by (item, request number), each with the fingerprint of the
+    /// request it answers.
+    pub replay: HashMap<(u32, u32), (Fingerprint, Outcome)>,
+    /// Requests in provider batches that have not ended, with their fingerprints.
+    pub pending: HashMap<(u32, u32), Fingerprint>,
+    /// Requests whose stored results were lost and that the provider no longer has.
+    pub resend: HashSet<(u32, u32)>,
+}
+
 /// Counts for progress reports.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Counts {
@@ -113,19 +125,21 @@ fn canceled_error(provider: &str, reason: &str) -> ProviderError {
 }
 
 impl Router {
-    /// A router for `items` items, queuing requests in files in `dir`; `replay` and
-    /// `pending` are what an earlier run left, `resend` the requests whose results it
-    /// lost for good.
+    /// A router for `items` items, queuing requests in files in `dir`, starting from what
+    /// `earlier` runs left.
     pub(crate) fn new(
         api: Arc<dyn BatchApi>,
         live: Arc<dyn Provider>,
         live_from: Option<u32>,
         items: usize,
         dir: &Path,
-        replay: HashMap<(u32, u32), (Fingerprint, Outcome)>,
-        pending: HashMap<(u32, u32), Fingerprint>,
-        resend: HashSet<(u32, u32)>,
+        earlier: Earlier,
     ) -> Self {
+        let Earlier {
+            replay,
+            pending,
+            resend,
+        } = earlier;
         let shared = Shared {
             calls: vec![0; items],
             replay,

@@ -296,9 +296,7 @@ mod tests {
             None,
             2,
             dir,
-            HashMap::new(),
-            HashMap::new(),
-            std::collections::HashSet::new(),
+            crate::batch::router::Earlier::default(),
         ))
     }
 
