@@ -5,14 +5,16 @@
 //! for one review is not a member of the enum, so you can see the follow-up batch that
 //! retries it. With `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` set, the job goes through
 //! OpenAI's Batch API or Anthropic's Message Batches (half the price; answers within 24
-//! hours: stop the program whenever you like and run it again to resume). The state
-//! directory is `BATCH_DIR`, or `intent-batch-example` in the temporary directory.
+//! hours: press Ctrl-C whenever you like, which stops the job without canceling the
+//! provider's batches, and run the program again to resume). The state directory is
+//! `BATCH_DIR`, or `intent-batch-example-<provider>` in the temporary directory: one per
+//! provider, so that an offline run first and a real one next do not share a job.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use intent_examples::{choose_provider, print_attempts};
-use intent_rs::batch::{BatchOptions, BatchProgress};
+use intent_rs::batch::{BatchError, BatchOptions, BatchProgress};
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{IntentClient, IntentError, StrictCompatible, intents};
 use schemars::JsonSchema;
@@ -85,12 +87,15 @@ fn show(progress: &BatchProgress) {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
+    let provider = chosen.provider.name().to_owned();
     let client = IntentClient::builder()
         .shared_provider(chosen.provider)
         .build()?;
     let reviews = ReviewsClient::new(client.clone());
+    // A directory holds one job: the provider is part of the default one's name, so
+    // the scripted job of an offline run is never the one a real provider resumes.
     let dir = std::env::var_os("BATCH_DIR").map_or_else(
-        || std::env::temp_dir().join("intent-batch-example"),
+        || std::env::temp_dir().join(format!("intent-batch-example-{provider}")),
         Into::into,
     );
     let mut options = BatchOptions::new(&dir);
@@ -106,14 +111,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|review| reviews.sentiment_batch_item(review));
     let job = client.batch(items, options).on_progress(show);
-    let cancel = job.cancel_handle();
-    // Ctrl-C cancels the provider's batches and reports what was answered.
+    let stop = job.stop_handle();
+    // Ctrl-C stops the job and leaves the provider's batches running: the next run
+    // resumes it. (`job.cancel_handle()` would cancel them instead.)
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
+            stop.stop();
         }
     });
-    let results = job.run().await?;
+    let results = match job.run().await {
+        Ok(results) => results,
+        Err(stopped @ BatchError::Stopped { .. }) => {
+            println!("\n{stopped}");
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    };
     println!();
 
     for (review, result) in REVIEWS.iter().zip(&results) {

@@ -127,21 +127,34 @@ fn batch_item(
         quote!(#name: #ty)
     });
     let target = method.output.target;
-    let strict_check = (method.output.kind == TargetKind::Typed
-        && method.intent.json_mode.is_none())
-    .then(|| quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();));
-    let options = options(method);
-    let input = input(&method.inputs);
-    let text = &method.intent.text;
-    let item = match method.output.kind {
-        TargetKind::Text | TargetKind::Typed => {
-            quote!(::intent_rs::__private::batch_item(__intent_input, #text, __intent_options))
+    let body = match method.output.kind {
+        TargetKind::Decision(kind) => {
+            // The options' enum is checked once, in the method itself.
+            let (state, _, function, args) = decision_call(method, kind, DecisionCall::BatchItem);
+            quote! {
+                let __intent_state = #state;
+                ::intent_rs::__private::#function(#args)
+            }
         }
-        TargetKind::Value => {
-            let schema = runtime_schema(method);
-            quote!(::intent_rs::__private::batch_value_item(__intent_input, #text, #schema, __intent_options))
+        kind => {
+            let strict_check = (kind == TargetKind::Typed && method.intent.json_mode.is_none())
+                .then(|| quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();));
+            let options = options(method);
+            let input = input(&method.inputs);
+            let text = &method.intent.text;
+            let item = if kind == TargetKind::Value {
+                let schema = runtime_schema(method);
+                quote!(::intent_rs::__private::batch_value_item(__intent_input, #text, #schema, __intent_options))
+            } else {
+                quote!(::intent_rs::__private::batch_item(__intent_input, #text, __intent_options))
+            };
+            quote! {
+                #strict_check
+                let __intent_input = #input;
+                let __intent_options = #options;
+                #item
+            }
         }
-        TargetKind::Decision(_) => return TokenStream::new(),
     };
     let doc = format!(
         " [`{0}`](Self::{0})'s call as an item of a batch job ([`IntentClient::batch`](::intent_rs::IntentClient::batch)): the same request and checks, sent through the provider's batch API.",
@@ -150,10 +163,7 @@ fn batch_item(
     quote! {
         #[doc = #doc]
         #vis fn #name #generics (&self, #(#params),*) -> ::intent_rs::batch::BatchItem<#target> #where_clause {
-            #strict_check
-            let __intent_input = #input;
-            let __intent_options = #options;
-            #item
+            #body
         }
     }
 }
@@ -275,6 +285,37 @@ fn stream_method(
 fn decision_method(method: &IntentMethod<'_>, kind: DecisionKind) -> TokenStream {
     let kept: &[Attribute] = &method.attrs.kept;
     let sig = send_signature(&method.item.sig);
+    let (state, check, function, args) = decision_call(method, kind, DecisionCall::Method);
+    quote! {
+        #(#kept)*
+        #[allow(clippy::manual_async_fn)]
+        #sig {
+            async move {
+                let __intent_state = #state;
+                #check
+                ::intent_rs::__private::#function(&self.client, #args).await
+            }
+        }
+    }
+}
+
+/// Where a decision question is asked from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DecisionCall {
+    /// The method itself: `decide_<kind>`.
+    Method,
+    /// Its batch companion: `<kind>_batch_item`.
+    BatchItem,
+}
+
+/// The parts of a decision method's call of its `__private` function: the state
+/// expression (bound to `__intent_state`), the check of the options' enum, the function
+/// (with the enum as its type argument), and the arguments after the client.
+fn decision_call(
+    method: &IntentMethod<'_>,
+    kind: DecisionKind,
+    call: DecisionCall,
+) -> (TokenStream, TokenStream, TokenStream, TokenStream) {
     let id = method.item.sig.ident.to_string();
     let question = &method.intent.text;
     let model = match &method.intent.model {
@@ -286,29 +327,28 @@ fn decision_method(method: &IntentMethod<'_>, kind: DecisionKind) -> TokenStream
         quote!(::intent_rs::__private::state),
         quote!(::intent_rs::__private::named_state),
     );
-    let call = match (kind, model::options_type(method.output.target)) {
-        (DecisionKind::Choice, Some(options)) => {
-            let check = quote_spanned!(options.span()=> ::intent_rs::__private::assert_decision_enum::<#options>(););
-            quote!(#check ::intent_rs::__private::decide_choice::<#options>(&self.client, #id, #question, __intent_state, #model).await)
-        }
-        (DecisionKind::Score, Some(options)) => {
-            let check = quote_spanned!(options.span()=> ::intent_rs::__private::assert_decision_enum::<#options>(););
-            quote!(#check ::intent_rs::__private::decide_score::<#options>(&self.client, #id, #question, __intent_state, #model).await)
-        }
-        _ => {
-            quote!(::intent_rs::__private::decide_binary(&self.client, #id, #question, __intent_state, #model).await)
-        }
+    let name = match (kind, call) {
+        (DecisionKind::Binary, DecisionCall::Method) => "decide_binary",
+        (DecisionKind::Choice, DecisionCall::Method) => "decide_choice",
+        (DecisionKind::Score, DecisionCall::Method) => "decide_score",
+        (DecisionKind::Binary, DecisionCall::BatchItem) => "binary_batch_item",
+        (DecisionKind::Choice, DecisionCall::BatchItem) => "choice_batch_item",
+        (DecisionKind::Score, DecisionCall::BatchItem) => "score_batch_item",
     };
-    quote! {
-        #(#kept)*
-        #[allow(clippy::manual_async_fn)]
-        #sig {
-            async move {
-                let __intent_state = #state;
-                #call
-            }
-        }
-    }
+    let name = format_ident!("{name}");
+    let (check, function) = match (kind, model::options_type(method.output.target)) {
+        (DecisionKind::Choice | DecisionKind::Score, Some(options)) => (
+            quote_spanned!(options.span()=> ::intent_rs::__private::assert_decision_enum::<#options>();),
+            quote!(#name::<#options>),
+        ),
+        _ => (TokenStream::new(), quote!(#name)),
+    };
+    (
+        state,
+        check,
+        function,
+        quote!(#id, #question, __intent_state, #model),
+    )
 }
 
 /// The `IntentOptions` builder chain for the method's attributes.
@@ -554,6 +594,36 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("fn summary_batch_item"), "{text}");
+    }
+
+    #[test]
+    fn decision_methods_have_batch_companions_and_streams_have_none() {
+        let text = expand(
+            r#"
+            trait Triage {
+                #[intent("Which team?")]
+                async fn team(&self, ticket: &str) -> Result<Choice<Team>, DecisionError>;
+                #[intent("Is it done?")]
+                async fn done(&self, ticket: &str) -> Result<Binary, DecisionError>;
+                #[intent("Summarize")]
+                fn summary(&self, ticket: &str) -> IntentStream<String>;
+            }
+            "#,
+        )
+        .to_string();
+        assert!(
+            text.contains("fn team_batch_item (& self , ticket : & str) -> :: intent_rs :: batch :: BatchItem < Choice < Team > >"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#":: intent_rs :: __private :: choice_batch_item :: < Team > ("team" , "Which team?" , __intent_state , :: core :: option :: Option :: None)"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(":: intent_rs :: __private :: binary_batch_item (\"done\""),
+            "{text}"
+        );
+        assert!(!text.contains("summary_batch_item"), "{text}");
     }
 
     #[test]

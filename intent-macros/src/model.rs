@@ -77,14 +77,11 @@ pub(crate) fn batch_item_name(method: &Ident) -> Ident {
     quote::format_ident!("{}_batch_item", method)
 }
 
-/// Whether a method has a batch companion: a call answered once (not a stream), by an
-/// intent (not a decision question).
+/// Whether a method has a batch companion: a call answered once, an intent's or a
+/// decision question's. A stream has none: a batch answers whole replies, hours later,
+/// so there is nothing to stream.
 pub(crate) fn batchable(method: &IntentMethod<'_>) -> bool {
     method.output.wrapper != Wrapper::Stream
-        && matches!(
-            method.output.kind,
-            TargetKind::Text | TargetKind::Typed | TargetKind::Value
-        )
 }
 
 const RETURN_HELP: &str = "an intent method returns `Result<T, IntentError>` or `AIResult<T>` from an `async fn`, or `IntentStream<T>` from a plain `fn` (written with these names: type aliases cannot be seen by the macro)";

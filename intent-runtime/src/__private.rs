@@ -14,8 +14,8 @@ use crate::batch::BatchItem;
 use crate::client::IntentClient;
 use crate::decision::typed::{options, to_state, variant, variants};
 use crate::decision::{
-    Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError, DecisionQuestion,
-    DecisionRequest, DecisionResponse, Score, ScoreQuestion,
+    Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError,
+    DecisionFailureKind, DecisionQuestion, DecisionRequest, DecisionResponse, Score, ScoreQuestion,
 };
 use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
@@ -199,13 +199,9 @@ pub async fn decide_binary(
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Binary, DecisionError> {
-    let asked = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
-    let response = ask::<Binary>(client, id, state, asked, model).await?;
-    let answer = response.binary(id).ok_or_else(|| missing(id))?;
-    Ok(Binary {
-        probability: answer.probability(),
-        source: response.source(),
-    })
+    binary(client, id, question, state, model)
+        .await
+        .map(|(answer, _)| answer)
 }
 
 /// A choice among `E`'s variants.
@@ -216,19 +212,9 @@ pub async fn decide_choice<E: DecisionEnum>(
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Choice<E>, DecisionError> {
-    let asked = ChoiceQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
-    let response = ask::<Choice<E>>(client, id, state, asked, model).await?;
-    let answer = response.choice(id).ok_or_else(|| missing(id))?;
-    let selected = answer
-        .probabilities()
-        .iter()
-        .position(|(name, _)| name == answer.selected())
-        .ok_or_else(|| missing(id))?;
-    Ok(Choice {
-        probabilities: variants(answer.probabilities())?,
-        selected: variant(selected)?,
-        source: response.source(),
-    })
+    choice(client, id, question, state, model)
+        .await
+        .map(|(answer, _)| answer)
 }
 
 /// A level among `E`'s variants, lowest first.
@@ -239,14 +225,141 @@ pub async fn decide_score<E: DecisionEnum>(
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Score<E>, DecisionError> {
+    score(client, id, question, state, model)
+        .await
+        .map(|(answer, _)| answer)
+}
+
+/// A typed answer, and the tokens the response that carried it used.
+type Decided<T> = Result<(T, Usage), DecisionError>;
+
+async fn binary(
+    client: &IntentClient,
+    id: &str,
+    question: &str,
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+) -> Decided<Binary> {
+    let asked = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
+    let response = ask::<Binary>(client, id, state, asked, model).await?;
+    let answer = response.binary(id).ok_or_else(|| missing(id))?;
+    let binary = Binary {
+        probability: answer.probability(),
+        source: response.source(),
+    };
+    Ok((binary, response.usage()))
+}
+
+async fn choice<E: DecisionEnum>(
+    client: &IntentClient,
+    id: &str,
+    question: &str,
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+) -> Decided<Choice<E>> {
+    let asked = ChoiceQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
+    let response = ask::<Choice<E>>(client, id, state, asked, model).await?;
+    let answer = response.choice(id).ok_or_else(|| missing(id))?;
+    let selected = answer
+        .probabilities()
+        .iter()
+        .position(|(name, _)| name == answer.selected())
+        .ok_or_else(|| missing(id))?;
+    let choice = Choice {
+        probabilities: variants(answer.probabilities())?,
+        selected: variant(selected)?,
+        source: response.source(),
+    };
+    Ok((choice, response.usage()))
+}
+
+async fn score<E: DecisionEnum>(
+    client: &IntentClient,
+    id: &str,
+    question: &str,
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+) -> Decided<Score<E>> {
     let asked = ScoreQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
     let response = ask::<Score<E>>(client, id, state, asked, model).await?;
     let answer = response.score(id).ok_or_else(|| missing(id))?;
-    Ok(Score {
+    let score = Score {
         probabilities: variants(answer.probabilities())?,
         most_likely: variant(answer.most_likely_index())?,
         expected: answer.expected(),
         source: response.source(),
+    };
+    Ok((score, response.usage()))
+}
+
+/// A yes/no decision method's batch item: the same question, asked through the job.
+pub fn binary_batch_item(
+    id: &'static str,
+    question: &'static str,
+    state: Result<Value, DecisionError>,
+    model: Option<&'static str>,
+) -> BatchItem<Binary> {
+    decision_item(move |client| async move { binary(&client, id, question, state, model).await })
+}
+
+/// A choice decision method's batch item.
+pub fn choice_batch_item<E: DecisionEnum + Send + 'static>(
+    id: &'static str,
+    question: &'static str,
+    state: Result<Value, DecisionError>,
+    model: Option<&'static str>,
+) -> BatchItem<Choice<E>> {
+    decision_item(move |client| async move { choice(&client, id, question, state, model).await })
+}
+
+/// A score decision method's batch item.
+pub fn score_batch_item<E: DecisionEnum + Send + 'static>(
+    id: &'static str,
+    question: &'static str,
+    state: Result<Value, DecisionError>,
+    model: Option<&'static str>,
+) -> BatchItem<Score<E>> {
+    decision_item(move |client| async move { score(&client, id, question, state, model).await })
+}
+
+/// A batch item that asks a decision question on the job's client: its result holds the
+/// typed answer and the tokens used, or the decision's error as its one issue (a
+/// decision is asked once, never retried).
+fn decision_item<T, F, Fut>(decide: F) -> BatchItem<T>
+where
+    T: Send + 'static,
+    F: FnOnce(IntentClient) -> Fut + Send + 'static,
+    Fut: Future<Output = Decided<T>> + Send + 'static,
+{
+    BatchItem::from_fn(move |client| {
+        Box::pin(async move {
+            let started = std::time::Instant::now();
+            let decided = decide(client).await;
+            let elapsed = started.elapsed();
+            match decided {
+                Ok((value, usage)) => AIResult {
+                    value: Some(value),
+                    issues: Vec::new(),
+                    attempts: Vec::new(),
+                    usage,
+                    elapsed,
+                },
+                Err(error) => {
+                    let source = match error.kind() {
+                        DecisionFailureKind::InvalidResponse => IssueSource::Verification,
+                        _ => IssueSource::Provider,
+                    };
+                    AIResult {
+                        value: None,
+                        // The error's message never holds the state (see `DecisionError`).
+                        issues: vec![ResultIssue::new(source, error.to_string(), 1)],
+                        attempts: Vec::new(),
+                        usage: Usage::default(),
+                        elapsed,
+                    }
+                }
+            }
+        })
     })
 }
 

@@ -963,6 +963,7 @@ impl IntentClientBuilder {
         if self.judge_mode == JudgeMode::Never && self.decision_gate.is_some() {
             return Err(BuildError::GateWithoutJudge);
         }
+        let decisions_from_provider = self.decisions.is_none();
         let decisions = self
             .decisions
             .unwrap_or_else(|| decision_client_for(provider.clone()));
@@ -983,6 +984,7 @@ impl IntentClientBuilder {
                 judge_model: self.judge_model,
                 judge_fail_closed: self.judge_fail_closed,
                 decisions,
+                decisions_from_provider,
                 decision_gate: self.decision_gate,
                 max_attempts: self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                 max_model_calls: self.max_model_calls,

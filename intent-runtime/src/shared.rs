@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cache::ResponseCache;
-use crate::decision::{DecisionClient, DecisionEvaluator};
+use crate::decision::{DecisionClient, DecisionEvaluator, decision_client_for};
 use crate::judge::{Judge, JudgeMode};
 use crate::limits::{RateLimiter, RetryPolicy};
 use crate::provider::Provider;
@@ -51,6 +51,10 @@ pub(crate) struct ClientInner {
     pub judge_fail_closed: bool,
     /// Answers decision questions (the DSL's `Binary`, `Choice`, `Score` methods).
     pub decisions: Arc<dyn DecisionClient>,
+    /// Whether `decisions` was made from `provider` (no decision client was given): a
+    /// batch job then makes its own from the job's provider, so that its decision items
+    /// go through the batch API.
+    pub decisions_from_provider: bool,
     /// Asked before the judge, when configured.
     pub decision_gate: Option<DecisionEvaluator>,
     pub max_attempts: u32,
@@ -81,7 +85,8 @@ pub(crate) struct ClientInner {
 
 impl ClientInner {
     /// The same configuration for the items of a batch job: requests go to `provider`
-    /// (the job's router) and judge calls to `judge` (the job's, which keeps verdicts),
+    /// (the job's router), decision questions too unless the client was given its own
+    /// decision client, and judge calls to `judge` (the job's, which keeps verdicts),
     /// with no rate limiter (the batch API has its own) and no per-call time budget;
     /// totals are the job's own.
     pub fn for_batch(
@@ -89,13 +94,19 @@ impl ClientInner {
         provider: Arc<dyn Provider>,
         judge: Option<Arc<dyn Judge>>,
     ) -> ClientInner {
+        let decisions = if self.decisions_from_provider {
+            decision_client_for(provider.clone())
+        } else {
+            self.decisions.clone()
+        };
         ClientInner {
             provider,
             judge,
             judge_mode: self.judge_mode,
             judge_model: self.judge_model.clone(),
             judge_fail_closed: self.judge_fail_closed,
-            decisions: self.decisions.clone(),
+            decisions,
+            decisions_from_provider: self.decisions_from_provider,
             decision_gate: self.decision_gate.clone(),
             max_attempts: self.max_attempts,
             max_model_calls: self.max_model_calls,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use batch_support::{
     Answer, Behaviour, Fake, KEY, anthropic_client, is_retry, last_user, openai_client,
 };
-use intent_rs::batch::{BatchItem, BatchLimits, BatchOptions, BatchProgress};
+use intent_rs::batch::{BatchError, BatchItem, BatchLimits, BatchOptions, BatchProgress};
 use intent_rs::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
 use intent_rs::provider::{OpenAi, Provider, ProviderError, ProviderReply};
 use intent_rs::result::JudgeRecord;
@@ -36,7 +36,7 @@ fn options(dir: &PathBuf) -> BatchOptions {
 }
 
 /// Counts the words after `words:` in the request; `retry` asks for a wrong first reply,
-/// `reject` for a per-item error.
+/// `reject` for a per-item error, `leak` for a per-item error line quoting the key.
 fn answer() -> Answer {
     Arc::new(|body: &Value| {
         let user = body["messages"]
@@ -54,6 +54,9 @@ fn answer() -> Answer {
             .map(|(_, rest)| rest.split(['\n', '"']).next().unwrap_or_default())
             .unwrap_or_default()
             .to_owned();
+        if line.contains("leak") {
+            return Err((0, format!("the request carried the key {KEY} in its body")));
+        }
         if line.contains("reject") {
             return Err((400, "this request is refused".to_owned()));
         }
@@ -83,6 +86,25 @@ fn items(texts: &[&str]) -> Vec<BatchItem<i64>> {
 
 fn values(results: &[AIResult<i64>]) -> Vec<Option<i64>> {
     results.iter().map(|result| result.value).collect()
+}
+
+/// A loopback OpenAI (or Anthropic) whose batches stay in progress until the flag is
+/// set, and a client of it.
+async fn held(anthropic: bool) -> (Fake, IntentClient, Arc<AtomicBool>) {
+    let release = Arc::new(AtomicBool::new(false));
+    let behaviour = Behaviour {
+        hold: Some(release.clone()),
+        ..Behaviour::default()
+    };
+    if anthropic {
+        let fake = batch_support::anthropic(answer(), behaviour).await;
+        let client = anthropic_client(&fake);
+        (fake, client, release)
+    } else {
+        let fake = batch_support::openai(answer(), behaviour).await;
+        let client = openai_client(&fake);
+        (fake, client, release)
+    }
 }
 
 #[tokio::test]
@@ -339,31 +361,13 @@ async fn resume_after_stop(fake: Fake, client: IntentClient, release: Arc<Atomic
 
 #[tokio::test]
 async fn openai_job_resumes_after_a_stop_between_submission_and_completion() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::openai(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = openai_client(&fake);
+    let (fake, client, release) = held(false).await;
     resume_after_stop(fake, client, release, "openai-resume").await;
 }
 
 #[tokio::test]
 async fn anthropic_job_resumes_after_a_stop_between_submission_and_completion() {
-    let release = Arc::new(AtomicBool::new(false));
-    let fake = batch_support::anthropic(
-        answer(),
-        Behaviour {
-            hold: Some(release.clone()),
-            ..Behaviour::default()
-        },
-    )
-    .await;
-    let client = anthropic_client(&fake);
+    let (fake, client, release) = held(true).await;
     resume_after_stop(fake, client, release, "anthropic-resume").await;
 }
 
@@ -588,6 +592,15 @@ async fn cancel_job(fake: Fake, client: IntentClient, name: &str) {
         .unwrap();
     assert_eq!(values(&again), [Some(1), None, None]);
     assert_eq!(fake.state().batches.len(), 1);
+    // ...and says that an earlier run canceled it, and how to start afresh.
+    for result in &again[1..] {
+        let message = &result.issues[0].message;
+        assert!(
+            message.contains("canceled in an earlier run")
+                && message.contains("give the job a new one"),
+            "{message}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -698,11 +711,14 @@ async fn a_job_past_its_time_limit_is_canceled() {
         .await
         .unwrap();
     assert_eq!(values(&results), [None, None]);
-    assert!(
-        results[0].issues[0].message.contains("canceled"),
-        "{:?}",
-        results[0].issues
-    );
+    // Every unfinished item says the time limit stopped it, not just "canceled".
+    for result in &results {
+        assert!(
+            result.issues[0].message.contains("time limit ran out"),
+            "{:?}",
+            result.issues
+        );
+    }
     assert_eq!(fake.state().canceled, ["batch_1"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -800,6 +816,459 @@ mod generated {
             .unwrap();
         assert_eq!(shouted[0].value.as_deref(), Some("HELLO"));
         assert_eq!(words.shout("hello").await.unwrap(), "HELLO");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Runs a job to its end, then runs its directory again with other inputs of the same
+/// count and method, and with one item edited: both are refused, naming the first item
+/// that differs, and nothing stored is handed out nor anything sent.
+async fn reused_directory(fake: Fake, client: IntentClient, name: &str) {
+    let dir = dir(name);
+    let texts = [" a", " a b", " a b c", " a b c d"];
+    let first = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&first), [Some(1), Some(2), Some(3), Some(4)]);
+    let sent = {
+        let state = fake.state();
+        (state.batches.len(), state.polls)
+    };
+    let other = client
+        .batch(items(&[" w", " x y", " z", " v w x y z"]), options(&dir))
+        .run()
+        .await
+        .unwrap_err();
+    let BatchError::OtherJob {
+        dir: at,
+        difference,
+    } = &other
+    else {
+        panic!("{other}");
+    };
+    assert_eq!(at, &dir);
+    assert!(
+        difference.starts_with("item 0's first request") && difference.contains("the messages"),
+        "{difference}"
+    );
+    let edited = client
+        .batch(
+            items(&[" a", " a b", " a b c EDITED", " a b c d"]),
+            options(&dir),
+        )
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        edited.to_string().contains("item 2's first request"),
+        "{edited}"
+    );
+    assert!(edited.to_string().contains("new directory"), "{edited}");
+    let now = {
+        let state = fake.state();
+        (state.batches.len(), state.polls)
+    };
+    assert_eq!(now, sent, "nothing was sent");
+    assert!(fake.state().live.is_empty());
+    // The job itself still resumes from its directory.
+    let again = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&again), values(&first));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_directory_reused_for_other_inputs_is_refused_naming_the_first_differing_item() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    reused_directory(fake, client, "openai-reused").await;
+}
+
+#[tokio::test]
+async fn anthropic_directory_reused_for_other_inputs_is_refused_naming_the_first_differing_item() {
+    let fake = batch_support::anthropic(answer(), Behaviour::default()).await;
+    let client = anthropic_client(&fake);
+    reused_directory(fake, client, "anthropic-reused").await;
+}
+
+#[tokio::test]
+async fn a_request_in_flight_that_differs_from_the_one_submitted_is_refused() {
+    let (fake, client, release) = held(false).await;
+    let dir = dir("openai-inflight-other");
+    let job = client.batch(items(&[" a", " b"]), options(&dir));
+    let stop = job.stop_handle();
+    let stopped = job
+        .on_progress(move |progress| {
+            if progress.batches >= 1 {
+                stop.stop();
+            }
+        })
+        .run()
+        .await
+        .unwrap_err();
+    assert!(matches!(stopped, BatchError::Stopped { .. }), "{stopped}");
+    release.store(true, Ordering::SeqCst);
+    let error = client
+        .batch(items(&[" a", " c"]), options(&dir))
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("item 1's first request"),
+        "{error}"
+    );
+    assert_eq!(fake.state().batches.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Keeps only the first line of submission 1's results and half of the second, as a full
+/// disk would; which item the whole line answers.
+fn cut_results_short(dir: &std::path::Path) -> u64 {
+    let path = dir.join("submission-1.results.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let kept = lines.next().unwrap();
+    let half = lines.next().unwrap();
+    std::fs::write(&path, format!("{kept}\n{}", &half[..half.len() / 2])).unwrap();
+    serde_json::from_str::<Value>(kept).unwrap()["item"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A finished job whose results file was cut short reads the provider's copy again
+/// rather than paying for the requests twice; only once the provider has forgotten the
+/// batch are they sent again, and the progress and the items say so.
+async fn results_cut_short(fake: Fake, client: IntentClient, forget: Arc<AtomicUsize>, name: &str) {
+    let dir = dir(name);
+    let texts = [" a", " a b", " a b c"];
+    let first = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&first), [Some(1), Some(2), Some(3)]);
+    let reads = fake.state().result_reads;
+    cut_results_short(&dir);
+    let again = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&again), values(&first));
+    assert_eq!(fake.state().batches.len(), 1, "nothing is submitted again");
+    assert!(
+        fake.state().result_reads > reads,
+        "the results were read again"
+    );
+    assert!(again.iter().all(|result| result.issues.is_empty()));
+    // The file is whole again: a third run asks the provider nothing.
+    let reads = fake.state().result_reads;
+    client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(fake.state().result_reads, reads);
+
+    // Cut short again, with the provider's copy gone: only the lost requests go out.
+    let kept = cut_results_short(&dir);
+    forget.store(1, Ordering::SeqCst);
+    let seen: Arc<Mutex<Vec<BatchProgress>>> = Arc::default();
+    let record = seen.clone();
+    let resent = client
+        .batch(items(&texts), options(&dir))
+        .on_progress(move |progress| record.lock().unwrap().push(*progress))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&resent), values(&first));
+    assert_eq!(fake.state().batches.len(), 2);
+    let ids = fake.submitted_ids();
+    assert_eq!(ids.len(), 5, "the two lost requests, once more: {ids:?}");
+    assert!(!ids[3..].contains(&format!("item-{kept}-0")), "{ids:?}");
+    assert_eq!(seen.lock().unwrap().last().unwrap().resubmitted, 2);
+    for (index, result) in resent.iter().enumerate() {
+        let said = result
+            .issues
+            .iter()
+            .any(|issue| issue.message.contains("was sent again (and billed again)"));
+        assert_eq!(
+            said,
+            index as u64 != kept,
+            "item {index}: {:?}",
+            result.issues
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_results_file_cut_short_is_read_again_from_the_provider_not_paid_twice() {
+    let forget = Arc::new(AtomicUsize::new(0));
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            forget: Some(forget.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    results_cut_short(fake, client, forget, "openai-cut-short").await;
+}
+
+#[tokio::test]
+async fn anthropic_results_file_cut_short_is_read_again_from_the_provider_not_paid_twice() {
+    let forget = Arc::new(AtomicUsize::new(0));
+    let fake = batch_support::anthropic(
+        answer(),
+        Behaviour {
+            forget: Some(forget.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = anthropic_client(&fake);
+    results_cut_short(fake, client, forget, "anthropic-cut-short").await;
+}
+
+/// A per-request error line that quotes the key reaches neither the item's issues nor
+/// the job's directory.
+async fn line_errors_are_redacted(_fake: Fake, client: IntentClient, name: &str) {
+    let dir = dir(name);
+    let results = client
+        .batch(items(&[" a", " leak"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), None]);
+    let issue = &results[1].issues[0].message;
+    assert!(issue.contains("the key [redacted] in its body"), "{issue}");
+    assert!(!issue.contains(KEY), "{issue}");
+    let stored: String = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    assert!(stored.contains("[redacted]"), "the error is stored");
+    assert!(!stored.contains(KEY), "the key leaked into the job's state");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_batch_error_lines_are_redacted_of_the_key() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let client = openai_client(&fake);
+    line_errors_are_redacted(fake, client, "openai-redacted").await;
+}
+
+#[tokio::test]
+async fn anthropic_batch_error_lines_are_redacted_of_the_key() {
+    let fake = batch_support::anthropic(answer(), Behaviour::default()).await;
+    let client = anthropic_client(&fake);
+    line_errors_are_redacted(fake, client, "anthropic-redacted").await;
+}
+
+/// Stops the job once its batch is submitted: the provider's batch is not canceled, and
+/// the same job run again collects it.
+async fn stop_and_resume(fake: Fake, client: IntentClient, release: Arc<AtomicBool>, name: &str) {
+    let dir = dir(name);
+    let texts = [" a", " a b", " a b c"];
+    let job = client.batch(items(&texts), options(&dir));
+    let stop = job.stop_handle();
+    let error = job
+        .on_progress(move |progress| {
+            if progress.batches >= 1 {
+                stop.stop();
+            }
+        })
+        .run()
+        .await
+        .unwrap_err();
+    let BatchError::Stopped {
+        dir: at,
+        finished,
+        items: count,
+    } = &error
+    else {
+        panic!("{error}");
+    };
+    assert_eq!((at, *finished, *count), (&dir, 0, 3));
+    assert!(error.to_string().contains("run the same job"), "{error}");
+    assert!(fake.state().canceled.is_empty(), "stopping cancels nothing");
+    release.store(true, Ordering::SeqCst);
+    let results = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2), Some(3)]);
+    assert_eq!(fake.state().batches.len(), 1, "nothing is submitted twice");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn openai_stopped_job_leaves_its_batch_running_and_resumes() {
+    let (fake, client, release) = held(false).await;
+    stop_and_resume(fake, client, release, "openai-stop").await;
+}
+
+#[tokio::test]
+async fn anthropic_stopped_job_leaves_its_batch_running_and_resumes() {
+    let (fake, client, release) = held(true).await;
+    stop_and_resume(fake, client, release, "anthropic-stop").await;
+}
+
+mod decision_companions {
+    use std::sync::Arc;
+
+    use intent_rs::batch::BatchOptions;
+    use intent_rs::decision::ProbabilitySource;
+    use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+    use intent_rs::{
+        Binary, Choice, DecisionEnum, DecisionError, IntentClient, IssueSource, intents,
+    };
+    use serde_json::Value;
+
+    use super::batch_support::{self, Behaviour, last_user, openai_client};
+    use super::{Duration, dir, options};
+
+    #[derive(Debug, Clone, Copy, PartialEq, DecisionEnum)]
+    pub enum Team {
+        /// Payments, invoices and refunds.
+        Billing,
+        /// Anything that does not work.
+        Support,
+    }
+
+    #[intents]
+    pub trait Triage {
+        #[intent("Is the ticket urgent?")]
+        async fn urgent(&self, ticket: &str) -> Result<Binary, DecisionError>;
+
+        #[intent("Which team should take the ticket?")]
+        async fn team(&self, ticket: &str, customer: &str) -> Result<Choice<Team>, DecisionError>;
+    }
+
+    /// Log-probability questions are ordinary Chat Completions requests: they go through
+    /// OpenAI's Batch API, their answers are read from the batch's output, and a rerun
+    /// reads them back from the directory (log-probabilities included).
+    #[tokio::test]
+    async fn decision_companions_ask_log_probability_questions_through_openais_batch_api() {
+        let answer: batch_support::Answer = Arc::new(|body: &Value| {
+            Ok(if last_user(body).contains("server down") {
+                "yes=0.9,no=0.1".to_owned()
+            } else {
+                "no=0.8,yes=0.2".to_owned()
+            })
+        });
+        let fake = batch_support::openai(answer, Behaviour::default()).await;
+        let client = openai_client(&fake);
+        let triage = TriageClient::new(client.clone());
+        let dir = dir("decision-companions-openai");
+        let items = || {
+            ["the server down since noon", "a typo in the docs"]
+                .map(|t| triage.urgent_batch_item(t))
+        };
+        let results = client.batch(items(), options(&dir)).run().await.unwrap();
+        let urgent: Vec<f64> = results
+            .iter()
+            .map(|result| result.value.as_ref().unwrap().probability)
+            .collect();
+        assert!(
+            (urgent[0] - 0.9).abs() < 1e-9 && (urgent[1] - 0.2).abs() < 1e-9,
+            "{urgent:?}"
+        );
+        assert_eq!(
+            results[0].value.as_ref().unwrap().source,
+            ProbabilitySource::LogProbabilities
+        );
+        assert_eq!(results[0].usage.input_tokens, 20);
+        // One batch of two one-token log-probability requests; nothing live.
+        assert_eq!(fake.state().batches.len(), 1);
+        assert!(fake.state().live.is_empty());
+        for body in fake.bodies(0) {
+            assert_eq!(body["logprobs"], true);
+            assert_eq!(body["top_logprobs"], 20);
+            assert_eq!(
+                body["max_completion_tokens"]
+                    .as_u64()
+                    .or(body["max_tokens"].as_u64()),
+                Some(1),
+                "{body}"
+            );
+        }
+        // The same requests a live call of the method sends.
+        let live = triage.urgent("the server down since noon").await.unwrap();
+        assert!((live.probability - 0.9).abs() < 1e-9);
+        let sent = fake.bodies(0)[0].clone();
+        assert_eq!(fake.state().live[0], sent);
+        // Read back from the directory, log-probabilities and all: nothing is sent.
+        let again = client.batch(items(), options(&dir)).run().await.unwrap();
+        assert_eq!(
+            again
+                .iter()
+                .map(|r| r.value.as_ref().unwrap().probability)
+                .collect::<Vec<_>>(),
+            urgent
+        );
+        assert_eq!(fake.state().batches.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A provider without log-probabilities gets a stated-probability question, verified
+    /// as an intent's reply; a failed decision is its item's issue, never the state.
+    #[tokio::test]
+    async fn decision_companions_run_through_the_scripted_batch_api_with_stated_answers() {
+        let model = ScriptedProvider::from_fn(|request, _| {
+            // The options' descriptions are in every question: the state tells them apart.
+            ScriptedReply::text(if request.user().contains("double charge") {
+                r#"{"value": {"team": {"probabilities": {"Billing": 0.8, "Support": 0.2}, "selected": "Billing"}}}"#
+            } else {
+                "not an answer"
+            })
+        });
+        let client = IntentClient::builder()
+            .provider(model.clone())
+            .build()
+            .unwrap();
+        let triage = TriageClient::new(client.clone());
+        let dir = dir("decision-companions-scripted");
+        let items = [
+            triage.team_batch_item("a double charge", "Ann"),
+            triage.team_batch_item("SECRET-STATE the app crashes", "Bob"),
+        ];
+        let results = client
+            .batch(
+                items,
+                BatchOptions::new(&dir).poll_interval(Duration::from_millis(1)),
+            )
+            .run()
+            .await
+            .unwrap();
+        let chosen = results[0].value.as_ref().unwrap();
+        assert_eq!(chosen.selected, Team::Billing);
+        assert_eq!(chosen.source, ProbabilitySource::Stated);
+        assert!(
+            results[1].value.is_none(),
+            "{:?} {:?}",
+            results[1].value,
+            model.requests()
+        );
+        let issue = &results[1].issues[0];
+        assert_eq!(issue.source, IssueSource::Verification, "{issue:?}");
+        assert!(!issue.message.contains("SECRET-STATE"), "{}", issue.message);
+        // Each question went out with the method's state, as a live call sends it.
+        let live = triage.team("a double charge", "Ann").await.unwrap();
+        assert_eq!(live.selected, Team::Billing);
+        let requests = model.requests();
+        assert_eq!(requests.len(), 3);
+        assert!(requests[..2].contains(&requests[2]));
+        assert!(requests[2].user().contains(r#""customer":"Ann""#));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,8 +1,9 @@
 //! The driver of a batch job: runs every item's call, submits the requests they make in
 //! batches within the provider's limits, polls with backoff, hands results back, records
-//! every step, and cancels on request or at the time limit.
+//! every step, reads again what its directory lost, stops or cancels on request, and
+//! cancels at the time limit.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,10 +11,10 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
-use super::router::{Queued, Routed, Router, Taken, as_item};
-use super::state::{Inflight, JobState, RequestRef, Unconfirmed};
+use super::router::{Earlier, Queued, Routed, Router, Taken, as_item};
+use super::state::{Fingerprint, Inflight, JobState, RequestRef, Unconfirmed};
 use super::verdicts::RecordedJudge;
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
 use crate::client::IntentClient;
@@ -33,15 +34,43 @@ const SUBMIT_TRIES: u32 = 3;
 /// Cancelling stops submitting, asks the provider to cancel the job's batches, waits for
 /// them to end, and hands back every item: those answered before the cancellation
 /// verified as usual, the others failed with a `canceled` provider issue. The directory
-/// records the cancellation: resuming a canceled job does not submit again.
+/// records the cancellation: the same job run again with it submits nothing, and its
+/// unfinished items say that the job was canceled and how to start afresh. To interrupt
+/// a job and resume it later, stop it instead ([`BatchStop`]).
 #[derive(Debug, Clone, Default)]
 pub struct BatchCancel {
     inner: Arc<CancelInner>,
 }
 
+/// Stops a running [`BatchJob`] from anywhere (another task, a signal handler), leaving
+/// it resumable.
+///
+/// The job stops at its next step and returns [`BatchError::Stopped`]; the provider's
+/// batches go on, and the directory keeps everything: the same job run again with the
+/// same directory polls those batches and finishes. Nothing is canceled or paid twice;
+/// requests that were waiting for their submission are made again by the next run.
+#[derive(Debug, Clone)]
+pub struct BatchStop {
+    inner: Arc<CancelInner>,
+}
+
+impl BatchStop {
+    /// Asks the job to stop.
+    pub fn stop(&self) {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stopped.load(Ordering::SeqCst)
+    }
+}
+
 #[derive(Debug, Default)]
 struct CancelInner {
     canceled: AtomicBool,
+    stopped: AtomicBool,
     notify: Notify,
 }
 
@@ -57,13 +86,30 @@ impl BatchCancel {
         self.inner.canceled.load(Ordering::SeqCst)
     }
 
-    /// Sleeps for `wait`, or less when cancellation is asked for meanwhile.
+    /// Whether the job was asked to stop (see [`BatchStop`]).
+    fn is_stopped(&self) -> bool {
+        self.inner.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps for `wait`, or less when cancellation or a stop is asked for meanwhile.
     async fn sleep(&self, wait: Duration) {
         let notified = self.inner.notify.notified();
-        if self.is_canceled() {
+        if self.is_canceled() || self.is_stopped() {
             return;
         }
         let _ = tokio::time::timeout(wait, notified).await;
+    }
+
+    /// Waits until a stop is asked for.
+    async fn stopped(&self) {
+        loop {
+            // Created before the check: a stop asked for in between still wakes it.
+            let notified = self.inner.notify.notified();
+            if self.is_stopped() {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
@@ -90,7 +136,7 @@ impl<T> std::fmt::Debug for BatchJob<T> {
 struct Running {
     seq: u64,
     batch_id: String,
-    requests: HashMap<(u32, u32), u64>,
+    requests: HashMap<(u32, u32), Fingerprint>,
 }
 
 impl From<Inflight> for Running {
@@ -130,11 +176,18 @@ impl<T: Send + 'static> BatchJob<T> {
         self.cancel.clone()
     }
 
+    /// A handle that stops the job, to resume it later (see [`BatchStop`]).
+    pub fn stop_handle(&self) -> BatchStop {
+        BatchStop {
+            inner: self.cancel.inner.clone(),
+        }
+    }
+
     /// Runs the job to its end and returns one result per item, in the items' order, each
     /// with the record a live call has (attempts, raw replies, repairs, issues, usage).
     ///
-    /// Fails only when the job cannot go on (see [`BatchError`]); the directory then keeps
-    /// the job, to resume later.
+    /// Fails only when the job cannot go on or was stopped (see [`BatchError`]); the
+    /// directory then keeps the job, to resume later.
     pub async fn run(self) -> Result<Vec<AIResult<T>>, BatchError> {
         let BatchJob {
             client,
@@ -164,9 +217,23 @@ impl<T: Send + 'static> BatchJob<T> {
         for unconfirmed in loaded.unconfirmed {
             inflight.extend(confirm(api.as_ref(), &mut state, &unconfirmed).await?);
         }
+        let mut replay = loaded.replay;
+        let mut resend = HashSet::new();
+        for cut in loaded.cut_short {
+            match reread(api.as_ref(), &mut state, cut, &mut replay).await? {
+                Reread::Read => {}
+                Reread::Running(cut) => inflight.push(cut),
+                Reread::Gone(keys) => resend.extend(keys),
+            }
+        }
         let mut pending = HashMap::new();
         for inflight in &inflight {
-            pending.extend(inflight.requests.iter().map(|(key, hash)| (*key, *hash)));
+            pending.extend(
+                inflight
+                    .requests
+                    .iter()
+                    .map(|(key, fingerprint)| (*key, *fingerprint)),
+            );
         }
         let router = Arc::new(Router::new(
             api.clone(),
@@ -174,20 +241,30 @@ impl<T: Send + 'static> BatchJob<T> {
             options.live_from_attempt,
             count,
             &options.dir,
-            loaded.replay,
-            pending,
+            Earlier {
+                replay,
+                pending,
+                resend,
+            },
         ));
         // The judge's verdicts are kept with the job, so that a resumed item is not
         // judged again.
         let judge = match client.inner().judge.clone() {
-            Some(judge) => {
-                Some(Arc::new(RecordedJudge::open(judge, &options.dir, count)?) as Arc<dyn Judge>)
-            }
+            Some(judge) => Some(Arc::new(RecordedJudge::open(
+                judge,
+                &options.dir,
+                count,
+                router.clone(),
+            )?) as Arc<dyn Judge>),
             None => None,
         };
         let job_client = client.for_batch(Arc::new(Routed(router.clone())), judge);
         if let Some(reason) = state.canceled() {
-            router.cancel(reason);
+            // Every unfinished item says why, and how to run it after all.
+            router.cancel(&format!(
+                "{reason} in an earlier run, as its directory {} records; to send these items again, remove that directory or give the job a new one",
+                options.dir.display()
+            ));
         }
         let mut tasks = JoinSet::new();
         for (index, item) in items.into_iter().enumerate() {
@@ -215,9 +292,27 @@ impl<T: Send + 'static> BatchJob<T> {
             .map(|limit| driver.state.started_at() + limit);
         let mut wait = options.poll_interval;
         loop {
-            router.settled().await;
-            if let Some(mismatch) = router.mismatch() {
-                return Err(BatchError::ChangedInputs(mismatch));
+            // A stop does not wait for items still being verified or judged here.
+            futures_util::future::select(
+                std::pin::pin!(cancel.stopped()),
+                std::pin::pin!(router.settled()),
+            )
+            .await;
+            if cancel.is_stopped() {
+                let counts = router.counts();
+                return Err(BatchError::Stopped {
+                    dir: options.dir.clone(),
+                    finished: counts.done + counts.failed,
+                    items: count,
+                });
+            }
+            // Checked before anything is submitted: a directory that holds another job
+            // neither answers this one nor is sent its requests.
+            if let Some(difference) = router.mismatch() {
+                return Err(BatchError::OtherJob {
+                    dir: options.dir.clone(),
+                    difference,
+                });
             }
             if let Some(failure) = router.failure() {
                 return Err(failure);
@@ -274,10 +369,19 @@ impl<T: Send + 'static> BatchJob<T> {
                 Err(error) => tracing::error!(%error, "a batch item's call panicked"),
             }
         }
-        let results: Vec<AIResult<T>> = results
+        let mut results: Vec<AIResult<T>> = results
             .into_iter()
             .map(|result| result.unwrap_or_else(panicked))
             .collect();
+        for (item, k) in router.resent() {
+            if let Some(result) = results.get_mut(item as usize) {
+                result.issues.push(ResultIssue::new(
+                    IssueSource::Provider,
+                    "the job's directory lost this item's stored result, and the provider no longer had it: its request was sent again (and billed again)",
+                    k + 1,
+                ));
+            }
+        }
         client.add_totals(
             results
                 .iter()
@@ -332,6 +436,156 @@ async fn confirm(
     }
 }
 
+/// What reading a cut-short submission's results again came to.
+enum Reread {
+    /// The provider had them: they are stored again, and answer their requests.
+    Read,
+    /// The provider's batch has not ended (a results file written for a batch that was
+    /// still running): it is awaited like any other.
+    Running(Inflight),
+    /// The provider no longer has the batch or its results: these requests go out again.
+    Gone(Vec<(u32, u32)>),
+}
+
+/// Reads again, from the provider, the results that a collected submission's file lost
+/// (a write cut short by a full disk or a crash): the provider keeps a batch's results
+/// for days, and reading them again is free where sending the requests again is paid
+/// again. Only when the provider no longer has them do the requests go out again, and
+/// the job says so (in the log, its progress and the items). A failed look stops the
+/// job, leaving the question for the next run.
+async fn reread(
+    api: &dyn BatchApi,
+    state: &mut JobState,
+    cut: Inflight,
+    replay: &mut HashMap<(u32, u32), (Fingerprint, Outcome)>,
+) -> Result<Reread, BatchError> {
+    let span = tracing::info_span!(
+        "batch",
+        otel.name = "batch reread",
+        { GEN_AI_PROVIDER_NAME } = api.name(),
+        intent.batch.id = cut.batch_id.as_str(),
+        intent.batch.requests = cut.requests.len(),
+    );
+    let gone = |error: &ProviderError| error.kind() == ProviderErrorKind::NotFound;
+    let ended = if cut.batch_id.is_empty() {
+        // A submission the provider refused has no batch to read from.
+        None
+    } else {
+        match api.state(&cut.batch_id).instrument(span.clone()).await {
+            Ok(BatchState::Running) => return Ok(Reread::Running(cut)),
+            Ok(BatchState::Ended { handles, missing }) => Some((Some(handles), missing)),
+            Ok(BatchState::Failed(reason)) => {
+                Some((None, (ProviderErrorKind::InvalidRequest, reason)))
+            }
+            Err(error) if gone(&error) => None,
+            Err(error) => return Err(BatchError::Provider(error)),
+        }
+    };
+    if let Some((handles, missing)) = ended {
+        let mut writer = state.results_writer(cut.seq)?;
+        let read = read_ended(
+            api,
+            &cut.batch_id,
+            &cut.requests,
+            handles.as_deref(),
+            missing,
+            state.canceled(),
+            &span,
+            &mut |item, k, fingerprint, outcome| {
+                writer.write(item, k, &outcome);
+                replay.insert((item, k), (fingerprint, outcome));
+            },
+        )
+        .await;
+        match read {
+            Ok(()) => {
+                state.collected(writer)?;
+                tracing::info!(parent: &span, "results the job's directory lost were read again from the provider");
+                return Ok(Reread::Read);
+            }
+            Err(error) if gone(&error) => {}
+            Err(error) => return Err(BatchError::Provider(error)),
+        }
+    }
+    tracing::warn!(
+        parent: &span,
+        "the job's directory lost results that the provider no longer has; their requests are sent again"
+    );
+    let mut keys: Vec<(u32, u32)> = cut.requests.into_keys().collect();
+    keys.sort_unstable();
+    Ok(Reread::Gone(keys))
+}
+
+/// Reads the results of the ended batch `batch_id` (from `handles`; `None` when the
+/// batch failed as a whole) and hands `each` the outcome of every one of `requests`:
+/// those the results do not name fail with `missing`. Every outcome passes here, so the
+/// key is redacted from every error a provider wrote, and a request the job's
+/// cancellation left unanswered says why the job canceled (`canceled`).
+#[allow(clippy::too_many_arguments)] // one call per caller; a struct would only rename them
+async fn read_ended(
+    api: &dyn BatchApi,
+    batch_id: &str,
+    requests: &HashMap<(u32, u32), Fingerprint>,
+    handles: Option<&[String]>,
+    missing: (ProviderErrorKind, String),
+    canceled: Option<&str>,
+    span: &Span,
+    each: &mut (dyn FnMut(u32, u32, Fingerprint, Outcome) + Send),
+) -> Result<(), ProviderError> {
+    let secret = api.secret();
+    let settle = |outcome: Outcome| -> Outcome {
+        outcome.map_err(|error| {
+            let error = error.redacted(secret);
+            match canceled {
+                Some(reason) if error.kind() == ProviderErrorKind::Canceled => {
+                    canceled_by_job(&error, reason)
+                }
+                _ => error,
+            }
+        })
+    };
+    let mut answered = HashSet::new();
+    if let Some(handles) = handles {
+        let mut sink = |custom_id: &str, outcome: Outcome| {
+            let Some(key) = parse_custom_id(custom_id) else {
+                return;
+            };
+            if let Some(fingerprint) = requests.get(&key)
+                && answered.insert(key)
+            {
+                each(key.0, key.1, *fingerprint, settle(outcome));
+            }
+        };
+        api.results(batch_id, handles, &mut sink)
+            .instrument(span.clone())
+            .await?;
+    }
+    for (&(item, k), fingerprint) in requests {
+        if !answered.contains(&(item, k)) {
+            let outcome = Err(ProviderError::new(
+                missing.0,
+                api.name(),
+                missing.1.as_str(),
+            ));
+            each(item, k, *fingerprint, settle(outcome));
+        }
+    }
+    Ok(())
+}
+
+/// A request the provider canceled because the job canceled its batch: the error says
+/// why the job did (asked to, or its time limit), beside the provider's own words.
+fn canceled_by_job(error: &ProviderError, reason: &str) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::Canceled,
+        error.provider(),
+        format!(
+            "not answered: {reason} (its batch was canceled at the provider: {})",
+            error.message()
+        ),
+    )
+}
+
 fn panicked<T>() -> AIResult<T> {
     AIResult {
         value: None,
@@ -370,6 +624,7 @@ impl Driver<'_> {
             done: counts.done,
             failed: counts.failed,
             batches: self.state.batches(),
+            resubmitted: counts.resubmitted,
         });
     }
 
@@ -417,7 +672,7 @@ impl Driver<'_> {
             .map(|request| RequestRef {
                 item: request.item,
                 k: request.k,
-                hash: request.hash,
+                fingerprint: request.fingerprint,
             })
             .collect();
         // The parts of one model's file are consecutive runs of its lines.
@@ -462,7 +717,10 @@ impl Driver<'_> {
                 self.running.push(Running {
                     seq,
                     batch_id,
-                    requests: refs.iter().map(|r| ((r.item, r.k), r.hash)).collect(),
+                    requests: refs
+                        .iter()
+                        .map(|r| ((r.item, r.k), r.fingerprint))
+                        .collect(),
                 });
             }
             Err(error) => {
@@ -477,7 +735,8 @@ impl Driver<'_> {
                 for request in &refs {
                     let outcome: Outcome = Err(error.clone());
                     writer.write(request.item, request.k, &outcome);
-                    self.router.deliver(request.item, request.k, outcome);
+                    self.router
+                        .deliver(request.item, request.k, request.fingerprint, outcome);
                 }
                 self.state.collected(writer)?;
             }
@@ -525,46 +784,30 @@ impl Driver<'_> {
             };
             let running = &self.running[index];
             let mut writer = self.state.results_writer(running.seq)?;
-            let mut answered = std::collections::HashSet::new();
-            if let Some(handles) = handles {
-                let router = self.router;
-                let requests = &running.requests;
-                let mut sink = |custom_id: &str, outcome: Outcome| {
-                    let Some(key) = parse_custom_id(custom_id) else {
-                        return;
-                    };
-                    if requests.contains_key(&key) && answered.insert(key) {
-                        writer.write(key.0, key.1, &outcome);
-                        router.deliver(key.0, key.1, outcome);
-                    }
-                };
-                let read = self
-                    .api
-                    .results(&batch_id, &handles, &mut sink)
-                    .instrument(span.clone())
-                    .await;
-                if let Err(error) = read {
-                    if error.is_transient() {
-                        // Read again on the next look; what was handed back is handed
-                        // back again then, and kept aside by the router.
-                        tracing::warn!(parent: &span, %error, "reading a batch's results failed; reading again later");
-                        index += 1;
-                        continue;
-                    }
-                    return Err(BatchError::Provider(error));
-                }
-            }
-            let provider = self.api.name().to_owned();
-            for &(item, k) in running.requests.keys() {
-                if !answered.contains(&(item, k)) {
-                    let outcome: Outcome = Err(ProviderError::new(
-                        missing.0,
-                        provider.as_str(),
-                        missing.1.as_str(),
-                    ));
+            let router = self.router;
+            let read = read_ended(
+                self.api,
+                &batch_id,
+                &running.requests,
+                handles.as_deref(),
+                missing,
+                self.state.canceled(),
+                &span,
+                &mut |item, k, fingerprint, outcome| {
                     writer.write(item, k, &outcome);
-                    self.router.deliver(item, k, outcome);
+                    router.deliver(item, k, fingerprint, outcome);
+                },
+            )
+            .await;
+            if let Err(error) = read {
+                if error.is_transient() {
+                    // Read again on the next look; what was handed back is handed back
+                    // again then, and kept aside by the router.
+                    tracing::warn!(parent: &span, %error, "reading a batch's results failed; reading again later");
+                    index += 1;
+                    continue;
                 }
+                return Err(BatchError::Provider(error));
             }
             self.state.collected(writer)?;
             self.running.swap_remove(index);
@@ -630,7 +873,7 @@ mod tests {
             item,
             k: 0,
             model: "m".into(),
-            hash: 0,
+            fingerprint: Fingerprint::test(0),
             placed: Placed {
                 start: 0,
                 len: size as u64 + 1,

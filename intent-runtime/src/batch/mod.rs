@@ -6,7 +6,8 @@
 //! # How a job runs
 //!
 //! Each item is an ordinary call ([`BatchItem`]: a `transform`, or a generated method's
-//! `<method>_batch_item`), run by the same attempt loop as a live call: the same prompt,
+//! `<method>_batch_item`: every method but a streaming one has a companion, decision
+//! methods included), run by the same attempt loop as a live call: the same prompt,
 //! the same request body, the same verifier and judge, the same record. Only the model
 //! request travels differently: it joins the next provider batch, and the item waits
 //! until that batch's results come back. Replies that fail verification are asked again,
@@ -19,6 +20,14 @@
 //! asks for the judge, are live calls; their verdicts are kept in the job's directory, so
 //! a resumed job does not ask the judge again about an item it already judged.
 //!
+//! A decision method's companion asks its question through the job: a log-probability
+//! question (OpenAI) is an ordinary Chat Completions request in the batch, its
+//! log-probabilities stored with its reply; a stated-probability one is a request like
+//! any intent's. Its result holds the typed answer and its tokens, or the decision's
+//! error as its one issue (a decision is never retried). A client given its own decision
+//! client ([`IntentClientBuilder::decision_client`](crate::IntentClientBuilder::decision_client))
+//! asks that one, live.
+//!
 //! # Resuming
 //!
 //! After every step (a submission recorded, a batch created, a batch's results read) the
@@ -26,8 +35,31 @@
 //! job (the same items, in the same order) with the same directory after a crash, and it
 //! resumes: batches already created are polled rather than submitted again, results
 //! already read are used as they are, and item ids (`item-<index>-<request>`) map every
-//! result back exactly. A directory that holds another job (another number of items,
-//! another provider, other requests) is refused.
+//! result back exactly.
+//!
+//! Nothing stored is used before it is checked: every request the job records (in a
+//! submission, beside its result, beside a judge's verdict) carries a fingerprint of the
+//! request, one hash per part (model, system prompt, messages, format and settings), and
+//! a stored result answers a request of a later run only when the fingerprints agree. A
+//! directory that holds another job (another number of items, another provider, or any
+//! item whose request differs, even one edited input among many) is refused with
+//! [`BatchError::OtherJob`], naming the first differing item and the part that differs,
+//! before anything is sent or handed out. (Queued requests are not checked: a run never
+//! reads an earlier run's queue, it makes its requests again.)
+//!
+//! A results file that lost lines (a full disk, a crash while writing) is not a reason to
+//! pay twice: the job reads the batch's results again from the provider, which keeps them
+//! for days. Only when the provider no longer has them are those requests sent again,
+//! counted in [`BatchProgress::resubmitted`] and noted on their items.
+//!
+//! # Stopping and canceling
+//!
+//! [`BatchJob::stop_handle`] stops a job at its next step: the provider's batches run on,
+//! [`BatchJob::run`] returns [`BatchError::Stopped`], and the same job run again with the
+//! directory resumes. [`BatchJob::cancel_handle`] cancels the batches instead, and
+//! [`BatchOptions::time_limit`] cancels at a deadline; either way every unfinished item
+//! says which, and the directory records it: run again, the job sends nothing, and its
+//! unfinished items say that an earlier run canceled it and how to start afresh.
 //!
 //! A process stopped after asking the provider to create a batch but before its answer
 //! was recorded does not send those requests twice either: every submission is recorded
@@ -86,7 +118,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::provider::batch::{BatchLimits, BatchProvider};
-pub use job::{BatchCancel, BatchJob};
+pub use job::{BatchCancel, BatchJob, BatchStop};
 
 use crate::client::IntentClient;
 use crate::input::{InputError, PreparedInput, prepare_input};
@@ -240,7 +272,8 @@ impl BatchOptions {
     }
 
     /// How long the job may take, counted from its first start (across restarts): past
-    /// it the job is canceled as by [`BatchCancel::cancel`].
+    /// it the job is canceled as by [`BatchCancel::cancel`], and every unfinished item
+    /// says that the time limit ran out.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
         self
@@ -278,6 +311,9 @@ pub struct BatchProgress {
     pub failed: usize,
     /// Provider batches created for the job so far (by earlier runs too).
     pub batches: usize,
+    /// Requests sent again because the job's directory lost their stored results and the
+    /// provider no longer had them (billed again); each such item says so in its issues.
+    pub resubmitted: usize,
 }
 
 impl BatchProgress {
@@ -313,21 +349,34 @@ pub enum BatchError {
         /// What went wrong.
         message: String,
     },
-    /// The state directory holds another job.
+    /// The directory holds another job: another number of items or another provider, or
+    /// an item whose request differs from the one the directory stored for it (another
+    /// input, instructions, model or settings). Nothing was sent, and nothing stored was
+    /// handed out.
     #[error(
-        "{dir} holds another batch job ({found}, not {expected}); resume with the same items and provider, or use a new directory"
+        "{dir} holds another batch job: {difference}; to resume that job, run it with the same items, in the same order, and the same provider; to run these items, give the job a new directory"
     )]
     OtherJob {
         /// The directory.
         dir: PathBuf,
-        /// What it holds.
-        found: String,
-        /// What this job is.
-        expected: String,
+        /// How it differs from this job: the first differing item (by index, counted
+        /// from 0) and what differs in its request.
+        difference: String,
     },
-    /// A resumed job's request differs from the one its directory submitted.
-    #[error("{0}")]
-    ChangedInputs(String),
+    /// The job was stopped ([`BatchStop::stop`]) before every item finished. Its provider
+    /// batches go on, and its directory keeps everything: run the same job with it again
+    /// to resume.
+    #[error(
+        "the batch job was stopped with {finished} of {items} items finished; its provider batches go on: run the same job with {dir} again to resume it"
+    )]
+    Stopped {
+        /// The job's directory.
+        dir: PathBuf,
+        /// Items finished when it stopped.
+        finished: usize,
+        /// Items in the job.
+        items: usize,
+    },
     /// The provider's batch API failed in a way retrying cannot help (an invalid key, a
     /// batch that disappeared); the directory keeps the job for a later resume.
     #[error("the batch API failed: {0}")]

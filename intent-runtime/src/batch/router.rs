@@ -6,7 +6,7 @@
 //! problems fed back); only the transport differs. That is what makes a batch item's
 //! record the same as a live call's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -14,7 +14,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::BatchError;
 use super::spool::{Placed, Spool};
-use super::state::fingerprint;
+use super::state::{Fingerprint, item_difference};
 use crate::provider::batch::{BatchApi, Outcome, custom_id};
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, Role,
@@ -41,7 +41,7 @@ pub(crate) struct Queued {
     pub item: u32,
     pub k: u32,
     pub model: String,
-    pub hash: u64,
+    pub fingerprint: Fingerprint,
     pub placed: Placed,
 }
 
@@ -56,22 +56,42 @@ pub(crate) struct Taken {
 struct Shared {
     /// Requests made so far, per item: the next one's number.
     calls: Vec<u32>,
-    /// Outcomes already known (stored by an earlier run, or delivered before asked for).
-    replay: HashMap<(u32, u32), Outcome>,
+    /// Outcomes already known (stored by an earlier run, or delivered before asked for),
+    /// each with the fingerprint of the request it answers.
+    replay: HashMap<(u32, u32), (Fingerprint, Outcome)>,
     /// Requests in a provider batch created by an earlier run, with their fingerprints.
-    pending: HashMap<(u32, u32), u64>,
+    pending: HashMap<(u32, u32), Fingerprint>,
     waiters: HashMap<(u32, u32), oneshot::Sender<Outcome>>,
     queue: Vec<Queued>,
     /// The queued requests' lines, on disk.
     spool: Spool,
     canceled: Option<String>,
-    mismatch: Option<String>,
+    /// The first request (by item, then request number) that differs from what the
+    /// directory stored for it, and how.
+    mismatch: Option<((u32, u32), String)>,
     /// Why the job cannot go on (its queue could not be written).
     failure: Option<BatchError>,
+    /// Requests whose stored results were lost and that the provider no longer has: they
+    /// go out again, and their items say so.
+    resend: HashSet<(u32, u32)>,
+    /// Those of them queued again so far.
+    resent: Vec<(u32, u32)>,
     /// Items running locally: neither finished nor waiting for a batch.
     running: usize,
     done: usize,
     failed: usize,
+}
+
+/// What earlier runs of a job left for this one.
+#[derive(Debug, Default)]
+pub(crate) struct Earlier {
+    /// Stored outcomes, by (item, request number), each with the fingerprint of the
+    /// request it answers.
+    pub replay: HashMap<(u32, u32), (Fingerprint, Outcome)>,
+    /// Requests in provider batches that have not ended, with their fingerprints.
+    pub pending: HashMap<(u32, u32), Fingerprint>,
+    /// Requests whose stored results were lost and that the provider no longer has.
+    pub resend: HashSet<(u32, u32)>,
 }
 
 /// Counts for progress reports.
@@ -82,6 +102,7 @@ pub(crate) struct Counts {
     pub running: usize,
     pub done: usize,
     pub failed: usize,
+    pub resubmitted: usize,
 }
 
 /// Routes a job's requests into its batches.
@@ -104,17 +125,21 @@ fn canceled_error(provider: &str, reason: &str) -> ProviderError {
 }
 
 impl Router {
-    /// A router for `items` items, queuing requests in files in `dir`; `replay` and
-    /// `pending` are what an earlier run left.
+    /// A router for `items` items, queuing requests in files in `dir`, starting from what
+    /// `earlier` runs left.
     pub(crate) fn new(
         api: Arc<dyn BatchApi>,
         live: Arc<dyn Provider>,
         live_from: Option<u32>,
         items: usize,
         dir: &Path,
-        replay: HashMap<(u32, u32), Outcome>,
-        pending: HashMap<(u32, u32), u64>,
+        earlier: Earlier,
     ) -> Self {
+        let Earlier {
+            replay,
+            pending,
+            resend,
+        } = earlier;
         let shared = Shared {
             calls: vec![0; items],
             replay,
@@ -125,6 +150,8 @@ impl Router {
             canceled: None,
             mismatch: None,
             failure: None,
+            resend,
+            resent: Vec::new(),
             running: items,
             done: 0,
             failed: 0,
@@ -173,9 +200,22 @@ impl Router {
         shared.done + shared.failed == shared.calls.len()
     }
 
-    /// A request of a resumed run that does not match what the directory recorded.
+    /// How the first request of this run that differs from what the directory stored
+    /// for it differs, when one does: the directory holds another job.
     pub(crate) fn mismatch(&self) -> Option<String> {
-        self.lock().mismatch.clone()
+        self.lock()
+            .mismatch
+            .as_ref()
+            .map(|(_, difference)| difference.clone())
+    }
+
+    /// Records that request `k` of `item` differs from what the directory stored for it
+    /// (`difference`), keeping the first by item; the error its call fails with, so that
+    /// nothing stored answers it and nothing is sent for it.
+    pub(crate) fn other_job(&self, item: u32, k: u32, difference: String) -> ProviderError {
+        let mut shared = self.lock();
+        shared.note_mismatch(item, k, difference);
+        other_job_error(self.api.name())
     }
 
     pub(crate) fn counts(&self) -> Counts {
@@ -186,12 +226,18 @@ impl Router {
             running: shared.running,
             done: shared.done,
             failed: shared.failed,
+            resubmitted: shared.resent.len(),
         }
     }
 
-    /// Hands request `k` of `item` its outcome (kept for later when it was not asked
-    /// for yet).
-    pub(crate) fn deliver(&self, item: u32, k: u32, outcome: Outcome) {
+    /// The requests sent again because their stored results were lost for good.
+    pub(crate) fn resent(&self) -> Vec<(u32, u32)> {
+        self.lock().resent.clone()
+    }
+
+    /// Hands request `k` of `item` (whose fingerprint is `fingerprint`) its outcome, kept
+    /// for later when it was not asked for yet.
+    pub(crate) fn deliver(&self, item: u32, k: u32, fingerprint: Fingerprint, outcome: Outcome) {
         let mut shared = self.lock();
         match shared.waiters.remove(&(item, k)) {
             Some(waiter) => {
@@ -202,7 +248,7 @@ impl Router {
                 self.publish(&shared);
             }
             None => {
-                shared.replay.insert((item, k), outcome);
+                shared.replay.insert((item, k), (fingerprint, outcome));
             }
         }
     }
@@ -238,8 +284,8 @@ impl Router {
     }
 
     async fn route(&self, item: u32, request: &ProviderRequest) -> Outcome {
-        let hash = fingerprint(request);
-        let (k, receiver, needs_line) = match self.step(item, request, hash) {
+        let fingerprint = Fingerprint::of(request);
+        let (k, receiver, needs_line) = match self.step(item, request, fingerprint) {
             Step::Answered(outcome) => return outcome,
             Step::Live => return self.live.complete(request).await,
             Step::Wait {
@@ -250,7 +296,7 @@ impl Router {
         };
         if needs_line {
             let line = self.api.line(&custom_id(item, k), request).await;
-            self.enqueue(item, k, request, hash, line)?;
+            self.enqueue(item, k, request, fingerprint, line)?;
         }
         receiver
             .await
@@ -258,15 +304,31 @@ impl Router {
     }
 
     /// What to do with the next request of `item`, decided under the lock.
-    fn step(&self, item: u32, request: &ProviderRequest, hash: u64) -> Step {
+    fn step(&self, item: u32, request: &ProviderRequest, fingerprint: Fingerprint) -> Step {
         let mut shared = self.lock();
         let Some(calls) = shared.calls.get_mut(item as usize) else {
             return Step::Live;
         };
         let k = *calls;
         *calls += 1;
-        if let Some(outcome) = shared.replay.remove(&(item, k)) {
-            return Step::Answered(outcome);
+        // Nothing stored answers a request before its fingerprint says it is the very
+        // request it answers: a directory reused for other inputs would hand back
+        // another job's replies.
+        if let Some((stored, outcome)) = shared.replay.remove(&(item, k)) {
+            return Step::Answered(match stored.difference(&fingerprint) {
+                // A request the job's cancellation left unanswered says why, in this
+                // run's words (a resumed canceled job says how to start afresh).
+                None => match (&shared.canceled, outcome) {
+                    (Some(reason), Err(error)) if error.kind() == ProviderErrorKind::Canceled => {
+                        Err(canceled_error(self.api.name(), reason))
+                    }
+                    (_, outcome) => outcome,
+                },
+                Some(what) => {
+                    shared.note_mismatch(item, k, item_difference(item, k, what));
+                    Err(other_job_error(self.api.name()))
+                }
+            });
         }
         if let Some(reason) = &shared.canceled {
             return Step::Answered(Err(canceled_error(self.api.name(), reason)));
@@ -279,20 +341,21 @@ impl Router {
         if self.live_from.is_some_and(|from| attempt >= from) {
             return Step::Live;
         }
-        let (sender, receiver) = oneshot::channel();
-        shared.waiters.insert((item, k), sender);
+        // A request already in a batch an earlier run created waits for that batch, once
+        // its fingerprint says it is the same request; any other joins the next
+        // submission.
         let needs_line = match shared.pending.remove(&(item, k)) {
-            Some(recorded) if recorded == hash => false,
-            Some(_) => {
-                shared.mismatch = Some(format!(
-                    "item {item}'s request {k} is not the one this directory submitted: the \
-                     inputs changed; resume with the same inputs, or start the job in a new \
-                     directory"
-                ));
-                false
-            }
+            Some(stored) => match stored.difference(&fingerprint) {
+                None => false,
+                Some(what) => {
+                    shared.note_mismatch(item, k, item_difference(item, k, what));
+                    return Step::Answered(Err(other_job_error(self.api.name())));
+                }
+            },
             None => true,
         };
+        let (sender, receiver) = oneshot::channel();
+        shared.waiters.insert((item, k), sender);
         if !needs_line {
             shared.running -= 1;
             self.publish(&shared);
@@ -311,7 +374,7 @@ impl Router {
         item: u32,
         k: u32,
         request: &ProviderRequest,
-        hash: u64,
+        fingerprint: Fingerprint,
         line: Result<Vec<u8>, ProviderError>,
     ) -> Result<(), ProviderError> {
         let mut shared = self.lock();
@@ -327,11 +390,14 @@ impl Router {
                 drop(line);
                 match placed {
                     Ok(placed) => {
+                        if shared.resend.remove(&(item, k)) {
+                            shared.resent.push((item, k));
+                        }
                         shared.queue.push(Queued {
                             item,
                             k,
                             model,
-                            hash,
+                            fingerprint,
                             placed,
                         });
                         shared.running -= 1;
@@ -355,6 +421,31 @@ impl Router {
         shared.waiters.remove(&(item, k));
         Err(refusal)
     }
+}
+
+impl Shared {
+    /// Keeps `difference` when it is the first mismatch by item and request number: the
+    /// items run at once, so the one found first is not always the first.
+    fn note_mismatch(&mut self, item: u32, k: u32, difference: String) {
+        if self
+            .mismatch
+            .as_ref()
+            .is_none_or(|(first, _)| (item, k) < *first)
+        {
+            self.mismatch = Some(((item, k), difference));
+        }
+    }
+}
+
+/// The error a request that differs from what the directory stored fails with; the job
+/// then stops with [`BatchError::OtherJob`], before anything is submitted.
+fn other_job_error(provider: &str) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::Configuration,
+        provider,
+        "not answered: the batch job's directory holds another job",
+    )
+    .not_sent()
 }
 
 /// What the router does with a request.

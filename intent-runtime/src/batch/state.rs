@@ -34,19 +34,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{BatchError, spool};
+use crate::provider::ResponseFormat;
 use crate::provider::batch::Outcome;
 use crate::provider::batch::outcome::StoredOutcome;
 
-/// The version of the layout; a directory of another version is refused.
-const VERSION: u32 = 1;
+/// The version of the layout; a directory of another version is refused. (Version 2:
+/// fingerprints by part, checked before a stored result is used.)
+const VERSION: u32 = 2;
 
 /// One request of a submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RequestRef {
     pub item: u32,
     pub k: u32,
-    /// [`fingerprint`] of the request, to notice a directory reused for other inputs.
-    pub hash: u64,
+    /// The request's fingerprint, to notice a directory reused for other inputs.
+    pub fingerprint: Fingerprint,
 }
 
 /// Where a submission stands.
@@ -113,7 +115,7 @@ pub(crate) struct Unconfirmed {
 pub(crate) struct Inflight {
     pub seq: u64,
     pub batch_id: String,
-    pub requests: HashMap<(u32, u32), u64>,
+    pub requests: HashMap<(u32, u32), Fingerprint>,
 }
 
 /// The job's state directory.
@@ -126,12 +128,17 @@ pub(crate) struct JobState {
 /// What a reopened directory holds.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    /// Outcomes read back from collected submissions, by (item, request number).
-    pub replay: HashMap<(u32, u32), Outcome>,
+    /// Outcomes read back from collected submissions, by (item, request number), each
+    /// with the fingerprint of the request it answers.
+    pub replay: HashMap<(u32, u32), (Fingerprint, Outcome)>,
     /// Submissions created and not yet collected.
     pub inflight: Vec<Inflight>,
     /// Submissions recorded and perhaps created: see [`JobState::adopted`].
     pub unconfirmed: Vec<Unconfirmed>,
+    /// Collected submissions whose results file lacks some of their requests (a write
+    /// cut short by a full disk, a file edited or lost): those requests, to be read again
+    /// from the provider's copy of the results.
+    pub cut_short: Vec<Inflight>,
 }
 
 fn io_error(path: &Path, error: std::io::Error) -> BatchError {
@@ -214,11 +221,10 @@ impl JobState {
         if file.version != VERSION || file.provider != provider || file.items != items {
             return Err(BatchError::OtherJob {
                 dir: dir.to_owned(),
-                found: format!(
-                    "{} items through {} (layout {})",
+                difference: format!(
+                    "it holds {} items through {} (state layout {}), and this job has {items} items through {provider} (layout {VERSION})",
                     file.items, file.provider, file.version
                 ),
-                expected: format!("{items} items through {provider} (layout {VERSION})"),
             });
         }
         let mut state = JobState {
@@ -230,8 +236,26 @@ impl JobState {
         for submission in &mut state.file.submissions {
             match submission.state {
                 SubmissionState::Collected => {
-                    let path = results_path(dir, submission.seq);
-                    read_results(&path, &mut loaded.replay)?;
+                    let requests = read_requests(&requests_path(dir, submission.seq))?;
+                    let mut results = read_results(&results_path(dir, submission.seq))?;
+                    let mut lost = HashMap::new();
+                    for (key, fingerprint) in requests {
+                        match results.remove(&key) {
+                            Some(outcome) => {
+                                loaded.replay.insert(key, (fingerprint, outcome));
+                            }
+                            None => {
+                                lost.insert(key, fingerprint);
+                            }
+                        }
+                    }
+                    if !lost.is_empty() {
+                        loaded.cut_short.push(Inflight {
+                            seq: submission.seq,
+                            batch_id: submission.batch_id.clone().unwrap_or_default(),
+                            requests: lost,
+                        });
+                    }
                 }
                 SubmissionState::Submitted => {
                     let path = requests_path(dir, submission.seq);
@@ -260,6 +284,17 @@ impl JobState {
                 SubmissionState::Abandoned => {}
             }
         }
+        // A request whose lost result a later submission answered again is not lost.
+        for cut in &mut loaded.cut_short {
+            cut.requests.retain(|key, _| {
+                !loaded.replay.contains_key(key)
+                    && !loaded
+                        .inflight
+                        .iter()
+                        .any(|later| later.requests.contains_key(key))
+            });
+        }
+        loaded.cut_short.retain(|cut| !cut.requests.is_empty());
         if state.file.job_id.is_empty() {
             state.file.job_id = new_job_id();
             changed = true;
@@ -385,18 +420,25 @@ impl JobState {
         self.save()
     }
 
-    /// A writer of submission `seq`'s results, committed by [`ResultsWriter::commit`].
+    /// A writer of submission `seq`'s results, committed by [`JobState::collected`]. The
+    /// lines its file already holds whole come first: a submission whose file lost lines
+    /// is written again with the lost ones added, never with fewer than it had.
     pub(crate) fn results_writer(&self, seq: u64) -> Result<ResultsWriter, BatchError> {
         let path = results_path(&self.dir, seq);
+        let kept = read_results(&path)?;
         let temporary = temporary_path(&path);
         let file = File::create(&temporary).map_err(|error| io_error(&temporary, error))?;
-        Ok(ResultsWriter {
+        let mut writer = ResultsWriter {
             seq,
             path,
             temporary,
             out: BufWriter::new(file),
             error: None,
-        })
+        };
+        for (&(item, k), outcome) in &kept {
+            writer.write(item, k, outcome);
+        }
+        Ok(writer)
     }
 
     /// Renames the results in place and marks submission `seq` collected.
@@ -436,22 +478,41 @@ fn read_lines(
     Ok(())
 }
 
-fn read_requests(path: &Path) -> Result<HashMap<(u32, u32), u64>, BatchError> {
+fn read_requests(path: &Path) -> Result<HashMap<(u32, u32), Fingerprint>, BatchError> {
     let mut requests = HashMap::new();
     read_lines(path, |line| {
         let request: RequestRef = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        requests.insert((request.item, request.k), request.hash);
+        requests.insert((request.item, request.k), request.fingerprint);
         Ok(())
     })?;
     Ok(requests)
 }
 
-fn read_results(path: &Path, into: &mut HashMap<(u32, u32), Outcome>) -> Result<(), BatchError> {
-    read_lines(path, |line| {
-        let stored: StoredResult = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        into.insert((stored.item, stored.k), stored.outcome.into_outcome());
-        Ok(())
-    })
+/// The outcomes stored in a results file, by (item, request number). A line that cannot
+/// be read (cut short by a crash or a full disk) is left out, and a missing file holds
+/// none: the job reads those results again from the provider.
+fn read_results(path: &Path) -> Result<HashMap<(u32, u32), Outcome>, BatchError> {
+    let mut results = HashMap::new();
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(results),
+        Err(error) => return Err(io_error(path, error)),
+    };
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|error| io_error(path, error))?;
+        match serde_json::from_slice::<StoredResult>(&line) {
+            Ok(stored) => {
+                results.insert((stored.item, stored.k), stored.outcome.into_outcome());
+            }
+            Err(_) if line.iter().all(u8::is_ascii_whitespace) => {}
+            Err(error) => tracing::warn!(
+                path = %path.display(),
+                %error,
+                "a stored batch result could not be read; it is read again from the provider"
+            ),
+        }
+    }
+    Ok(results)
 }
 
 /// Writes one submission's results, line by line, to a temporary file.
@@ -521,19 +582,87 @@ struct StoredResult {
     outcome: StoredOutcome,
 }
 
-/// A request's fingerprint (FNV-1a over what it asks), stable across runs and builds: a
-/// directory reused for other inputs is noticed instead of answering them with another
-/// job's replies.
-pub(crate) fn fingerprint(request: &crate::provider::ProviderRequest) -> u64 {
-    let mut hash = Fnv::default();
-    hash.write(request.model.as_deref().unwrap_or("").as_bytes());
-    hash.write(request.system.as_bytes());
-    for message in &request.messages {
-        hash.write(message.role.as_str().as_bytes());
-        hash.write(message.content.as_bytes());
+/// A request's fingerprint, stored beside everything the job keeps about the request (its
+/// submission, its result) and compared before any of it answers a request of a later
+/// run: a directory reused for other inputs is refused instead of answering them with
+/// another job's replies.
+///
+/// One FNV-1a hash per part of the request, so that a mismatch can say which part
+/// differs; stable across runs and builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Fingerprint([u64; 4]);
+
+/// What each part of a [`Fingerprint`] covers, in the order a mismatch is reported.
+const PARTS: [&str; 4] = [
+    "the model",
+    "the system prompt (the intent and its instructions)",
+    "the messages (the input, and on a retry the earlier reply and its problems)",
+    "the reply format or the sampling settings (schema, token limit, temperature, log-probabilities)",
+];
+
+impl Fingerprint {
+    /// The fingerprint of `request`.
+    pub(crate) fn of(request: &crate::provider::ProviderRequest) -> Self {
+        let mut model = Fnv::default();
+        model.write(request.model.as_deref().unwrap_or("").as_bytes());
+        let mut system = Fnv::default();
+        system.write(request.system.as_bytes());
+        let mut messages = Fnv::default();
+        for message in &request.messages {
+            messages.write(message.role.as_str().as_bytes());
+            messages.write(message.content.as_bytes());
+        }
+        let mut settings = Fnv::default();
+        settings.write(match request.response_format {
+            ResponseFormat::Text => b"text".as_slice(),
+            ResponseFormat::JsonObject => b"json_object",
+            ResponseFormat::JsonSchema => b"json_schema",
+        });
+        settings.write(request.schema_name.as_bytes());
+        if let Some(schema) = &request.schema {
+            // `Value`'s text is its keys in order: the same schema always writes the same.
+            settings.write(schema.to_string().as_bytes());
+        }
+        settings.write(
+            &request
+                .max_output_tokens
+                .map_or([0xff; 4], u32::to_le_bytes),
+        );
+        settings.write(
+            &request
+                .temperature
+                .map_or([0xff; 4], |t| t.to_bits().to_le_bytes()),
+        );
+        settings.write(&[request.top_logprobs.map_or(0xff, |n| n)]);
+        Fingerprint([model.0, system.0, messages.0, settings.0])
     }
-    hash.write(request.schema_name.as_bytes());
-    hash.0
+
+    /// The first part in which `self` (what was stored) and `asked` differ, described;
+    /// `None` when they are the same request.
+    pub(crate) fn difference(&self, asked: &Fingerprint) -> Option<&'static str> {
+        self.0
+            .iter()
+            .zip(asked.0)
+            .position(|(stored, asked)| *stored != asked)
+            .map(|part| PARTS[part])
+    }
+
+    /// A fingerprint for tests: every part `value`.
+    #[cfg(test)]
+    pub(crate) fn test(value: u64) -> Self {
+        Fingerprint([value; 4])
+    }
+}
+
+/// The description of a request of this run that differs from the one the directory
+/// holds for the same item: for [`BatchError::OtherJob`].
+pub(crate) fn item_difference(item: u32, k: u32, what: &str) -> String {
+    let request = match k {
+        0 => "first request".to_owned(),
+        k => format!("request {} (a retry)", k + 1),
+    };
+    format!("item {item}'s {request} is not the one stored for it: it differs in {what}")
 }
 
 /// FNV-1a, stable across runs and builds (unlike std's hasher).
@@ -572,6 +701,46 @@ mod tests {
     }
 
     #[test]
+    fn a_fingerprint_names_the_first_part_that_differs() {
+        use crate::provider::{Message, ProviderRequest};
+        let request = ProviderRequest::text("Count the words", "words: a b");
+        let same = Fingerprint::of(&request.clone());
+        assert_eq!(Fingerprint::of(&request).difference(&same), None);
+        let differs = |change: fn(&mut ProviderRequest)| {
+            let mut changed = request.clone();
+            change(&mut changed);
+            Fingerprint::of(&request).difference(&Fingerprint::of(&changed))
+        };
+        assert_eq!(differs(|r| r.model = Some("other".into())), Some(PARTS[0]));
+        assert_eq!(differs(|r| r.system.push('!')), Some(PARTS[1]));
+        assert_eq!(
+            differs(|r| r.messages.push(Message::user("again"))),
+            Some(PARTS[2])
+        );
+        assert_eq!(differs(|r| r.temperature = Some(0.5)), Some(PARTS[3]));
+        assert_eq!(differs(|r| r.top_logprobs = Some(5)), Some(PARTS[3]));
+        assert_eq!(
+            differs(|r| r.schema = Some(std::sync::Arc::new(serde_json::json!({"type": "object"})))),
+            Some(PARTS[3])
+        );
+        // Both the model and the input differ: the model is named.
+        assert_eq!(
+            differs(|r| {
+                r.model = Some("other".into());
+                r.system.clear();
+            }),
+            Some(PARTS[0])
+        );
+        assert_eq!(
+            item_difference(3, 1, PARTS[2]),
+            format!(
+                "item 3's request 2 (a retry) is not the one stored for it: it differs in {}",
+                PARTS[2]
+            )
+        );
+    }
+
+    #[test]
     fn outcomes_round_trip() {
         let reply: Outcome = Ok(ProviderReply {
             text: "{\"value\": 1}".into(),
@@ -604,12 +773,12 @@ mod tests {
             RequestRef {
                 item: 0,
                 k: 0,
-                hash: 7,
+                fingerprint: Fingerprint::test(7),
             },
             RequestRef {
                 item: 2,
                 k: 0,
-                hash: 9,
+                fingerprint: Fingerprint::test(9),
             },
         ];
         let first = state.begin("m", &refs).unwrap();
@@ -620,7 +789,10 @@ mod tests {
         let (state, loaded) = JobState::open(&dir, "openai", 3).unwrap();
         assert_eq!(loaded.inflight.len(), 1);
         assert_eq!(loaded.inflight[0].batch_id, "batch_1");
-        assert_eq!(loaded.inflight[0].requests.get(&(2, 0)), Some(&9));
+        assert_eq!(
+            loaded.inflight[0].requests.get(&(2, 0)),
+            Some(&Fingerprint::test(9))
+        );
         // The second is unconfirmed until the provider is asked, under its tag.
         assert_eq!(state.file.submissions[1].state, SubmissionState::Preparing);
         assert_eq!(loaded.unconfirmed.len(), 1);
@@ -629,7 +801,7 @@ mod tests {
         assert!(loaded.unconfirmed[0].tag.len() > 16);
         let mut state = state;
         let adopted = state.adopted(second, "batch_2").unwrap();
-        assert_eq!(adopted.requests.get(&(0, 0)), Some(&7));
+        assert_eq!(adopted.requests.get(&(0, 0)), Some(&Fingerprint::test(7)));
         drop(state);
         let (state, loaded) = JobState::open(&dir, "openai", 3).unwrap();
         assert_eq!(loaded.inflight.len(), 2);
@@ -651,7 +823,7 @@ mod tests {
                 &[RequestRef {
                     item: 0,
                     k: 0,
-                    hash: 1,
+                    fingerprint: Fingerprint::test(1),
                 }],
             )
             .unwrap();
@@ -662,7 +834,7 @@ mod tests {
         let (_, loaded) = JobState::open(&dir, "anthropic", 1).unwrap();
         assert!(loaded.inflight.is_empty());
         assert_eq!(
-            loaded.replay.get(&(0, 0)).unwrap().as_ref().unwrap().text,
+            loaded.replay.get(&(0, 0)).unwrap().1.as_ref().unwrap().text,
             "hi"
         );
         assert!(fs::read_dir(&dir).unwrap().all(|entry| {

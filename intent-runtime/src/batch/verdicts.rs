@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use super::BatchError;
-use super::router::current_item;
+use super::router::{Router, current_item};
 use crate::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
 use crate::provider::ProviderError;
 use crate::provider::batch::outcome::StoredOutcome;
@@ -59,6 +59,9 @@ struct Store {
 pub(crate) struct RecordedJudge {
     judge: Arc<dyn Judge>,
     store: Mutex<Store>,
+    /// Told of a stored verdict that answers another question: the job's directory holds
+    /// another job.
+    router: Arc<Router>,
 }
 
 fn state_error(path: &Path, error: impl std::fmt::Display) -> BatchError {
@@ -69,11 +72,13 @@ fn state_error(path: &Path, error: impl std::fmt::Display) -> BatchError {
 }
 
 impl RecordedJudge {
-    /// `judge`, for a job of `items` items whose directory is `dir`.
+    /// `judge`, for a job of `items` items whose directory is `dir` and whose requests
+    /// `router` routes.
     pub(crate) fn open(
         judge: Arc<dyn Judge>,
         dir: &Path,
         items: usize,
+        router: Arc<Router>,
     ) -> Result<Self, BatchError> {
         let path = dir.join(FILE);
         let mut stored = HashMap::new();
@@ -113,6 +118,7 @@ impl RecordedJudge {
         }
         Ok(Self {
             judge,
+            router,
             store: Mutex::new(Store {
                 stored,
                 calls: vec![0; items],
@@ -132,6 +138,9 @@ impl RecordedJudge {
 enum Next {
     /// Answer with what an earlier run stored.
     Stored(Box<JudgeResponse>),
+    /// An earlier run stored a verdict for this call that answers another question: the
+    /// directory holds another job.
+    Other(u32),
     /// Ask the judge: the item's call number `0`.
     Ask(u32),
     /// Not one of the job's items: ask, store nothing.
@@ -148,7 +157,8 @@ impl Store {
         *calls += 1;
         match self.stored.remove(&(item, call)) {
             Some((stored, response)) if stored == hash => Next::Stored(Box::new(response)),
-            _ => Next::Ask(call),
+            Some(_) => Next::Other(call),
+            None => Next::Ask(call),
         }
     }
 
@@ -210,6 +220,13 @@ impl Judge for RecordedJudge {
         let next = self.lock().next(item, hash);
         let call = match next {
             Next::Stored(response) => return Ok(*response),
+            Next::Other(call) => {
+                let difference = format!(
+                    "the judge's stored verdict {} on item {item} answers another question (another intent, input, reply or judge)",
+                    call + 1
+                );
+                return Err(self.router.other_job(item, call, difference));
+            }
             Next::Ask(call) => call,
             Next::NotAnItem => return self.judge.judge(request).await,
         };
@@ -270,13 +287,27 @@ mod tests {
         }
     }
 
+    fn router(dir: &Path) -> Arc<Router> {
+        let model = crate::provider::ScriptedProvider::new(Vec::<String>::new());
+        let api = crate::batch::BatchProvider::scripted(model.clone()).api;
+        Arc::new(Router::new(
+            api,
+            Arc::new(model),
+            None,
+            2,
+            dir,
+            crate::batch::router::Earlier::default(),
+        ))
+    }
+
     #[tokio::test]
     async fn stored_verdicts_answer_the_same_question_of_the_same_item_and_call() {
         let dir = std::env::temp_dir().join(format!("intent-verdicts-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let counting = Arc::new(Counting::default());
-        let judge = RecordedJudge::open(counting.clone(), &dir, 2).unwrap();
+        let open = || RecordedJudge::open(counting.clone(), &dir, 2, router(&dir)).unwrap();
+        let judge = open();
         let first = as_item(1, judge.judge(&request("2"))).await.unwrap();
         let second = as_item(1, judge.judge(&request("3"))).await.unwrap();
         assert_eq!(counting.0.load(Ordering::SeqCst), 2);
@@ -288,21 +319,52 @@ mod tests {
             .unwrap();
         file.write_all(b"{\"item\":0,\"ca").unwrap();
         drop(file);
-        let judge = RecordedJudge::open(counting.clone(), &dir, 2).unwrap();
+        let judge = open();
         assert_eq!(as_item(1, judge.judge(&request("2"))).await.unwrap(), first);
-        // The second call asks something else now: the judge is asked.
-        let other = as_item(1, judge.judge(&request("4"))).await.unwrap();
-        assert_ne!(other, second);
+        assert_eq!(
+            as_item(1, judge.judge(&request("3"))).await.unwrap(),
+            second
+        );
+        // A third call was never judged: the judge is asked, and the verdict stored.
+        let third = as_item(1, judge.judge(&request("4"))).await.unwrap();
         assert_eq!(counting.0.load(Ordering::SeqCst), 3);
         // Outside an item, the judge is asked and nothing is stored.
         judge.judge(&request("2")).await.unwrap();
         assert_eq!(counting.0.load(Ordering::SeqCst), 4);
         drop(judge);
         // The verdict stored after the cut line is read back.
-        let judge = RecordedJudge::open(counting.clone(), &dir, 2).unwrap();
+        let judge = open();
         as_item(1, judge.judge(&request("2"))).await.unwrap();
-        assert_eq!(as_item(1, judge.judge(&request("4"))).await.unwrap(), other);
+        as_item(1, judge.judge(&request("3"))).await.unwrap();
+        assert_eq!(as_item(1, judge.judge(&request("4"))).await.unwrap(), third);
         assert_eq!(counting.0.load(Ordering::SeqCst), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_stored_verdict_on_another_question_is_another_job_not_an_answer() {
+        let dir =
+            std::env::temp_dir().join(format!("intent-verdicts-other-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let counting = Arc::new(Counting::default());
+        let judge = RecordedJudge::open(counting.clone(), &dir, 2, router(&dir)).unwrap();
+        as_item(1, judge.judge(&request("2"))).await.unwrap();
+        drop(judge);
+        let router = router(&dir);
+        let judge = RecordedJudge::open(counting.clone(), &dir, 2, router.clone()).unwrap();
+        let error = as_item(1, judge.judge(&request("3"))).await.unwrap_err();
+        assert!(!error.request_sent(), "{error}");
+        assert_eq!(
+            counting.0.load(Ordering::SeqCst),
+            1,
+            "the judge is not asked"
+        );
+        let difference = router.mismatch().unwrap();
+        assert!(
+            difference.contains("verdict 1 on item 1 answers another question"),
+            "{difference}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

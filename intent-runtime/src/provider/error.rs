@@ -129,6 +129,14 @@ impl ProviderError {
         self
     }
 
+    /// The same error with every copy of `secret` (the API key) in its message replaced:
+    /// for a message a provider wrote that could quote the request, as a batch's
+    /// per-request errors can.
+    pub(crate) fn redacted(mut self, secret: Option<&str>) -> Self {
+        self.message = crate::provider::http::redact(&self.message, secret);
+        self
+    }
+
     /// Sets the HTTP status.
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);

@@ -1,10 +1,10 @@
 //! Token log-probabilities as providers report them: the sampled token and the most
 //! likely alternatives at its position.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// One alternative at a token position, with its natural-log probability.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogprobAlternative {
     /// The token's text, as the tokenizer produced it (a leading space included).
     pub token: String,
@@ -24,7 +24,7 @@ impl LogprobAlternative {
 
 /// One output token: the token sampled, its log-probability, and the most likely
 /// alternatives at its position (most likely first, as the provider sent them).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TokenLogprob {
     /// The token's text.
     pub token: String,

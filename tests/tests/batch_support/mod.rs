@@ -6,7 +6,7 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use intent_rs::IntentClient;
@@ -35,7 +35,8 @@ pub fn anthropic_client(fake: &Fake) -> IntentClient {
 pub const KEY: &str = "sk-batch-LEAKCHECK-9d1e";
 
 /// How a fake answers one request: `Ok(text)` for a reply, `Err((status, message))` for a
-/// per-item error.
+/// per-item error (on OpenAI, status 0 is an `error` line of the error file rather than a
+/// response with that status).
 pub type Answer = Arc<dyn Fn(&Value) -> Result<String, (u16, String)> + Send + Sync>;
 
 /// The last user turn of a Chat Completions or Messages body.
@@ -73,6 +74,8 @@ pub struct FakeState {
     /// Each submission's body (OpenAI's upload, Anthropic's create): its length, and the
     /// `content-length` it was announced with (none when sent chunked).
     pub submitted: Vec<(usize, Option<usize>)>,
+    /// Reads of a batch's results (OpenAI's output and error files, Anthropic's results).
+    pub result_reads: usize,
     /// Each batch's metadata (OpenAI) and creation time (seconds since the epoch).
     metadata: HashMap<String, Value>,
     created_at: HashMap<String, u64>,
@@ -111,6 +114,9 @@ pub struct Behaviour {
     /// While set, the reply to a batch's creation is held back (the batch is created at
     /// once): a client stopped meanwhile never learns its id.
     pub stall_creates: Option<Arc<AtomicBool>>,
+    /// The provider has forgotten this many of the first batches and their results (404),
+    /// as it does some days after a batch ended.
+    pub forget: Option<Arc<AtomicUsize>>,
 }
 
 impl Behaviour {
@@ -121,6 +127,21 @@ impl Behaviour {
             .as_ref()
             .is_some_and(|hold| !hold.load(Ordering::SeqCst))
             && index.is_some_and(|index| index >= self.hold_after)
+    }
+
+    /// Whether `path` names a batch the provider has forgotten, or one of its files.
+    fn forgets(&self, state: &FakeState, path: &str) -> bool {
+        let count = self
+            .forget
+            .as_ref()
+            .map_or(0, |forget| forget.load(Ordering::SeqCst));
+        state.batches.iter().take(count).any(|(id, _)| {
+            path.split('/').any(|segment| {
+                segment == id
+                    || segment == format!("file-out-{id}")
+                    || segment == format!("file-err-{id}")
+            })
+        })
     }
 
     /// The reply to a creation, held back while `stall_creates` is set.
@@ -224,6 +245,24 @@ struct OpenAiFake {
     base: String,
 }
 
+/// The completion of a request: when it asks for log-probabilities, `text` is written
+/// `token=probability,token=probability` (most likely first): the reply is the first
+/// token, with those alternatives.
+fn completion_for(body: &Value, text: &str) -> Value {
+    let mut reply = completion(text);
+    if body["logprobs"] == true {
+        let top: Vec<Value> = text
+            .split(',')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(token, p)| json!({"token": token, "logprob": p.parse::<f64>().unwrap().ln(), "bytes": null}))
+            .collect();
+        let first = top[0].clone();
+        reply["choices"][0]["message"]["content"] = first["token"].clone();
+        reply["choices"][0]["logprobs"] = json!({"content": [{"token": first["token"], "logprob": first["logprob"], "bytes": null, "top_logprobs": top}]});
+    }
+    reply
+}
+
 fn completion(text: &str) -> Value {
     json!({
         "id": "chatcmpl-b", "object": "chat.completion", "model": "gpt-test-2025",
@@ -251,8 +290,10 @@ impl OpenAiFake {
             }
             match (self.answer)(&line["body"]) {
                 Ok(text) => output.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
-                    "response": {"status_code": 200, "request_id": format!("req_{index}"), "body": completion(&text)},
+                    "response": {"status_code": 200, "request_id": format!("req_{index}"), "body": completion_for(&line["body"], &text)},
                     "error": null})),
+                Err((0, message)) => errors.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
+                    "response": null, "error": {"code": "invalid_request", "message": message}})),
                 Err((status, message)) => errors.push(json!({"id": format!("r{index}"), "custom_id": custom_id,
                     "response": {"status_code": status, "request_id": format!("req_{index}"),
                         "body": {"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}}},
@@ -309,8 +350,9 @@ impl Respond for OpenAiFake {
             ("POST", "/chat/completions") => {
                 let body: Value = serde_json::from_slice(&request.body).unwrap();
                 let text = (self.answer)(&body).unwrap_or_default();
+                let reply = completion_for(&body, &text);
                 state.live.push(body);
-                ResponseTemplate::new(200).set_body_json(completion(&text))
+                ResponseTemplate::new(200).set_body_json(reply)
             }
             ("POST", "/files") => {
                 let body = String::from_utf8_lossy(&request.body);
@@ -374,6 +416,9 @@ impl Respond for OpenAiFake {
                 }
                 ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
             }
+            ("GET", p) if self.behaviour.forgets(&state, p) => {
+                ResponseTemplate::new(404).set_body_json(json!({"error": {"message": "No such object", "type": "invalid_request_error"}}))
+            }
             ("GET", p) if p.starts_with("/batches/") => {
                 let id = p.trim_start_matches("/batches/").to_owned();
                 state.polls += 1;
@@ -399,8 +444,9 @@ impl Respond for OpenAiFake {
                 let file = p.trim_start_matches("/files/").trim_end_matches("/content");
                 let (kind, id) = file.trim_start_matches("file-").split_once('-').unwrap();
                 let (output, errors) = &state.outputs[id];
-                let lines = if kind == "out" { output } else { errors };
-                ResponseTemplate::new(200).set_body_string(jsonl(lines))
+                let lines = jsonl(if kind == "out" { output } else { errors });
+                state.result_reads += 1;
+                ResponseTemplate::new(200).set_body_string(lines)
             }
             _ => ResponseTemplate::new(404)
                 .set_body_json(json!({"error": {"message": format!("no route {method} {path}")}})),
@@ -553,9 +599,14 @@ impl Respond for AnthropicFake {
                 }
                 ResponseTemplate::new(200).set_body_json(self.batch_json(&state, &id))
             }
+            ("GET", p) if self.behaviour.forgets(&state, p) => ResponseTemplate::new(404).set_body_json(
+                json!({"type": "error", "error": {"type": "not_found_error", "message": "no such batch"}}),
+            ),
             ("GET", p) if p.ends_with("/results") => {
                 let id = p.trim_start_matches('/').trim_end_matches("/results");
-                ResponseTemplate::new(200).set_body_string(jsonl(&state.outputs[id].0))
+                let lines = jsonl(&state.outputs[id].0);
+                state.result_reads += 1;
+                ResponseTemplate::new(200).set_body_string(lines)
             }
             ("GET", p) => {
                 let id = p.trim_start_matches('/').to_owned();

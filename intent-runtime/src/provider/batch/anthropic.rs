@@ -237,7 +237,12 @@ impl AnthropicBatch {
                 let message = detail
                     .and_then(|detail| detail.message)
                     .unwrap_or_else(|| "the batch could not answer this request".to_owned());
-                Err(ProviderError::new(kind, "anthropic", message))
+                // The message can quote the request: the key never goes further.
+                Err(ProviderError::new(
+                    kind,
+                    "anthropic",
+                    http::redact(&message, self.provider.secret()),
+                ))
             }
         }
     }
@@ -254,6 +259,10 @@ impl BatchApi for AnthropicBatch {
             max_bytes: ANTHROPIC_BATCH_LIMITS.max_bytes - ENVELOPE_BYTES,
             ..ANTHROPIC_BATCH_LIMITS
         }
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.provider.secret()
     }
 
     fn model_of(&self, request: &ProviderRequest) -> String {

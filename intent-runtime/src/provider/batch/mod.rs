@@ -157,6 +157,12 @@ pub(crate) trait BatchApi: Send + Sync + fmt::Debug {
     /// How much one batch may hold.
     fn limits(&self) -> BatchLimits;
 
+    /// The API key, for redacting it from anything the provider writes back (a batch's
+    /// per-request errors can quote the request); `None` when there is none.
+    fn secret(&self) -> Option<&str> {
+        None
+    }
+
     /// The model `request` goes to: requests to different models go in different batches.
     fn model_of(&self, request: &ProviderRequest) -> String;
 

@@ -176,7 +176,12 @@ impl OpenAiBatch {
                         None => error,
                     })
             }
-            (None, Some(error)) => Err(line_error(name, error.code.as_deref(), error.message)),
+            (None, Some(error)) => Err(line_error(
+                name,
+                error.code.as_deref(),
+                error.message,
+                self.provider.endpoint().secret(),
+            )),
             (None, None) => Err(ProviderError::new(
                 ProviderErrorKind::InvalidResponse,
                 name,
@@ -188,8 +193,14 @@ impl OpenAiBatch {
 }
 
 /// A per-line error of OpenAI's batch (`batch_expired`, `batch_cancelled`, or a request
-/// the batch refused) as a classified error.
-fn line_error(provider: &str, code: Option<&str>, message: Option<String>) -> ProviderError {
+/// the batch refused) as a classified error, the key redacted (the message can quote the
+/// request).
+fn line_error(
+    provider: &str,
+    code: Option<&str>,
+    message: Option<String>,
+    secret: Option<&str>,
+) -> ProviderError {
     let kind = match code {
         Some("batch_expired") => ProviderErrorKind::Timeout,
         Some("batch_cancelled") => ProviderErrorKind::Canceled,
@@ -201,7 +212,7 @@ fn line_error(provider: &str, code: Option<&str>, message: Option<String>) -> Pr
         (Some(code), None) => code.to_owned(),
         (None, None) => "the batch refused this request".to_owned(),
     };
-    ProviderError::new(kind, provider, message)
+    ProviderError::new(kind, provider, http::redact(&message, secret))
 }
 
 #[async_trait::async_trait]
@@ -212,6 +223,10 @@ impl BatchApi for OpenAiBatch {
 
     fn limits(&self) -> BatchLimits {
         OPENAI_BATCH_LIMITS
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.provider.endpoint().secret()
     }
 
     fn model_of(&self, request: &ProviderRequest) -> String {
@@ -374,7 +389,10 @@ impl BatchApi for OpenAiBatch {
                 } else {
                     format!("the batch failed: {}", reasons.join("; "))
                 };
-                return Ok(BatchState::Failed(reason));
+                return Ok(BatchState::Failed(http::redact(
+                    &reason,
+                    self.provider.endpoint().secret(),
+                )));
             }
             "expired" => (
                 ProviderErrorKind::Timeout,

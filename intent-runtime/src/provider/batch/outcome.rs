@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Outcome;
-use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, TokenLogprob};
 use crate::result::Usage;
 
 /// An outcome as stored: everything the attempt loop reads from a reply or an error.
@@ -25,6 +25,10 @@ pub(crate) enum StoredOutcome {
         model: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<String>,
+        /// The output tokens' log-probabilities, when the request asked for them: what a
+        /// decision question's answer is read from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logprobs: Option<Vec<TokenLogprob>>,
     },
     Error {
         kind: String,
@@ -79,6 +83,7 @@ impl StoredOutcome {
                 },
                 model: reply.model.clone(),
                 request_id: reply.request_id.clone(),
+                logprobs: reply.logprobs.clone(),
             },
             Err(error) => StoredOutcome::Error {
                 kind: KINDS
@@ -104,6 +109,7 @@ impl StoredOutcome {
                 usage,
                 model,
                 request_id,
+                logprobs,
             } => Ok(ProviderReply {
                 text,
                 refusal,
@@ -118,7 +124,7 @@ impl StoredOutcome {
                 model,
                 request_id,
                 response_id: None,
-                logprobs: None,
+                logprobs,
             }),
             StoredOutcome::Error {
                 kind,
