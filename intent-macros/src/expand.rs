@@ -366,13 +366,37 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     quote!(::intent_rs::__private::with_validators(#options, [#(#validators),*]))
 }
 
-/// The prepared input: one input as itself, several as one object keyed by name.
+/// The prepared input: one text input as itself, several as one object keyed by name;
+/// then each image or document, in declaration order, named unless it is the only input.
 fn input(inputs: &[Input<'_>]) -> TokenStream {
-    one_or_named(
-        inputs,
-        quote!(::intent_rs::__private::input),
-        quote!(::intent_rs::__private::named_inputs),
-    )
+    let (media, text): (Vec<Input<'_>>, Vec<Input<'_>>) =
+        inputs.iter().partition(|input| input.media);
+    let prepared = if text.is_empty() {
+        quote!(::core::result::Result::Ok(
+            ::intent_rs::__private::media_only()
+        ))
+    } else {
+        one_or_named(
+            &text,
+            quote!(::intent_rs::__private::input),
+            quote!(::intent_rs::__private::named_inputs),
+        )
+    };
+    if media.is_empty() {
+        return prepared;
+    }
+    let alone = inputs.len() == 1;
+    let adds = media.iter().map(|input| {
+        let arg = input.name;
+        let name = if alone {
+            quote!(::core::option::Option::None)
+        } else {
+            let name = input.name.to_string();
+            quote!(::core::option::Option::Some(#name))
+        };
+        quote!(.with_media(#name, &#arg))
+    });
+    quote!(::core::result::Result::map(#prepared, |__intent_prepared| __intent_prepared #(#adds)*))
 }
 
 /// `one(arg)` for a single input; for several, `named(|inputs| inputs.with("a", a)?...)`,

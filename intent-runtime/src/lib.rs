@@ -20,6 +20,7 @@ pub mod error;
 pub mod input;
 pub mod judge;
 pub mod limits;
+pub mod media;
 pub mod options;
 pub mod parse;
 pub mod prompt;
