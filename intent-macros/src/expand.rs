@@ -371,20 +371,23 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
 fn input(inputs: &[Input<'_>]) -> TokenStream {
     let (media, text): (Vec<Input<'_>>, Vec<Input<'_>>) =
         inputs.iter().partition(|input| input.media);
-    let prepared = if text.is_empty() {
-        quote!(::core::result::Result::Ok(
-            ::intent_rs::__private::media_only()
-        ))
-    } else {
-        one_or_named(
-            &text,
-            quote!(::intent_rs::__private::input),
-            quote!(::intent_rs::__private::named_inputs),
-        )
-    };
+    let one = quote!(::intent_rs::__private::input);
+    let named = quote!(::intent_rs::__private::named_inputs);
     if media.is_empty() {
-        return prepared;
+        return one_or_named(&text, one, named);
     }
+    // Beside media, a text input is named too: the model sees which parameter it is.
+    let prepared = match text.as_slice() {
+        [] => quote!(::core::result::Result::Ok(
+            ::intent_rs::__private::media_only()
+        )),
+        [single] => {
+            let name = single.name.to_string();
+            let arg = by_ref(single);
+            quote!(#named(|inputs| inputs.with(#name, #arg)))
+        }
+        several => one_or_named(several, one, named),
+    };
     let alone = inputs.len() == 1;
     let adds = media.iter().map(|input| {
         let arg = input.name;
