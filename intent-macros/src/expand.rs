@@ -397,7 +397,10 @@ fn input(inputs: &[Input<'_>]) -> TokenStream {
             let name = input.name.to_string();
             quote!(::core::option::Option::Some(#name))
         };
-        quote!(.with_media(#name, &#arg))
+        // Spanned on the parameter's type: a type named like a media input that is not
+        // one is reported there.
+        let ty = input.ty;
+        quote_spanned!(ty.span()=> .with_media(#name, &#arg))
     });
     quote!(::core::result::Result::map(#prepared, |__intent_prepared| __intent_prepared #(#adds)*))
 }
