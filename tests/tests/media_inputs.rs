@@ -513,3 +513,32 @@ async fn a_streamed_call_sends_the_document_block_and_reads_the_reply() {
         ])
     );
 }
+
+#[tokio::test]
+async fn telemetry_records_the_media_type_size_and_digest_and_never_the_bytes() {
+    let logs = provider_support::CapturedLogs::start();
+    let server = server("/chat/completions", vec![completion(REPLY)]).await;
+    let client = IntentClient::builder()
+        .provider(openai(&server.uri()))
+        .record_content(true)
+        .build()
+        .unwrap();
+    InvoicesClient::new(client)
+        .from_both("Paid in cash", &png(), pdf())
+        .await
+        .into_result()
+        .unwrap();
+    let text = logs.text();
+    let input = text
+        .lines()
+        .find(|line| line.contains("gen_ai.input.messages=") && line.contains(&png().media().sha256_hex()))
+        .unwrap_or_else(|| panic!("no input messages with the image's digest:\n{text}"));
+    assert!(input.contains(r#"\"type\":\"blob\""#), "{input}");
+    assert!(input.contains(r#"\"mime_type\":\"application/pdf\""#), "{input}");
+    assert!(input.contains(&format!(r#"\"size\":{}"#, PNG.len())), "{input}");
+    assert!(input.contains(&pdf().media().sha256_hex()), "{input}");
+    // Not in the recorded content, and not in any log line of the process either.
+    for encoded in [png().media().base64().unwrap(), pdf().media().base64().unwrap()] {
+        assert!(!text.contains(&encoded[..48]), "the bytes were logged");
+    }
+}
