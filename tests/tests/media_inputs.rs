@@ -531,14 +531,25 @@ async fn telemetry_records_the_media_type_size_and_digest_and_never_the_bytes() 
     let text = logs.text();
     let input = text
         .lines()
-        .find(|line| line.contains("gen_ai.input.messages=") && line.contains(&png().media().sha256_hex()))
+        .find(|line| {
+            line.contains("gen_ai.input.messages=") && line.contains(&png().media().sha256_hex())
+        })
         .unwrap_or_else(|| panic!("no input messages with the image's digest:\n{text}"));
     assert!(input.contains(r#"\"type\":\"blob\""#), "{input}");
-    assert!(input.contains(r#"\"mime_type\":\"application/pdf\""#), "{input}");
-    assert!(input.contains(&format!(r#"\"size\":{}"#, PNG.len())), "{input}");
+    assert!(
+        input.contains(r#"\"mime_type\":\"application/pdf\""#),
+        "{input}"
+    );
+    assert!(
+        input.contains(&format!(r#"\"size\":{}"#, PNG.len())),
+        "{input}"
+    );
     assert!(input.contains(&pdf().media().sha256_hex()), "{input}");
     // Not in the recorded content, and not in any log line of the process either.
-    for encoded in [png().media().base64().unwrap(), pdf().media().base64().unwrap()] {
+    for encoded in [
+        png().media().base64().unwrap(),
+        pdf().media().base64().unwrap(),
+    ] {
         assert!(!text.contains(&encoded[..48]), "the bytes were logged");
     }
 }
