@@ -50,12 +50,12 @@ trait Invoices {
     /// An invoice from a photo or a scan.
     #[intent("Extract the invoice printed in the image", max_attempts = 3)]
     #[validate(totals_add_up)]
-    async fn from_image(&self, scan: Image) -> AIResult<Invoice>;
+    async fn read_image(&self, scan: Image) -> AIResult<Invoice>;
 
     /// An invoice from a PDF.
     #[intent("Extract the invoice in the PDF", max_attempts = 3)]
     #[validate(totals_add_up)]
-    async fn from_pdf(&self, document: Document) -> AIResult<Invoice>;
+    async fn read_pdf(&self, document: Document) -> AIResult<Invoice>;
 }
 
 /// The offline model: answers by the type of media it was sent; its first answer from the
@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         scan.media().len(),
         &scan.media().sha256_hex()[..16]
     );
-    let from_image = invoices.from_image(scan).await;
+    let from_image = invoices.read_image(scan).await;
     print_attempts(&from_image);
     println!("from the image: {:?}\n", from_image.value);
 
@@ -106,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         pdf.media().len(),
         pdf.media().pages()
     );
-    let from_pdf = invoices.from_pdf(pdf).await;
+    let from_pdf = invoices.read_pdf(pdf).await;
     print_attempts(&from_pdf);
     match &from_pdf.value {
         Some(invoice) => {

@@ -40,10 +40,10 @@ pub struct Invoice {
 #[intents]
 pub trait Invoices {
     #[intent("Extract the invoice fields")]
-    async fn from_scan(&self, scan: Image) -> Result<Invoice, IntentError>;
+    async fn read_scan(&self, scan: Image) -> Result<Invoice, IntentError>;
 
     #[intent("Extract the invoice fields", max_attempts = 2)]
-    async fn from_both(&self, note: &str, scan: &Image, contract: Document) -> AIResult<Invoice>;
+    async fn read_both(&self, note: &str, scan: &Image, contract: Document) -> AIResult<Invoice>;
 
     #[intent("Extract the invoice fields")]
     fn streamed(&self, contract: Document) -> IntentStream<Invoice>;
@@ -123,7 +123,7 @@ fn compatible(base: &str) -> OpenAiCompatible {
     OpenAiCompatible::new(base, "llava")
 }
 
-/// The OpenAI parts of `from_both("Paid in cash", png, pdf)`: the named text input, then
+/// The OpenAI parts of `read_both("Paid in cash", png, pdf)`: the named text input, then
 /// each medium after its heading, in declaration order.
 fn openai_parts_of_both() -> Value {
     json!([
@@ -138,7 +138,7 @@ fn openai_parts_of_both() -> Value {
 async fn openai_gets_image_and_file_parts_in_declaration_order_and_a_valid_body() {
     let server = server("/chat/completions", vec![completion(REPLY)]).await;
     let invoices = client(openai(&server.uri()));
-    let result = invoices.from_both("Paid in cash", &png(), pdf()).await;
+    let result = invoices.read_both("Paid in cash", &png(), pdf()).await;
     assert_eq!(
         result.value,
         Some(Invoice {
@@ -167,9 +167,9 @@ async fn a_single_image_input_is_labelled_by_its_type_alone_and_a_url_is_sent_as
     )
     .await;
     let invoices = client(openai(&server.uri()));
-    invoices.from_scan(png()).await.unwrap();
+    invoices.read_scan(png()).await.unwrap();
     invoices
-        .from_scan(Image::from_url("https://files.example/scan.jpg").unwrap())
+        .read_scan(Image::from_url("https://files.example/scan.jpg").unwrap())
         .await
         .unwrap();
     let bodies = received_bodies(&server).await;
@@ -203,7 +203,7 @@ async fn a_retry_keeps_the_media_in_the_first_turn_and_adds_only_text() {
     )
     .await;
     let invoices = client(openai(&server.uri()));
-    let result = invoices.from_both("Paid in cash", &png(), pdf()).await;
+    let result = invoices.read_both("Paid in cash", &png(), pdf()).await;
     assert_eq!(result.attempts.len(), 2, "{result:?}");
     let bodies = received_bodies(&server).await;
     let retry = &bodies[1];
@@ -230,7 +230,7 @@ async fn a_retry_keeps_the_media_in_the_first_turn_and_adds_only_text() {
 async fn anthropic_gets_image_and_document_blocks_with_a_cache_breakpoint_after_them() {
     let server = server("/v1/messages", vec![message(REPLY)]).await;
     let invoices = client(anthropic(&server.uri()));
-    let result = invoices.from_both("Paid in cash", &png(), pdf()).await;
+    let result = invoices.read_both("Paid in cash", &png(), pdf()).await;
     assert!(result.value.is_some(), "{result:?}");
     let body = &received_bodies(&server).await[0];
     let image = png();
@@ -256,7 +256,7 @@ async fn anthropic_takes_media_by_url_and_no_breakpoint_without_the_prompt_cache
     let scan = Image::from_url("https://files.example/scan.png").unwrap();
     let contract = Document::from_url("https://files.example/contract.pdf").unwrap();
     invoices
-        .from_both("Paid in cash", &scan, contract)
+        .read_both("Paid in cash", &scan, contract)
         .await
         .into_result()
         .unwrap();
@@ -281,7 +281,7 @@ async fn a_compatible_server_gets_image_parts_and_a_document_only_when_said_to_r
     .await;
     let refusing = client(compatible(&server.uri()));
     let error = refusing
-        .from_both("Paid in cash", &png(), pdf())
+        .read_both("Paid in cash", &png(), pdf())
         .await
         .into_result()
         .unwrap_err();
@@ -298,9 +298,9 @@ async fn a_compatible_server_gets_image_parts_and_a_document_only_when_said_to_r
     let reading = client(
         compatible(&server.uri()).with_media_limits(MediaLimits::COMPATIBLE.with_documents(true)),
     );
-    reading.from_scan(png()).await.unwrap();
+    reading.read_scan(png()).await.unwrap();
     reading
-        .from_both("Paid in cash", &png(), pdf())
+        .read_both("Paid in cash", &png(), pdf())
         .await
         .into_result()
         .unwrap();
@@ -323,7 +323,7 @@ async fn refusals_name_the_limit_and_the_provider_and_send_nothing() {
     let run = |limits: MediaLimits| {
         let invoices = client(openai(&server.uri()).with_media_limits(limits));
         async move {
-            let result = invoices.from_both("Paid in cash", &png(), pdf()).await;
+            let result = invoices.read_both("Paid in cash", &png(), pdf()).await;
             // Refused once, not retried: the same request would be refused again.
             assert_eq!(result.attempts.len(), 1, "{result:?}");
             result.into_result().unwrap_err().to_string()
@@ -348,7 +348,7 @@ async fn refusals_name_the_limit_and_the_provider_and_send_nothing() {
         "{over_request}"
     );
     let by_url = client(openai(&server.uri()))
-        .from_both(
+        .read_both(
             "Paid in cash",
             &png(),
             Document::from_url("https://files.example/a.pdf").unwrap(),
@@ -381,10 +381,10 @@ async fn the_response_cache_tells_images_apart_by_their_bytes() {
             .build()
             .unwrap(),
     );
-    invoices.from_scan(png()).await.unwrap();
+    invoices.read_scan(png()).await.unwrap();
     // The same bytes, read again: served from the cache.
     invoices
-        .from_scan(Image::from_bytes(PNG.to_vec()).unwrap())
+        .read_scan(Image::from_bytes(PNG.to_vec()).unwrap())
         .await
         .unwrap();
     assert_eq!(model.requests().len(), 1);
@@ -392,7 +392,7 @@ async fn the_response_cache_tells_images_apart_by_their_bytes() {
     let mut other = PNG.to_vec();
     other.push(0);
     invoices
-        .from_scan(Image::from_bytes(other).unwrap())
+        .read_scan(Image::from_bytes(other).unwrap())
         .await
         .unwrap();
     assert_eq!(model.requests().len(), 2);
@@ -438,7 +438,7 @@ async fn a_batch_line_carries_the_image_part_a_live_call_sends() {
     let invoices = InvoicesClient::new(client.clone());
     let dir = std::env::temp_dir().join(format!("intent-media-batch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let items: Vec<BatchItem<Invoice>> = vec![invoices.from_scan_batch_item(png())];
+    let items: Vec<BatchItem<Invoice>> = vec![invoices.read_scan_batch_item(png())];
     let results = client
         .batch(
             items,
@@ -524,7 +524,7 @@ async fn telemetry_records_the_media_type_size_and_digest_and_never_the_bytes() 
         .build()
         .unwrap();
     InvoicesClient::new(client)
-        .from_both("Paid in cash", &png(), pdf())
+        .read_both("Paid in cash", &png(), pdf())
         .await
         .into_result()
         .unwrap();
