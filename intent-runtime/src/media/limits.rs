@@ -1,7 +1,5 @@
 //! What each provider accepts of media, checked on a request before it is sent.
 
-use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
-
 use super::{Media, MediaType};
 
 const MIB: usize = 1024 * 1024;
@@ -97,13 +95,19 @@ impl MediaLimits {
         self
     }
 
-    /// Checks every media part of `request` against these limits: `Ok` when the request
-    /// carries none or all fit; otherwise the first limit broken, naming `provider`.
-    pub fn check(&self, provider: &str, request: &ProviderRequest) -> Result<(), MediaRefusal> {
+    /// Checks `media` (every image and document of one request) against these limits;
+    /// `other_bytes` is the rest of the request (prompts, schema). `Ok` when all fit;
+    /// otherwise the first limit broken, naming `provider`.
+    pub fn check<'a>(
+        &self,
+        provider: &str,
+        media: impl IntoIterator<Item = &'a Media>,
+        other_bytes: usize,
+    ) -> Result<(), MediaRefusal> {
         let mut media_count = 0;
         let mut wire = 0;
         let mut pages = 0;
-        for media in request.media() {
+        for media in media {
             media_count += 1;
             wire += media.wire_len();
             pages += media.pages().unwrap_or(0);
@@ -119,12 +123,7 @@ impl MediaLimits {
                 max: self.max_document_pages,
             });
         }
-        let total = wire
-            + request.prompt_len()
-            + request
-                .schema
-                .as_ref()
-                .map_or(0, |schema| schema.to_string().len());
+        let total = wire + other_bytes;
         if total > self.max_request_bytes {
             return Err(MediaRefusal::RequestTooLarge {
                 provider: provider.to_owned(),
@@ -236,22 +235,15 @@ pub enum MediaRefusal {
     },
 }
 
-impl From<MediaRefusal> for ProviderError {
-    /// A refusal is a request the provider would refuse too: never retried, and not
-    /// counted as a model call (nothing was sent).
-    fn from(refusal: MediaRefusal) -> Self {
-        let provider = match &refusal {
+impl MediaRefusal {
+    /// The provider that would have refused the request.
+    pub fn provider(&self) -> &str {
+        match self {
             MediaRefusal::UnsupportedType { provider, .. }
             | MediaRefusal::DocumentUrl { provider }
             | MediaRefusal::TooLarge { provider, .. }
             | MediaRefusal::TooManyPages { provider, .. }
-            | MediaRefusal::RequestTooLarge { provider, .. } => provider.clone(),
-        };
-        ProviderError::new(
-            ProviderErrorKind::InvalidRequest,
-            provider,
-            refusal.to_string(),
-        )
-        .not_sent()
+            | MediaRefusal::RequestTooLarge { provider, .. } => provider,
+        }
     }
 }

@@ -137,7 +137,7 @@ impl Media {
         let lower = url.get(..8).unwrap_or(&url).to_ascii_lowercase();
         if !(lower.starts_with("https://") || lower.starts_with("http://")) {
             return Err(MediaError::NotHttpUrl {
-                url: crate::prompt::cut_chars(&url, 200).to_owned(),
+                url: url.chars().take(200).collect(),
             });
         }
         Ok(Self {

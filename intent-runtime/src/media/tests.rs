@@ -193,7 +193,7 @@ fn limits_refuse_what_the_provider_does_not_take_and_name_it() {
     let pdf = Document::from_bytes(PDF.to_vec()).unwrap();
     let png = Image::from_bytes(PNG.to_vec()).unwrap();
     let refusal = MediaLimits::COMPATIBLE
-        .check("openai-compatible", &request_with(&[pdf.media()]))
+        .check("openai-compatible", [pdf.media()], 4)
         .unwrap_err();
     assert!(matches!(
         refusal,
@@ -210,25 +210,23 @@ fn limits_refuse_what_the_provider_does_not_take_and_name_it() {
     assert!(
         MediaLimits::COMPATIBLE
             .with_documents(true)
-            .check("x", &request_with(&[pdf.media()]))
+            .check("x", [pdf.media()], 4)
             .is_ok()
     );
 
     let url_pdf = Document::from_url("https://example.com/a.pdf").unwrap();
     assert!(matches!(
-        MediaLimits::OPENAI.check("openai", &request_with(&[url_pdf.media()])),
+        MediaLimits::OPENAI.check("openai", [url_pdf.media()], 4),
         Err(MediaRefusal::DocumentUrl { .. })
     ));
     assert!(
         MediaLimits::ANTHROPIC
-            .check("anthropic", &request_with(&[url_pdf.media()]))
+            .check("anthropic", [url_pdf.media()], 4)
             .is_ok()
     );
 
     let small = MediaLimits::OPENAI.with_max_image_bytes(PNG.len() - 1);
-    let refusal = small
-        .check("openai", &request_with(&[png.media()]))
-        .unwrap_err();
+    let refusal = small.check("openai", [png.media()], 4).unwrap_err();
     assert_eq!(
         refusal.to_string(),
         format!(
@@ -239,13 +237,9 @@ fn limits_refuse_what_the_provider_does_not_take_and_name_it() {
     );
 
     let pages = MediaLimits::ANTHROPIC.with_max_document(1 << 20, 3);
-    assert!(
-        pages
-            .check("anthropic", &request_with(&[pdf.media()]))
-            .is_ok()
-    );
+    assert!(pages.check("anthropic", [pdf.media()], 4).is_ok());
     assert!(matches!(
-        pages.check("anthropic", &request_with(&[pdf.media(), pdf.media()])),
+        pages.check("anthropic", [pdf.media(), pdf.media()], 4),
         Err(MediaRefusal::TooManyPages {
             pages: 4,
             max: 3,
@@ -257,19 +251,29 @@ fn limits_refuse_what_the_provider_does_not_take_and_name_it() {
     let total = png.media().wire_len() * 2 + "look".len();
     let tight = MediaLimits::OPENAI.with_max_request_bytes(total - 1);
     assert!(matches!(
-        tight.check("openai", &request_with(&[png.media(), png.media()])),
+        tight.check("openai", [png.media(), png.media()], 4),
         Err(MediaRefusal::RequestTooLarge { bytes, .. }) if bytes == total
     ));
     assert!(
         MediaLimits::OPENAI
             .with_max_request_bytes(total)
-            .check("openai", &request_with(&[png.media(), png.media()]))
+            .check("openai", [png.media(), png.media()], 4)
             .is_ok()
     );
-    // A refusal is an error the attempt loop does not retry, and nothing was sent.
-    let error = ProviderError::from(refusal);
+    // A request counts its prompt with the media, and its refusal is an error the
+    // attempt loop does not retry, with nothing sent.
+    let request = request_with(&[png.media(), png.media()]);
+    let error = request.check_media("openai", &tight).unwrap_err();
     assert!(!error.is_transient());
+    assert!(!error.request_sent());
     assert_eq!(error.provider(), "openai");
+    assert_eq!(error.kind(), ProviderErrorKind::InvalidRequest);
+    assert!(request.check_media("openai", &MediaLimits::OPENAI).is_ok());
+    assert!(
+        ProviderRequest::text("", "no media")
+            .check_media("openai", &tight.with_max_request_bytes(0))
+            .is_ok()
+    );
 }
 
 #[test]
@@ -316,4 +320,4 @@ fn a_turns_parts_split_its_text_at_each_media_place() {
     assert_eq!(parts, [Part::Media(png.media()), Part::Text("é!")]);
 }
 
-use crate::provider::{Part, ProviderError};
+use crate::provider::{Part, ProviderErrorKind};

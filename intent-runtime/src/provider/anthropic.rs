@@ -220,7 +220,7 @@ impl Anthropic {
         model: &'a str,
         schema: Option<&'a RawValue>,
     ) -> Result<MessagesBody<'a>, ProviderError> {
-        self.media_limits.check("anthropic", request)?;
+        request.check_media("anthropic", &self.media_limits)?;
         let cache_minimum = self.prompt_cache.then(|| minimum_cacheable_tokens(model));
         Ok(request_body(
             request,

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::media::MediaRefusal;
+
 /// The most characters of a message a [`ProviderError`] keeps; the rest is cut, with a note
 /// of how much was left out.
 ///
@@ -253,5 +255,18 @@ mod tests {
             .with_transient(true);
         assert!(err.is_transient());
         assert!(!ProviderErrorKind::Authentication.is_transient());
+    }
+}
+
+impl From<MediaRefusal> for ProviderError {
+    /// A refusal is a request the provider would refuse too: never retried, and not
+    /// counted as a model call (nothing was sent).
+    fn from(refusal: MediaRefusal) -> Self {
+        ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            refusal.provider(),
+            refusal.to_string(),
+        )
+        .not_sent()
     }
 }

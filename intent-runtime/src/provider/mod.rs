@@ -35,7 +35,7 @@ pub use logprobs::{LogprobAlternative, TokenLogprob};
 pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
-use crate::media::Media;
+use crate::media::{Media, MediaLimits};
 use crate::result::Usage;
 pub use streaming::{ReplyPiece, ReplyStream};
 
@@ -238,6 +238,24 @@ impl ProviderRequest {
         self.messages
             .iter()
             .flat_map(|message| message.media.iter().map(|part| &part.media))
+    }
+
+    /// Checks the request's images and documents against `limits` before it is sent to
+    /// `provider`: every provider's request builder calls it, so live calls, streamed
+    /// calls and batch lines are refused alike.
+    pub(crate) fn check_media(
+        &self,
+        provider: &str,
+        limits: &MediaLimits,
+    ) -> Result<(), ProviderError> {
+        if self.messages.iter().all(|message| message.media.is_empty()) {
+            return Ok(());
+        }
+        let schema = self
+            .schema
+            .as_ref()
+            .map_or(0, |schema| schema.to_string().len());
+        Ok(limits.check(provider, self.media(), self.prompt_len() + schema)?)
     }
 
     /// Whether this request continues an earlier one (it carries a previous reply).

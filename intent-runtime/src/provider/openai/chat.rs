@@ -645,7 +645,7 @@ impl ChatEndpoint {
         request: &'a ProviderRequest,
         schema: Option<&'a RawValue>,
     ) -> Result<ChatBody<'a>, ProviderError> {
-        self.media_limits.check(&self.provider_name, request)?;
+        request.check_media(&self.provider_name, &self.media_limits)?;
         Ok(ChatBody {
             request,
             model: self.model_of(request),
