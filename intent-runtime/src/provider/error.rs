@@ -214,6 +214,19 @@ pub(crate) fn bounded_message(message: String) -> String {
     format!("{}… ({left_out} more characters)", &message[..cut])
 }
 
+impl From<MediaRefusal> for ProviderError {
+    /// A refusal is a request the provider would refuse too: never retried, and not
+    /// counted as a model call (nothing was sent).
+    fn from(refusal: MediaRefusal) -> Self {
+        ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            refusal.provider(),
+            refusal.to_string(),
+        )
+        .not_sent()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,18 +268,5 @@ mod tests {
             .with_transient(true);
         assert!(err.is_transient());
         assert!(!ProviderErrorKind::Authentication.is_transient());
-    }
-}
-
-impl From<MediaRefusal> for ProviderError {
-    /// A refusal is a request the provider would refuse too: never retried, and not
-    /// counted as a model call (nothing was sent).
-    fn from(refusal: MediaRefusal) -> Self {
-        ProviderError::new(
-            ProviderErrorKind::InvalidRequest,
-            refusal.provider(),
-            refusal.to_string(),
-        )
-        .not_sent()
     }
 }
