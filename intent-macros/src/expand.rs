@@ -406,13 +406,43 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     quote!(::intent_rs::__private::with_validators(#options, [#(#validators),*]))
 }
 
-/// The prepared input: one input as itself, several as one object keyed by name.
+/// The prepared input: one text input as itself, several as one object keyed by name;
+/// then each image or document, in declaration order, named unless it is the only input.
 fn input(inputs: &[Input<'_>]) -> TokenStream {
-    one_or_named(
-        inputs,
-        quote!(::intent_rs::__private::input),
-        quote!(::intent_rs::__private::named_inputs),
-    )
+    let (media, text): (Vec<Input<'_>>, Vec<Input<'_>>) =
+        inputs.iter().partition(|input| input.media);
+    let one = quote!(::intent_rs::__private::input);
+    let named = quote!(::intent_rs::__private::named_inputs);
+    if media.is_empty() {
+        return one_or_named(&text, one, named);
+    }
+    // Beside media, a text input is named too: the model sees which parameter it is.
+    let prepared = match text.as_slice() {
+        [] => quote!(::core::result::Result::Ok(
+            ::intent_rs::__private::media_only()
+        )),
+        [single] => {
+            let name = single.name.to_string();
+            let arg = by_ref(single);
+            quote!(#named(|inputs| inputs.with(#name, #arg)))
+        }
+        several => one_or_named(several, one, named),
+    };
+    let alone = inputs.len() == 1;
+    let adds = media.iter().map(|input| {
+        let arg = input.name;
+        let name = if alone {
+            quote!(::core::option::Option::None)
+        } else {
+            let name = input.name.to_string();
+            quote!(::core::option::Option::Some(#name))
+        };
+        // Spanned on the parameter's type: a type named like a media input that is not
+        // one is reported there.
+        let ty = input.ty;
+        quote_spanned!(ty.span()=> .with_media(#name, &#arg))
+    });
+    quote!(::core::result::Result::map(#prepared, |__intent_prepared| __intent_prepared #(#adds)*))
 }
 
 /// `one(arg)` for a single input; for several, `named(|inputs| inputs.with("a", a)?...)`,

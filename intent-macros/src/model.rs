@@ -35,9 +35,29 @@ pub(crate) struct SchemaFile {
 }
 
 /// An input parameter.
+#[derive(Clone, Copy)]
 pub(crate) struct Input<'a> {
     pub name: &'a Ident,
     pub ty: &'a Type,
+    /// An image or a document ([`is_media_type`]): sent as a content part, not as text.
+    pub media: bool,
+}
+
+/// The type names the runtime's media inputs have (`intent_rs::media::{Image, Document}`).
+pub(crate) const MEDIA_TYPE_NAMES: &[&str] = &["Image", "Document"];
+
+/// Whether `ty` is a media input: by its last path segment, through references, as a
+/// macro can only see names (`Image`, `&Image`, `intent_rs::media::Document`). A user
+/// type of the same name is then asked for `AsMedia`, whose error says what happened.
+pub(crate) fn is_media_type(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(reference) => is_media_type(&reference.elem),
+        Type::Paren(inner) => is_media_type(&inner.elem),
+        Type::Path(path) if path.qself.is_none() => path.path.segments.last().is_some_and(|last| {
+            last.arguments.is_empty() && MEDIA_TYPE_NAMES.iter().any(|name| last.ident == name)
+        }),
+        _ => false,
+    }
 }
 
 /// What the method returns.
@@ -141,12 +161,26 @@ impl<'a> IntentMethod<'a> {
             );
             return None;
         };
+        let (inputs, output) = (inputs?, output?);
+        if matches!(output.kind, TargetKind::Decision(_)) {
+            // A decision's requests are built from its state as text (log-probability
+            // questions, stated probabilities): there is no content part to put media in.
+            for input in inputs.iter().filter(|input| input.media) {
+                errors.spanned(
+                    input.ty,
+                    format!(
+                        "a decision question cannot take the image or document `{}`: its requests carry text only; return a typed value from an `#[intent]` method instead (an enum for a choice, `bool` for a yes/no)",
+                        input.name
+                    ),
+                );
+            }
+        }
         Some(IntentMethod {
             item,
             intent,
             attrs,
-            inputs: inputs?,
-            output: output?,
+            inputs,
+            output,
             schema_file: None,
         })
     }
@@ -236,6 +270,7 @@ fn inputs<'a>(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Vec<Input<'a
                     inputs.push(Input {
                         name: &pat.ident,
                         ty: &typed.ty,
+                        media: is_media_type(&typed.ty),
                     })
                 }
                 other => {

@@ -69,6 +69,12 @@ pub fn named_inputs(
     add(NamedInputs::new()).map(NamedInputs::finish)
 }
 
+/// No text input: a method whose inputs are all images or documents, added with
+/// [`PreparedInput::with_media`].
+pub fn media_only() -> PreparedInput {
+    PreparedInput::media_only()
+}
+
 /// A runtime schema embedded in the binary, turned into envelope schemas on first use.
 #[derive(Debug)]
 pub struct RuntimeSchema {

@@ -23,6 +23,7 @@ pub mod fleet;
 pub mod input;
 pub mod judge;
 pub mod limits;
+pub mod media;
 pub mod options;
 pub mod parse;
 pub mod prompt;

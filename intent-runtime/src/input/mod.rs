@@ -14,6 +14,10 @@
 //! The label is [`describe_type`] of the input's type (`JSON` for any-JSON inputs).
 //! Several inputs of one method are sent as one JSON object keyed by parameter name,
 //! built with [`NamedInputs`].
+//!
+//! Images and documents ([`crate::media`]) are not text: each is its own content part
+//! after the text input, under `## Input <name> (<type>)`, in the order the method
+//! declares them ([`PreparedInput::media`]).
 
 mod describe;
 
@@ -28,6 +32,7 @@ use serde_json::{Map, Value};
 
 pub use describe::{MAX_DEPTH, MAX_NOTE_CHARS, MAX_SUBSCHEMAS};
 
+use crate::media::{AsMedia, Document, Image, Media};
 use crate::schema::TargetSchema;
 use crate::schema::derived::DerivedCache;
 
@@ -64,10 +69,63 @@ impl From<serde_json::Error> for InputError {
 /// An input ready for the prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedInput {
-    /// The serialized input.
+    /// The serialized input (empty, with an empty label, when the inputs are all media).
     pub text: String,
     /// The label of the `## Input (...)` section.
     pub label: String,
+    /// Images and documents, each sent as its own content part after the text input, in
+    /// the order they were added.
+    pub media: Vec<MediaInput>,
+}
+
+/// An image or a document input, and the parameter name it is labelled with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaInput {
+    /// The parameter's name; `None` for the one input of a call (labelled by its type
+    /// alone, as a single text input is).
+    pub name: Option<String>,
+    /// The media.
+    pub media: Media,
+}
+
+impl PreparedInput {
+    /// No input yet: media are added with [`PreparedInput::with_media`].
+    pub fn media_only() -> Self {
+        Self {
+            text: String::new(),
+            label: String::new(),
+            media: Vec::new(),
+        }
+    }
+
+    /// Whether there is a text input (not only media).
+    pub fn has_text(&self) -> bool {
+        !(self.text.is_empty() && self.label.is_empty())
+    }
+
+    /// Adds an image or a document, labelled with `name` (`None` for the call's only
+    /// input), after those already added.
+    pub fn with_media(mut self, name: Option<&str>, media: &(impl AsMedia + ?Sized)) -> Self {
+        self.media.push(MediaInput {
+            name: name.map(str::to_owned),
+            media: media.as_media().clone(),
+        });
+        self
+    }
+}
+
+impl From<Image> for PreparedInput {
+    /// An image as a call's only input (`IntentClient::transform_input(Ok(image.into()), ..)`).
+    fn from(image: Image) -> Self {
+        PreparedInput::media_only().with_media(None, &image)
+    }
+}
+
+impl From<Document> for PreparedInput {
+    /// A document as a call's only input.
+    fn from(document: Document) -> Self {
+        PreparedInput::media_only().with_media(None, &document)
+    }
 }
 
 /// Serializes `input` and describes its type.
@@ -81,6 +139,7 @@ pub fn prepare_input<I: Serialize + JsonSchema + ?Sized>(
         return Ok(PreparedInput {
             text: serde_json::to_string(input)?,
             label: ANY_JSON_LABEL.to_owned(),
+            media: Vec::new(),
         });
     }
     let text = if shape.is_string {
@@ -102,6 +161,7 @@ pub fn prepare_input<I: Serialize + JsonSchema + ?Sized>(
     Ok(PreparedInput {
         text,
         label: shape.label.as_ref().to_owned(),
+        media: Vec::new(),
     })
 }
 
@@ -219,6 +279,7 @@ impl NamedInputs {
         PreparedInput {
             text: Value::Object(self.object).to_string(),
             label,
+            media: Vec::new(),
         }
     }
 }

@@ -26,15 +26,20 @@
 //! 4. `## Examples`, only when there are examples: each numbered from 1, then a line
 //!    asking for the same judgement and format.
 //!
+//! Images and documents ([`PreparedInput::media`]) follow the text input, each under its
+//! own `Input <name> (<type>)` heading and sent as a content part right after it
+//! ([`Message::media`]). They stay in the first user turn: a retry adds only text turns.
+//!
 //! Wording is kept short on purpose: every word is paid for in tokens on every call.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::input::{PreparedInput, describe_target};
+use crate::input::{MediaInput, PreparedInput, describe_target};
+use crate::media::Media;
 use crate::options::Example;
-use crate::provider::{Message, ResponseFormat};
+use crate::provider::{MediaPart, Message, ResponseFormat};
 use crate::result::AttemptRecord;
 use crate::schema::{ENVELOPE_PROPERTY, SchemaError, TargetSchema, runtime_target_schema};
 
@@ -210,7 +215,7 @@ pub fn first_request(plan: &PromptPlan) -> RenderedPrompt {
     };
     RenderedPrompt {
         system,
-        messages: vec![Message::user(user)],
+        messages: vec![user],
     }
 }
 
@@ -261,11 +266,70 @@ fn lean_system_prompt(plan: &PromptPlan) -> String {
     parts.join("\n\n")
 }
 
-fn lean_user_message(plan: &PromptPlan) -> String {
-    if plan.input.label == STRING_LABEL {
-        return plan.input.text.clone();
+fn lean_user_message(plan: &PromptPlan) -> Message {
+    let input = &plan.input;
+    let text = if !input.has_text() {
+        String::new()
+    } else if input.label == STRING_LABEL {
+        input.text.clone()
+    } else {
+        ["Input (", &input.label, "):\n", &input.text].concat()
+    };
+    if input.media.is_empty() {
+        return Message::user(text);
     }
-    ["Input (", &plan.input.label, "):\n", &plan.input.text].concat()
+    let mut turn = MediaTurn::new(text);
+    for media in &input.media {
+        let title = media_title("Input", media);
+        turn.push_media(&[&title, ":\n"].concat(), &media.media);
+    }
+    turn.finish()
+}
+
+/// `Input <name> (PNG image)`, or `Input (PDF document)` for a call's only input.
+fn media_title(word: &str, input: &MediaInput) -> String {
+    match &input.name {
+        Some(name) => [word, " ", name, " (", input.media.label(), ")"].concat(),
+        None => [word, " (", input.media.label(), ")"].concat(),
+    }
+}
+
+/// A user turn being written: its text, and the media placed in it.
+struct MediaTurn {
+    text: String,
+    media: Vec<MediaPart>,
+}
+
+impl MediaTurn {
+    fn new(text: String) -> Self {
+        Self {
+            text,
+            media: Vec::new(),
+        }
+    }
+
+    /// Adds a blank line unless the turn is empty, then `heading`, then the media.
+    fn push_media(&mut self, heading: &str, media: &Media) {
+        if !self.text.is_empty() {
+            self.text.push_str("\n\n");
+        }
+        self.text.push_str(heading);
+        self.media.push(MediaPart {
+            at: self.text.len(),
+            media: media.clone(),
+        });
+    }
+
+    fn push_section(&mut self, section: &str) {
+        if !self.text.is_empty() {
+            self.text.push_str("\n\n");
+        }
+        self.text.push_str(section);
+    }
+
+    fn finish(self) -> Message {
+        Message::user_with_media(self.text, self.media)
+    }
 }
 
 /// The label of a plain string input, which needs no label in the lean layout.
@@ -278,19 +342,36 @@ fn system_prompt(plan: &PromptPlan) -> String {
     }
 }
 
-fn user_message(plan: &PromptPlan) -> String {
-    let mut sections = vec![
-        section("Intent", plan.intent.trim()),
-        section(
-            &["Input (", &plan.input.label, ")"].concat(),
-            &plan.input.text,
-        ),
-        section("Output requirements", &output_requirements(plan)),
-    ];
-    if !plan.examples.is_empty() {
-        sections.push(section("Examples", &examples(&plan.examples)));
+fn user_message(plan: &PromptPlan) -> Message {
+    let input = &plan.input;
+    if input.media.is_empty() {
+        let mut sections = vec![
+            section("Intent", plan.intent.trim()),
+            section(&["Input (", &input.label, ")"].concat(), &input.text),
+            section("Output requirements", &output_requirements(plan)),
+        ];
+        if !plan.examples.is_empty() {
+            sections.push(section("Examples", &examples(&plan.examples)));
+        }
+        return Message::user(sections.join("\n\n"));
     }
-    sections.join("\n\n")
+    // With media the sections are the same; each medium gets its own `## Input` heading
+    // after the text input, the medium itself sent right after the heading.
+    let mut turn = MediaTurn::new(section("Intent", plan.intent.trim()));
+    if input.has_text() {
+        turn.push_section(&section(
+            &["Input (", &input.label, ")"].concat(),
+            &input.text,
+        ));
+    }
+    for media in &input.media {
+        turn.push_media(&section(&media_title("Input", media), ""), &media.media);
+    }
+    turn.push_section(&section("Output requirements", &output_requirements(plan)));
+    if !plan.examples.is_empty() {
+        turn.push_section(&section("Examples", &examples(&plan.examples)));
+    }
+    turn.finish()
 }
 
 // The hot path's texts are joined with `concat`/`join`, which size them once, rather

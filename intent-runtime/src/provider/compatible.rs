@@ -10,6 +10,7 @@ use super::env::set_variable;
 use super::http::{ProviderConfigError, trim_base_url};
 use super::openai::chat::ChatEndpoint;
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
+use crate::media::MediaLimits;
 
 pub use super::openai::chat::{MaxTokensField, StructuredOutput};
 
@@ -47,6 +48,7 @@ impl OpenAiCompatible {
         // and never show it to the model; Ollama's own guide advises repeating it in the
         // prompt.
         endpoint.settings.model_reads_schema = false;
+        endpoint.media_limits = MediaLimits::COMPATIBLE;
         Self { endpoint }
     }
 
@@ -200,6 +202,15 @@ impl OpenAiCompatible {
     /// provider sets itself (`model`, `messages`, ...) are never overridden.
     pub fn with_body_field(mut self, key: impl Into<String>, value: Value) -> Self {
         self.endpoint.extra_body.insert(key.into(), value);
+        self
+    }
+
+    /// What the server takes of images and PDFs (default [`MediaLimits::COMPATIBLE`]:
+    /// images as OpenAI takes them, no documents); a request over a limit is refused
+    /// before it is sent. A server that reads PDFs sent as OpenAI's `file` parts takes
+    /// `MediaLimits::COMPATIBLE.with_documents(true)`.
+    pub fn with_media_limits(mut self, limits: MediaLimits) -> Self {
+        self.endpoint.media_limits = limits;
         self
     }
 

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::media::MediaRefusal;
+
 /// The most characters of a message a [`ProviderError`] keeps; the rest is cut, with a note
 /// of how much was left out.
 ///
@@ -220,6 +222,19 @@ pub(crate) fn bounded_message(message: String) -> String {
     };
     let left_out = message[cut..].chars().count();
     format!("{}… ({left_out} more characters)", &message[..cut])
+}
+
+impl From<MediaRefusal> for ProviderError {
+    /// A refusal is a request the provider would refuse too: never retried, and not
+    /// counted as a model call (nothing was sent).
+    fn from(refusal: MediaRefusal) -> Self {
+        ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            refusal.provider(),
+            refusal.to_string(),
+        )
+        .not_sent()
+    }
 }
 
 #[cfg(test)]

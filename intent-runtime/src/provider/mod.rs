@@ -35,6 +35,7 @@ pub use logprobs::{LogprobAlternative, TokenLogprob};
 pub use openai::OpenAi;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
+use crate::media::{Media, MediaLimits};
 use crate::result::Usage;
 pub use streaming::{ReplyPiece, ReplyStream};
 
@@ -76,8 +77,30 @@ impl Role {
 pub struct Message {
     /// Who speaks.
     pub role: Role,
-    /// What is said.
+    /// What is said: the whole text of the turn, media labels included.
     pub content: String,
+    /// Images and documents sent in this turn, each at a place in `content` (only the
+    /// first user turn carries any).
+    pub media: Vec<MediaPart>,
+}
+
+/// An image or a document in a turn: sent as its own content part, between the text
+/// before byte `at` of the turn's `content` and the text from there on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MediaPart {
+    /// The byte offset in the turn's text where the media sits.
+    pub at: usize,
+    /// The media.
+    pub media: Media,
+}
+
+/// A piece of a turn as providers send it: text, or an image or a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part<'a> {
+    /// Text (never empty).
+    Text(&'a str),
+    /// An image or a document.
+    Media(&'a Media),
 }
 
 impl Message {
@@ -86,6 +109,15 @@ impl Message {
         Self {
             role: Role::User,
             content: content.into(),
+            media: Vec::new(),
+        }
+    }
+
+    /// A user turn with media placed in its text.
+    pub fn user_with_media(content: impl Into<String>, media: Vec<MediaPart>) -> Self {
+        Self {
+            media,
+            ..Self::user(content)
         }
     }
 
@@ -94,7 +126,45 @@ impl Message {
         Self {
             role: Role::Assistant,
             content: content.into(),
+            media: Vec::new(),
         }
+    }
+
+    /// The turn as content parts, in order: text up to each media part's place, the
+    /// media, and the text after the last. Empty texts are left out. A place past the
+    /// text's end or inside a character is taken as the nearest place before it, so a
+    /// malformed place never loses text.
+    pub fn parts(&self) -> impl Iterator<Item = Part<'_>> {
+        let text = self.content.as_str();
+        let mut from = 0;
+        let mut media = self.media.iter();
+        let mut pending: Option<&Media> = None;
+        std::iter::from_fn(move || {
+            loop {
+                if let Some(next) = pending.take() {
+                    return Some(Part::Media(next));
+                }
+                match media.next() {
+                    Some(part) => {
+                        let mut at = part.at.clamp(from, text.len());
+                        while !text.is_char_boundary(at) {
+                            at -= 1;
+                        }
+                        let piece = &text[from..at];
+                        from = at;
+                        pending = Some(&part.media);
+                        if !piece.is_empty() {
+                            return Some(Part::Text(piece));
+                        }
+                    }
+                    None => {
+                        let piece = &text[from..];
+                        from = text.len();
+                        return (!piece.is_empty()).then_some(Part::Text(piece));
+                    }
+                }
+            }
+        })
     }
 }
 
@@ -163,6 +233,31 @@ impl ProviderRequest {
             .map_or("", |message| message.content.as_str())
     }
 
+    /// Every image and document in the request's turns, in order.
+    pub fn media(&self) -> impl Iterator<Item = &Media> {
+        self.messages
+            .iter()
+            .flat_map(|message| message.media.iter().map(|part| &part.media))
+    }
+
+    /// Checks the request's images and documents against `limits` before it is sent to
+    /// `provider`: every provider's request builder calls it, so live calls, streamed
+    /// calls and batch lines are refused alike.
+    pub(crate) fn check_media(
+        &self,
+        provider: &str,
+        limits: &MediaLimits,
+    ) -> Result<(), ProviderError> {
+        if self.messages.iter().all(|message| message.media.is_empty()) {
+            return Ok(());
+        }
+        let schema = self
+            .schema
+            .as_ref()
+            .map_or(0, |schema| schema.to_string().len());
+        Ok(limits.check(provider, self.media(), self.prompt_len() + schema)?)
+    }
+
     /// Whether this request continues an earlier one (it carries a previous reply).
     pub fn is_retry(&self) -> bool {
         self.messages
@@ -195,6 +290,7 @@ impl fmt::Debug for ProviderRequest {
             .field("schema_name", &self.schema_name)
             .field("system_chars", &self.system.len())
             .field("message_chars", &turns)
+            .field("media", &self.media().collect::<Vec<_>>())
             .field("max_output_tokens", &self.max_output_tokens)
             .field("temperature", &self.temperature)
             .field("top_logprobs", &self.top_logprobs)

@@ -10,6 +10,7 @@ use self::chat::ChatEndpoint;
 use super::env::{base_url_variable, set_variable};
 use super::http::{ProviderConfigError, trim_base_url};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
+use crate::media::MediaLimits;
 
 /// OpenAI's API root.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -73,6 +74,13 @@ impl OpenAi {
     /// Uses this model when a request names none.
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.endpoint.model = model.into();
+        self
+    }
+
+    /// What the API takes of images and PDFs (default [`MediaLimits::OPENAI`]); a request
+    /// over a limit is refused before it is sent.
+    pub fn with_media_limits(mut self, limits: MediaLimits) -> Self {
+        self.endpoint.media_limits = limits;
         self
     }
 

@@ -60,7 +60,9 @@ use serde_json::{Value, json};
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::provider::{Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat};
+use crate::provider::{
+    Part, Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat,
+};
 use crate::result::{
     AIResult, AttemptRecord, DecisionFailureKind, IssueSource, JudgeRecord, Repair, ResultIssue,
 };
@@ -509,10 +511,15 @@ impl<'a> ModelRequest<'a> {
                     .messages
                     .iter()
                     .map(|turn| {
-                        json!({
-                            "role": turn.role.as_str(),
-                            "parts": [{"type": "text", "content": turn.content}],
-                        })
+                        // Media are recorded by type, size and digest: never their bytes.
+                        let parts: Vec<Value> = turn
+                            .parts()
+                            .map(|part| match part {
+                                Part::Text(text) => json!({"type": "text", "content": text}),
+                                Part::Media(media) => media.summary(),
+                            })
+                            .collect();
+                        json!({"role": turn.role.as_str(), "parts": parts})
                     })
                     .collect();
                 span.record(GEN_AI_INPUT_MESSAGES, Value::Array(turns).to_string());

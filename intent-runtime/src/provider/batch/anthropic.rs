@@ -277,7 +277,7 @@ impl BatchApi for AnthropicBatch {
         let schema = output_schema(request);
         let params =
             self.provider
-                .body(request, self.provider.model_of(request), schema.as_deref());
+                .body(request, self.provider.model_of(request), schema.as_deref())?;
         let mut line = Vec::with_capacity(params.size_hint() + 64);
         serde_json::to_writer(&mut line, &Line { custom_id, params }).map_err(|error| {
             ProviderError::new(

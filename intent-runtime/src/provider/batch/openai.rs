@@ -240,7 +240,7 @@ impl BatchApi for OpenAiBatch {
     ) -> Result<Vec<u8>, ProviderError> {
         let endpoint = self.provider.endpoint();
         let schema = request.schema.as_ref().map(http::schema_json);
-        let body = endpoint.body(request, schema.as_deref());
+        let body = endpoint.body(request, schema.as_deref())?;
         let mut line = Vec::with_capacity(body.size_hint() + 96);
         serde_json::to_writer(
             &mut line,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::media::{Media, MediaLimits};
 use crate::provider::ReplyStream;
 use crate::provider::error::bounded_message;
 use crate::provider::http::{
@@ -20,7 +21,7 @@ use crate::provider::http::{
 };
 use crate::provider::streaming::{ChatStream, decode, sse_events};
 use crate::provider::{
-    DEFAULT_SCHEMA_NAME, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
+    DEFAULT_SCHEMA_NAME, Part, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ResponseFormat, TokenLogprob,
 };
 use crate::result::Usage;
@@ -153,6 +154,7 @@ impl ChatBody<'_> {
             + prompts / 16
             + self.schema.map_or(0, |schema| schema.get().len())
             + 32 * self.request.messages.len()
+            + media_size_hint(self.request)
             + 256
     }
 }
@@ -165,7 +167,111 @@ struct StreamOptions {
 #[derive(Serialize)]
 struct Message<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+/// A turn's `content`: a string, or an array of parts when the turn carries media.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Parts(PartsBody<'a>),
+}
+
+/// A user turn with media as Chat Completions content parts: `text`, `image_url` (a
+/// data URL or the image's URL) and, for a PDF, `file` with its bytes as a data URL.
+struct PartsBody<'a>(&'a crate::provider::Message);
+
+impl Serialize for PartsBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut parts = serializer.serialize_seq(None)?;
+        for part in self.0.parts() {
+            match part {
+                Part::Text(text) => parts.serialize_element(&TextPart { kind: "text", text })?,
+                Part::Media(media) if media.is_image() => parts.serialize_element(&ImagePart {
+                    kind: "image_url",
+                    image_url: ImageUrl {
+                        url: MediaUrl(media),
+                    },
+                })?,
+                Part::Media(media) => parts.serialize_element(&FilePart {
+                    kind: "file",
+                    file: FileData {
+                        filename: media.filename(),
+                        file_data: MediaUrl(media),
+                    },
+                })?,
+            }
+        }
+        parts.end()
+    }
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct ImagePart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    image_url: ImageUrl<'a>,
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: MediaUrl<'a>,
+}
+
+#[derive(Serialize)]
+struct FilePart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    file: FileData<'a>,
+}
+
+#[derive(Serialize)]
+struct FileData<'a> {
+    filename: &'a str,
+    file_data: MediaUrl<'a>,
+}
+
+/// The media's URL, or its bytes as a `data:` URL. Written straight into the body from
+/// the media's shared base64 text: the `data:` URL is never built as a string of its own.
+struct MediaUrl<'a>(&'a Media);
+
+impl Serialize for MediaUrl<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0.url_str() {
+            Some(url) => serializer.serialize_str(url),
+            None => serializer.collect_str(&DataUrl(self.0)),
+        }
+    }
+}
+
+/// `data:<type>;base64,<bytes>`.
+struct DataUrl<'a>(&'a Media);
+
+impl fmt::Display for DataUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let media_type = self
+            .0
+            .media_type()
+            .map_or("application/octet-stream", |t| t.as_str());
+        f.write_str("data:")?;
+        f.write_str(media_type)?;
+        f.write_str(";base64,")?;
+        f.write_str(self.0.base64().unwrap_or_default())
+    }
+}
+
+/// Room for a request's media in its body: the base64 text and the part around it.
+pub(crate) fn media_size_hint(request: &ProviderRequest) -> usize {
+    request.media().map(|media| media.wire_len() + 128).sum()
 }
 
 #[derive(Serialize)]
@@ -195,12 +301,16 @@ impl Serialize for ChatBody<'_> {
         if !request.system.is_empty() {
             messages.push(Message {
                 role: "system",
-                content: &request.system,
+                content: Content::Text(&request.system),
             });
         }
         messages.extend(request.messages.iter().map(|message| Message {
             role: message.role.as_str(),
-            content: &message.content,
+            content: if message.media.is_empty() {
+                Content::Text(&message.content)
+            } else {
+                Content::Parts(PartsBody(message))
+            },
         }));
         map.serialize_entry("messages", &messages)?;
         if let Some(limit) = request.max_output_tokens {
@@ -431,6 +541,8 @@ pub(crate) struct ChatEndpoint {
     pub(crate) settings: WireSettings,
     pub(crate) extra_body: Map<String, Value>,
     pub(crate) transport: HttpTransport,
+    /// What the server takes of images and documents, checked before sending.
+    pub(crate) media_limits: MediaLimits,
     route: RouteCell,
 }
 
@@ -443,6 +555,7 @@ impl fmt::Debug for ChatEndpoint {
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("settings", &self.settings)
             .field("extra_body", &self.extra_body)
+            .field("media_limits", &self.media_limits)
             .field("connect_timeout", &self.transport.connect_timeout())
             .field("request_timeout", &self.transport.request_timeout())
             .field("max_response_bytes", &self.transport.max_response_bytes())
@@ -467,6 +580,7 @@ impl ChatEndpoint {
             settings: WireSettings::OPENAI,
             extra_body: Map::new(),
             transport: HttpTransport::default(),
+            media_limits: MediaLimits::OPENAI,
             route: RouteCell::default(),
         }
     }
@@ -531,20 +645,22 @@ impl ChatEndpoint {
     }
 
     /// The body of `request`, as a live call sends it and as a batch line carries it;
-    /// `schema` is `http::schema_json` of the request's schema.
+    /// `schema` is `http::schema_json` of the request's schema. A request whose media the
+    /// server does not take ([`MediaLimits`]) is refused here, before anything is sent.
     pub(crate) fn body<'a>(
         &'a self,
         request: &'a ProviderRequest,
         schema: Option<&'a RawValue>,
-    ) -> ChatBody<'a> {
-        ChatBody {
+    ) -> Result<ChatBody<'a>, ProviderError> {
+        request.check_media(&self.provider_name, &self.media_limits)?;
+        Ok(ChatBody {
             request,
             model: self.model_of(request),
             settings: &self.settings,
             extra: &self.extra_body,
             schema,
             stream: false,
-        }
+        })
     }
 
     /// The `authorization` header (when the endpoint has a key), marked sensitive.
@@ -564,7 +680,7 @@ impl ChatEndpoint {
         let model = self.model_of(request);
         let route = self.route()?;
         let schema = request.schema.as_ref().map(http::schema_json);
-        let body = self.body(request, schema.as_deref());
+        let body = self.body(request, schema.as_deref())?;
         let secret = self.api_key.as_deref();
         tracing::debug!(provider = %self.provider_name, %model, url = %route.url(), "sending a chat completion");
         let started = Instant::now();
@@ -594,12 +710,8 @@ impl ChatEndpoint {
         let route = self.route()?;
         let schema = request.schema.as_ref().map(http::schema_json);
         let body = ChatBody {
-            request,
-            model,
-            settings: &self.settings,
-            extra: &self.extra_body,
-            schema: schema.as_deref(),
             stream: true,
+            ..self.body(request, schema.as_deref())?
         };
         let secret = self.api_key.as_deref();
         tracing::debug!(provider = %self.provider_name, %model, url = %route.url(), "streaming a chat completion");
