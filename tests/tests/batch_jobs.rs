@@ -1227,7 +1227,7 @@ mod decision_companions {
         let model = ScriptedProvider::from_fn(|request, _| {
             // The options' descriptions are in every question: the state tells them apart.
             ScriptedReply::text(if request.user().contains("double charge") {
-                r#"{"value": {"team": {"probabilities": {"Billing": 0.8, "Support": 0.2}, "selected": "Billing"}}}"#
+                r#"{"value": {"team": {"probabilities": {"Billing": 0.8, "Support": 0.2}}}}"#
             } else {
                 "not an answer"
             })

@@ -1,5 +1,5 @@
 //! State shared by a fleet of replicas through Redis: a rate limiter whose quota all of
-//! them draw from ([`RateLimiter::shared`](crate::limits::RateLimiter::shared)) and a
+//! them draw from (`limits::RateLimiter::shared`) and a
 //! response cache whose replies any of them can serve ([`RedisCache`]).
 //!
 //! Ten replicas with ten in-process limiters each think they own the provider's quota and
