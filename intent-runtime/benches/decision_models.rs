@@ -110,7 +110,7 @@ fn chat_reply(body: &[u8]) -> String {
     } else {
         let stated = json!({"value": {
             "refund_asked": {"probability_yes": 0.97},
-            "team": {"probabilities": {"billing": 0.93, "support": 0.05, "sales": 0.02}, "selected": "billing"},
+            "team": {"probabilities": {"billing": 0.93, "support": 0.05, "sales": 0.02}},
             "urgency": {"probabilities": {"low": 0.05, "medium": 0.15, "high": 0.65, "critical": 0.15}},
         }});
         chat(&stated.to_string(), None)
