@@ -9,42 +9,51 @@ use std::sync::{Mutex, PoisonError};
 use crate::provider::{ProviderReply, ProviderRequest, ResponseFormat};
 
 /// The key of a cached reply: a hash of every field of the request that can change the
-/// reply (system prompt and every turn, format, schema and its name, model, output limit,
-/// temperature, log-probabilities asked for).
+/// reply (system prompt and every turn, media by digest, format, schema and its name,
+/// model, output limit, temperature, log-probabilities asked for).
+///
+/// 128 bits, two independent 64-bit hashes of the same fields: a cache shared by a fleet
+/// holds many replies for a long time, and two requests that share a key would be served
+/// each other's answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CacheKey(u64);
+pub struct CacheKey(u64, u64);
 
 impl CacheKey {
     /// The key of `request`, with `model` the model that will actually be asked (the
     /// request may leave it to the provider's default).
     pub fn of(request: &ProviderRequest, model: &str) -> Self {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        request.system.hash(&mut hasher);
-        // Every turn, roles included: a request whose turns differ is another request.
-        request.messages.hash(&mut hasher);
-        match request.response_format {
-            ResponseFormat::Text => 0u8,
-            ResponseFormat::JsonObject => 1,
-            ResponseFormat::JsonSchema => 2,
-        }
-        .hash(&mut hasher);
-        request
-            .schema
-            .as_ref()
-            .map(|s| s.to_string())
-            .hash(&mut hasher);
-        request.schema_name.hash(&mut hasher);
-        model.hash(&mut hasher);
-        request.max_output_tokens.hash(&mut hasher);
-        request.temperature.map(f32::to_bits).hash(&mut hasher);
-        request.top_logprobs.hash(&mut hasher);
-        Self(hasher.finish())
+        let hash = |domain: u8| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            domain.hash(&mut hasher);
+            hash_request(request, model, &mut hasher);
+            hasher.finish()
+        };
+        Self(hash(0), hash(1))
     }
 
-    /// The key as 16 hexadecimal digits, for stores keyed by strings (Redis).
+    /// The key as 32 hexadecimal digits, for stores keyed by strings (Redis).
     pub fn to_hex(&self) -> String {
-        format!("{:016x}", self.0)
+        format!("{:016x}{:016x}", self.0, self.1)
     }
+}
+
+/// Feeds every field of `request` that can change the reply to `hasher`.
+fn hash_request(request: &ProviderRequest, model: &str, hasher: &mut impl Hasher) {
+    request.system.hash(hasher);
+    // Every turn, roles included: a request whose turns differ is another request.
+    request.messages.hash(hasher);
+    match request.response_format {
+        ResponseFormat::Text => 0u8,
+        ResponseFormat::JsonObject => 1,
+        ResponseFormat::JsonSchema => 2,
+    }
+    .hash(hasher);
+    request.schema.as_ref().map(|s| s.to_string()).hash(hasher);
+    request.schema_name.hash(hasher);
+    model.hash(hasher);
+    request.max_output_tokens.hash(hasher);
+    request.temperature.map(f32::to_bits).hash(hasher);
+    request.top_logprobs.hash(hasher);
 }
 
 /// Where replies are cached. [`InMemoryCache`] is the default; with the `redis` feature,

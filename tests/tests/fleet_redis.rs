@@ -144,6 +144,26 @@ fn wait_all(workers: Vec<Child>) {
     }
 }
 
+/// Runs four `mode` workers of `calls` calls each against `provider` at once; returns
+/// how many requests reached the provider, and how long the workers took.
+async fn four_workers(
+    redis: &RedisServer,
+    provider: &MockServer,
+    mode: &str,
+    calls: u32,
+) -> (usize, Duration) {
+    let started = Instant::now();
+    let workers = (0..4)
+        .map(|_| spawn_worker(mode, &redis.url(), &provider.uri(), calls))
+        .collect();
+    tokio::task::spawn_blocking(move || wait_all(workers))
+        .await
+        .expect("workers joined");
+    let elapsed = started.elapsed();
+    let arrived = provider.received_requests().await.unwrap_or_default().len();
+    (arrived, elapsed)
+}
+
 /// The body of a worker process; ignored in an ordinary run.
 #[tokio::test]
 #[ignore = "run by the fleet tests as a worker process"]
@@ -191,15 +211,7 @@ async fn four_processes_share_one_request_quota() {
         return;
     };
     let provider = provider_server(10, 2).await;
-    let started = Instant::now();
-    let workers = (0..4)
-        .map(|_| spawn_worker("requests", &redis.url(), &provider.uri(), 15))
-        .collect();
-    tokio::task::spawn_blocking(move || wait_all(workers))
-        .await
-        .expect("workers joined");
-    let elapsed = started.elapsed();
-    let arrived = provider.received_requests().await.unwrap_or_default().len();
+    let (arrived, elapsed) = four_workers(&redis, &provider, "requests", 15).await;
     // A quota of 20 a minute: a burst of 20, then one every 3 s. The workers' calls give up
     // after 3 s, so at most 20 + elapsed / 3 s arrive; each process alone (15 calls) would
     // have sent all of its own, 60 in all.
@@ -219,15 +231,7 @@ async fn four_processes_share_one_token_quota_settled_from_usage() {
     // Each reply reports 500 tokens, far above the request's estimate: the bookings are
     // corrected from the usage, or the quota would let about 4,000 / 20 requests through.
     let provider = provider_server(400, 100).await;
-    let started = Instant::now();
-    let workers = (0..4)
-        .map(|_| spawn_worker("tokens", &redis.url(), &provider.uri(), 6))
-        .collect();
-    tokio::task::spawn_blocking(move || wait_all(workers))
-        .await
-        .expect("workers joined");
-    let elapsed = started.elapsed();
-    let arrived = provider.received_requests().await.unwrap_or_default().len();
+    let (arrived, elapsed) = four_workers(&redis, &provider, "tokens", 6).await;
     let used = arrived as f64 * 500.0;
     // 4,000 tokens a minute: the burst, the refill over the run, and the documented
     // tolerance: each of the four processes may have one request in flight whose booking
@@ -332,4 +336,32 @@ async fn with_redis_stopped_calls_fail_open_or_closed_as_configured_and_recover(
         recovered,
         "the fail-closed limiter did not recover with Redis back"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cached_reply_is_served_only_to_the_request_it_answers() {
+    use intent_rs::cache::{CacheKey, ResponseCache};
+    use intent_rs::provider::{ProviderReply, ProviderRequest};
+
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let cache = RedisCache::new(&Redis::new(&server.url()).unwrap());
+    let paid = CacheKey::of(&ProviderRequest::text("s", "the paid request"), "m");
+    let other = CacheKey::of(&ProviderRequest::text("s", "another request"), "m");
+    cache.put(paid, ProviderReply::text("answer")).await;
+    assert_eq!(
+        cache.get(&paid).await.map(|r| r.text).as_deref(),
+        Some("answer")
+    );
+    // The paid entry copied under the other request's key (a collision, a stale writer):
+    // it names the request it answers, so it is not handed to another one.
+    let copied = Command::new("redis-cli")
+        .args(["-p", &server.port.to_string(), "COPY"])
+        .arg(format!("intent-rs:cache:{}", paid.to_hex()))
+        .arg(format!("intent-rs:cache:{}", other.to_hex()))
+        .output()
+        .expect("redis-cli, from the redis-server package");
+    assert_eq!(String::from_utf8_lossy(&copied.stdout).trim(), "1");
+    assert!(cache.get(&other).await.is_none());
 }

@@ -81,7 +81,13 @@ impl ResponseCache for RedisCache {
             .await;
         match stored {
             Ok(Some(bytes)) => match serde_json::from_slice::<StoredReply>(&bytes) {
-                Ok(reply) => Some(reply.into()),
+                // The entry names the request it answers: a value written under this
+                // Redis key for anything else is not handed out.
+                Ok(reply) if reply.key == key.to_hex() => Some(reply.into()),
+                Ok(_) => {
+                    tracing::warn!("an entry of the Redis cache answers another request; ignored");
+                    None
+                }
                 Err(error) => {
                     // Another version's layout, or a foreign value under our key: a miss.
                     tracing::warn!(%error, "an unreadable entry in the Redis cache was ignored");
@@ -97,7 +103,7 @@ impl ResponseCache for RedisCache {
     }
 
     async fn put(&self, key: CacheKey, reply: ProviderReply) {
-        let bytes = match serde_json::to_vec(&StoredReply::from(&reply)) {
+        let bytes = match serde_json::to_vec(&StoredReply::new(&key, &reply)) {
             Ok(bytes) if bytes.len() <= self.max_entry_bytes => bytes,
             Ok(_) | Err(_) => return,
         };
@@ -125,6 +131,8 @@ impl ResponseCache for RedisCache {
 /// belongs to the request that paid for the reply, not to the calls it is served to.
 #[derive(Serialize, Deserialize)]
 struct StoredReply {
+    /// The [`CacheKey`] of the request this reply answers, checked when it is read.
+    key: String,
     text: String,
     refusal: Option<String>,
     truncated: bool,
@@ -141,9 +149,10 @@ struct StoredLogprob {
     top: Vec<(String, f64)>,
 }
 
-impl From<&ProviderReply> for StoredReply {
-    fn from(reply: &ProviderReply) -> Self {
+impl StoredReply {
+    fn new(key: &CacheKey, reply: &ProviderReply) -> Self {
         Self {
+            key: key.to_hex(),
             text: reply.text.clone(),
             refusal: reply.refusal.clone(),
             truncated: reply.truncated,

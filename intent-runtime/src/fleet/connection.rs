@@ -5,13 +5,17 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::OnceCell;
 
 /// The default time limit of one Redis call.
 pub const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// How long Redis is not asked again after a call failed: while it is down, each call
+/// would otherwise pay the connection attempt (and its retries) before falling back.
+pub const REDIS_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(1);
 
 /// What the limiter and the cache do when Redis does not answer in time or fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,6 +66,8 @@ struct Inner {
     shown_url: String,
     settings: Settings,
     connection: OnceCell<ConnectionManager>,
+    /// The last failure and when Redis may be asked again.
+    failed: std::sync::Mutex<Option<(Instant, RedisError)>>,
 }
 
 #[derive(Clone)]
@@ -102,11 +108,13 @@ impl Redis {
                     namespace: "intent-rs".to_owned(),
                 },
                 connection: OnceCell::new(),
+                failed: std::sync::Mutex::new(None),
             }),
         })
     }
 
-    /// The time limit of one Redis call (connecting included).
+    /// The time limit of one Redis call (connecting included). After a failure Redis is
+    /// not asked again for [`REDIS_RETRY_AFTER_FAILURE`]: calls fall back at once.
     pub fn timeout(self, timeout: Duration) -> Self {
         self.with(|settings| settings.timeout = timeout)
     }
@@ -133,6 +141,7 @@ impl Redis {
                 shown_url: self.inner.shown_url.clone(),
                 settings,
                 connection: OnceCell::new(),
+                failed: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -154,6 +163,9 @@ impl Redis {
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
+        if let Some(error) = self.recent_failure() {
+            return Err(error);
+        }
         let timeout = self.inner.settings.timeout;
         let attempt = async {
             let connection = self
@@ -173,11 +185,34 @@ impl Redis {
                 .clone();
             command(connection).await
         };
-        match tokio::time::timeout(timeout, attempt).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(RedisError::Failed(error.to_string())),
-            Err(_) => Err(RedisError::Timeout(timeout)),
+        let error = match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(error)) => RedisError::Failed(error.to_string()),
+            Err(_) => RedisError::Timeout(timeout),
+        };
+        *self.failures() = Some((Instant::now() + REDIS_RETRY_AFTER_FAILURE, error.clone()));
+        Err(error)
+    }
+
+    /// The last failure, while Redis is not to be asked again.
+    fn recent_failure(&self) -> Option<RedisError> {
+        let mut failed = self.failures();
+        match &*failed {
+            Some((until, error)) if Instant::now() < *until => Some(error.clone()),
+            Some(_) => {
+                *failed = None;
+                None
+            }
+            None => None,
         }
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, Option<(Instant, RedisError)>> {
+        // A poisoned lock only means a panic elsewhere mid-write; the value is still usable.
+        self.inner
+            .failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -47,4 +47,6 @@ mod connection;
 pub(crate) mod limiter;
 
 pub use cache::{DEFAULT_CACHE_TTL, DEFAULT_MAX_ENTRY_BYTES, RedisCache};
-pub use connection::{DEFAULT_REDIS_TIMEOUT, OnRedisFailure, Redis, RedisError};
+pub use connection::{
+    DEFAULT_REDIS_TIMEOUT, OnRedisFailure, REDIS_RETRY_AFTER_FAILURE, Redis, RedisError,
+};
