@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::env::set_variable;
-use super::http::{ProviderConfigError, trim_base_url};
-use super::openai::chat::ChatEndpoint;
+use super::http::{ProviderConfigError, set_variable, trim_base_url};
+use super::openai::endpoint::ChatEndpoint;
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
 
-pub use super::openai::chat::{MaxTokensField, StructuredOutput};
+pub use super::openai::request::{MaxTokensField, StructuredOutput};
 
 /// The model [`OpenAiCompatible::from_env`] asks for when `OPENAI_COMPATIBLE_MODEL` is
 /// unset: a small model Ollama serves under this name.
@@ -328,7 +327,7 @@ mod tests {
 
     #[test]
     fn from_env_needs_a_base_url_and_reads_model_and_key() {
-        use crate::provider::env::tests::lookup;
+        use crate::provider::http::variables::tests::lookup;
 
         let err = OpenAiCompatible::from_lookup(&lookup(&[("OPENAI_COMPATIBLE_MODEL", "m")]))
             .unwrap_err();

@@ -6,7 +6,6 @@
 
 pub mod anthropic;
 pub mod batch;
-mod cache_breakpoints;
 pub mod compatible;
 mod env;
 mod error;
@@ -15,7 +14,7 @@ mod logprobs;
 pub mod openai;
 pub(crate) mod reply_text;
 pub mod scripted;
-mod streaming;
+mod stream;
 
 use std::fmt;
 use std::sync::Arc;
@@ -37,7 +36,7 @@ pub use scripted::{ScriptedProvider, ScriptedReply};
 
 use crate::media::{Media, MediaLimits};
 use crate::result::Usage;
-pub use streaming::{ReplyPiece, ReplyStream};
+pub use stream::{ReplyPiece, ReplyStream};
 
 /// How the model is asked to format its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,12 +1,10 @@
-//! The providers' batch APIs: one request as a line of a submission, a submission, its
-//! state, its results, its cancellation; OpenAI's Batch API, Anthropic's Message Batches
-//! and an offline one answering from a script. Batch jobs (`IntentClient::batch`) drive
-//! them.
+//! What a provider's batch API offers batch jobs (`IntentClient::batch`): one request as a
+//! line of a submission, a submission, its state, its results, its cancellation. Each
+//! wire API's folder implements [`BatchApi`] for its own batch endpoint (OpenAI's Batch
+//! API in `openai/batch.rs`, Anthropic's Message Batches in `anthropic/batch.rs`, the
+//! offline one in `scripted/batch.rs`) and adds its [`BatchProvider`] constructor there.
 
-mod anthropic;
-mod openai;
 pub(crate) mod outcome;
-mod scripted;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -211,6 +209,13 @@ pub struct BatchProvider {
     pub(crate) api: Arc<dyn BatchApi>,
 }
 
+impl BatchProvider {
+    /// A batch provider speaking through `api`.
+    pub(crate) fn from_api(api: impl BatchApi + 'static) -> Self {
+        Self { api: Arc::new(api) }
+    }
+}
+
 impl fmt::Debug for BatchProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BatchProvider")
@@ -220,30 +225,6 @@ impl fmt::Debug for BatchProvider {
 }
 
 impl BatchProvider {
-    /// OpenAI's Batch API (`/v1/files`, `/v1/batches`) with this provider's key, base URL,
-    /// model and HTTP settings.
-    pub fn openai(provider: crate::provider::OpenAi) -> Self {
-        Self {
-            api: Arc::new(openai::OpenAiBatch::new(provider)),
-        }
-    }
-
-    /// Anthropic's Message Batches (`/v1/messages/batches`) with this provider's key, base
-    /// URL, model and HTTP settings.
-    pub fn anthropic(provider: crate::provider::Anthropic) -> Self {
-        Self {
-            api: Arc::new(anthropic::AnthropicBatch::new(provider)),
-        }
-    }
-
-    /// An offline batch API whose replies come from `provider`: each request is answered
-    /// as it is queued, and each batch ends on its second look. For tests and examples.
-    pub fn scripted(provider: crate::provider::ScriptedProvider) -> Self {
-        Self {
-            api: Arc::new(scripted::ScriptedBatch::new(provider)),
-        }
-    }
-
     /// The provider's name.
     pub fn name(&self) -> &str {
         self.api.name()

@@ -17,8 +17,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_core::Stream;
 
-use super::{ReplyPiece, ReplyStream};
-use crate::provider::http::{redact, transport_error};
+use super::classify::{redact, transport_error};
+use crate::provider::stream::{ReplyPiece, ReplyStream};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 
 /// One server-sent event: its `event:` name (empty when none) and its `data:` (the lines

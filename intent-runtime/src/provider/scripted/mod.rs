@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use futures_core::Stream;
 
+mod batch;
+
 use super::{
     LogprobAlternative, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ReplyPiece, ReplyStream, ResponseFormat, TokenLogprob,

@@ -7,10 +7,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::{BatchApi, BatchLimits, BatchState, Input, Lines, Outcome, Sink, Submitting};
+use super::OpenAi;
+use super::reply::parse_reply;
+use super::request::ChatBody;
+use crate::provider::batch::{
+    BatchApi, BatchLimits, BatchProvider, BatchState, Input, Lines, Outcome, Sink, Submitting,
+};
 use crate::provider::http::{self, RawResponse};
-use crate::provider::openai::chat::{ChatBody, parse_reply};
-use crate::provider::{OpenAi, ProviderError, ProviderErrorKind, ProviderRequest};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
 
 /// OpenAI's limits on one batch's input file: 50,000 requests and 200 MB.
 pub(crate) const OPENAI_BATCH_LIMITS: BatchLimits = BatchLimits {
@@ -464,5 +468,13 @@ impl BatchApi for OpenAiBatch {
         let url = self.url(&format!("/batches/{id}/cancel"));
         let _: serde_json::Value = self.call(|client| client.post(url), "a batch").await?;
         Ok(())
+    }
+}
+
+impl BatchProvider {
+    /// OpenAI's Batch API (`/v1/files`, `/v1/batches`) with this provider's key, base URL,
+    /// model and HTTP settings.
+    pub fn openai(provider: OpenAi) -> Self {
+        Self::from_api(OpenAiBatch::new(provider))
     }
 }

@@ -7,13 +7,12 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::StoredOutcome;
 use futures_util::StreamExt;
 
-use super::{BatchApi, BatchLimits, BatchState, Input, Sink};
-use crate::provider::{
-    Provider, ProviderError, ProviderErrorKind, ProviderRequest, ScriptedProvider,
-};
+use super::ScriptedProvider;
+use crate::provider::batch::outcome::StoredOutcome;
+use crate::provider::batch::{BatchApi, BatchLimits, BatchProvider, BatchState, Input, Sink};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest};
 
 #[derive(Debug)]
 pub(crate) struct ScriptedBatch {
@@ -177,5 +176,13 @@ impl BatchApi for ScriptedBatch {
         let stored = batches.get_mut(id).ok_or_else(|| Self::unknown(id))?;
         stored.canceled = true;
         Ok(())
+    }
+}
+
+impl BatchProvider {
+    /// An offline batch API whose replies come from `provider`: each request is answered
+    /// as it is queued, and each batch ends on its second look. For tests and examples.
+    pub fn scripted(provider: ScriptedProvider) -> Self {
+        Self::from_api(ScriptedBatch::new(provider))
     }
 }

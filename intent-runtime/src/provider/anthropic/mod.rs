@@ -13,15 +13,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+mod batch;
+mod cache_breakpoints;
+mod stream;
+
+use self::cache_breakpoints::{Breakpoints, minimum_cacheable_tokens};
+use self::stream::MessagesStream;
 use super::ReplyStream;
-use super::cache_breakpoints::{Breakpoints, minimum_cacheable_tokens};
-use super::env::{base_url_variable, set_variable};
 use super::error::bounded_message;
 use super::http::{
     self, ErrorBody, HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, base_kind,
-    error_from_response, invalid_response, names_schema, trim_base_url,
+    base_url_variable, decode, error_from_response, invalid_response, names_schema, set_variable,
+    sse_events, trim_base_url,
 };
-use super::streaming::{MessagesStream, decode, sse_events};
 use super::{
     Message, Part, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ResponseFormat,

@@ -1,14 +1,17 @@
 //! OpenAI's Chat Completions API as a [`Provider`]: strict `json_schema`, `json_object` and
 //! text replies, refusals, truncation and classified errors.
 
-pub(crate) mod chat;
+mod batch;
+pub(crate) mod endpoint;
+pub(crate) mod reply;
+pub(crate) mod request;
+mod stream;
 
 use std::fmt;
 use std::time::Duration;
 
-use self::chat::ChatEndpoint;
-use super::env::{base_url_variable, set_variable};
-use super::http::{ProviderConfigError, trim_base_url};
+use self::endpoint::ChatEndpoint;
+use super::http::{ProviderConfigError, base_url_variable, set_variable, trim_base_url};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
 

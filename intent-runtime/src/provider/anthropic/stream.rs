@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::sse::{Decoder, SseEvent};
-use crate::provider::anthropic::{MessagesUsage, kind_of_error_type, messages_reply, usage};
+use super::{MessagesUsage, kind_of_error_type, messages_reply, usage};
+use crate::provider::http::sse::{Decoder, SseEvent};
 use crate::provider::http::{ErrorBody, excerpt, redact};
 use crate::provider::reply_text;
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};

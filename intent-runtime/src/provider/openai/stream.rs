@@ -11,10 +11,10 @@ use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::sse::{Decoder, SseEvent};
+use super::reply::{ChatParts, ChatUsage, ChoiceLogprobs};
 use crate::provider::TokenLogprob;
+use crate::provider::http::sse::{Decoder, SseEvent};
 use crate::provider::http::{ErrorBody, redact};
-use crate::provider::openai::chat::{ChatParts, ChatUsage, ChoiceLogprobs};
 use crate::provider::reply_text;
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 

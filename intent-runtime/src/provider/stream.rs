@@ -1,15 +1,7 @@
-//! Streamed replies on the wire: what a provider hands back for a streamed request (the
-//! reply's text in pieces as the model writes it, then the whole reply, exactly as a
-//! non-streamed call returns it), and the server-sent events of each wire format that
-//! it is read from.
-
-mod chat;
-mod messages;
-mod sse;
-
-pub(crate) use chat::ChatStream;
-pub(crate) use messages::MessagesStream;
-pub(crate) use sse::{decode, sse_events};
+//! Streamed replies: what a provider hands back for a streamed request (the reply's text
+//! in pieces as the model writes it, then the whole reply, exactly as a non-streamed call
+//! returns it). Each wire API's folder decodes its own events into these; the
+//! server-sent-event framing they share is [`http::sse`](super::http::sse).
 
 use std::fmt;
 use std::pin::Pin;

@@ -8,10 +8,12 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{BatchApi, BatchLimits, BatchState, Input, Lines, Outcome, Sink, Submitting};
-use crate::provider::anthropic::{MessagesBody, kind_of_error_type, output_schema, parse_reply};
+use super::{Anthropic, MessagesBody, kind_of_error_type, output_schema, parse_reply};
+use crate::provider::batch::{
+    BatchApi, BatchLimits, BatchProvider, BatchState, Input, Lines, Outcome, Sink, Submitting,
+};
 use crate::provider::http::{self, RawResponse};
-use crate::provider::{Anthropic, ProviderError, ProviderErrorKind, ProviderRequest};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
 
 /// Anthropic's limits on one message batch: 100,000 requests and 256 MB.
 pub(crate) const ANTHROPIC_BATCH_LIMITS: BatchLimits = BatchLimits {
@@ -442,6 +444,14 @@ impl BatchApi for AnthropicBatch {
     async fn cancel(&self, id: &str) -> Result<(), ProviderError> {
         let url = self.url(&format!("/{id}/cancel"));
         self.call(|client| client.post(url)).await.map(|_| ())
+    }
+}
+
+impl BatchProvider {
+    /// Anthropic's Message Batches (`/v1/messages/batches`) with this provider's key, base
+    /// URL, model and HTTP settings.
+    pub fn anthropic(provider: Anthropic) -> Self {
+        Self::from_api(AnthropicBatch::new(provider))
     }
 }
 

@@ -1,0 +1,398 @@
+//! How a failed call is classified: an error reply's status and body to a
+//! [`ProviderErrorKind`], the provider's advice on retrying (`retry-after`,
+//! `x-should-retry`), the request id, and redaction of the key from anything quoted.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::transport::RawResponse;
+use crate::provider::{ProviderError, ProviderErrorKind};
+
+/// The most characters of a reply body an error message quotes.
+pub const EXCERPT_MAX_CHARS: usize = 200;
+
+/// The headers a request id is read from, after the provider's own, in this order:
+/// `x-request-id` (OpenAI, vLLM, and most proxies: nginx, Envoy, Kong), `request-id`
+/// (Anthropic), `x-litellm-call-id` (the LiteLLM proxy), `apim-request-id` and
+/// `x-ms-request-id` (Azure OpenAI and Azure API Management), `x-amzn-requestid` (AWS API
+/// Gateway, Bedrock), `x-correlation-id` (gateways that name it so) and `cf-ray`
+/// (Cloudflare, in front of many hosted servers).
+pub const REQUEST_ID_HEADERS: &[&str] = &[
+    "x-request-id",
+    "request-id",
+    "x-litellm-call-id",
+    "apim-request-id",
+    "x-ms-request-id",
+    "x-amzn-requestid",
+    "x-correlation-id",
+    "cf-ray",
+];
+
+/// How long the provider asked us to wait, from the headers of an error reply.
+///
+/// Reads `retry-after-ms` (milliseconds) first, then `retry-after` as seconds or as an HTTP
+/// date. A zero wait, a date in the past, or an unreadable value gives `None`: the caller's own
+/// backoff decides then.
+pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    parse_retry_after_at(headers, SystemTime::now())
+}
+
+/// [`parse_retry_after`] with the current time given, so dates can be tested.
+pub fn parse_retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let millis = header_str(headers, "retry-after-ms")
+        .and_then(|value| value.parse::<f64>().ok())
+        .and_then(|ms| positive_duration(ms / 1000.0));
+    millis.or_else(|| {
+        let value = header_str(headers, "retry-after")?;
+        match value.parse::<f64>() {
+            Ok(seconds) => positive_duration(seconds),
+            Err(_) => {
+                let date = httpdate::parse_http_date(value).ok()?;
+                date.duration_since(now).ok().filter(|wait| !wait.is_zero())
+            }
+        }
+    })
+}
+
+/// What the `x-should-retry` header says, when it says `true` or `false`.
+///
+/// The provider knows better than the status code whether a retry can help, so this
+/// overrides the kind's default.
+pub fn parse_should_retry(headers: &HeaderMap) -> Option<bool> {
+    let value = header_str(headers, "x-should-retry")?;
+    if value.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// At most [`EXCERPT_MAX_CHARS`] characters of `body`, whitespace runs folded into one space,
+/// ending in `…` when it was cut.
+pub fn excerpt(body: &str) -> String {
+    let folded = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.chars().count() <= EXCERPT_MAX_CHARS {
+        return folded;
+    }
+    let mut cut: String = folded.chars().take(EXCERPT_MAX_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn positive_duration(seconds: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|wait| !wait.is_zero())
+}
+
+pub(super) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name)?.to_str().ok().map(str::trim)
+}
+
+/// Replaces every occurrence of the API key in `text`, so a proxy or server that echoes the
+/// request back cannot leak it into an error.
+pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if !secret.is_empty() => text.replace(secret, "[redacted]"),
+        _ => text.to_owned(),
+    }
+}
+
+/// A `reqwest` failure as a provider error: a timeout, or a transport failure. A failure
+/// to connect sent nothing, so it is no model call.
+pub(crate) fn transport_error(
+    provider: &str,
+    err: &reqwest::Error,
+    secret: Option<&str>,
+) -> ProviderError {
+    let kind = if err.is_timeout() {
+        ProviderErrorKind::Timeout
+    } else {
+        ProviderErrorKind::Transport
+    };
+    let message = redact(&error_chain(err), secret);
+    tracing::debug!(provider, %kind, %message, "provider request failed before a reply");
+    let error = ProviderError::new(kind, provider, message);
+    if err.is_connect() {
+        error.not_sent()
+    } else {
+        error
+    }
+}
+
+/// An error and its sources, `: `-joined, because `reqwest`'s own message hides the cause
+/// ("error sending request") that says what to fix.
+pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// The parts of an error body the providers use, whatever its exact shape.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct ErrorBody {
+    pub(crate) message: Option<String>,
+    pub(crate) error_type: Option<String>,
+    pub(crate) param: Option<String>,
+}
+
+impl ErrorBody {
+    /// Reads `{"error":{"message","type","param"}}` (OpenAI, Anthropic, most compatible
+    /// servers), `{"error":"text"}` (Ollama) and `{"message","type"}` (vLLM).
+    pub(crate) fn parse(body: &str) -> Self {
+        let Ok(value) = serde_json::from_str::<Value>(body) else {
+            return Self::default();
+        };
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+        match value.get("error") {
+            Some(Value::String(message)) => Self {
+                message: Some(message.clone()),
+                ..Self::default()
+            },
+            Some(error @ Value::Object(_)) => Self {
+                message: text(error, "message"),
+                error_type: text(error, "type"),
+                param: text(error, "param"),
+            },
+            _ => Self {
+                message: text(&value, "message"),
+                error_type: text(&value, "type"),
+                param: text(&value, "param"),
+            },
+        }
+    }
+}
+
+/// The classification every provider starts from; each adjusts what its documentation says
+/// differently.
+pub(crate) fn base_kind(status: StatusCode) -> ProviderErrorKind {
+    match status.as_u16() {
+        401 => ProviderErrorKind::Authentication,
+        402 | 403 => ProviderErrorKind::Permission,
+        404 => ProviderErrorKind::NotFound,
+        // Request timeout and conflict: the request itself was fine; try again.
+        408 | 409 => ProviderErrorKind::Server,
+        429 => ProviderErrorKind::RateLimited,
+        503 | 529 => ProviderErrorKind::Overloaded,
+        500..=599 => ProviderErrorKind::Server,
+        _ => ProviderErrorKind::InvalidRequest,
+    }
+}
+
+/// Whether a 400's message or parameter points at the response schema.
+pub(crate) fn names_schema(error: &ErrorBody, schema_words: &[&str]) -> bool {
+    let mentions = |text: &str| {
+        let lower = text.to_ascii_lowercase();
+        schema_words.iter().any(|word| lower.contains(word))
+    };
+    error.message.as_deref().is_some_and(mentions) || error.param.as_deref().is_some_and(mentions)
+}
+
+/// Builds the error for a non-success reply: the provider's own message (or an excerpt of
+/// the body), the status, the request id, `retry-after` and `x-should-retry`.
+pub(crate) fn error_from_response(
+    provider: &str,
+    raw: &RawResponse,
+    kind: ProviderErrorKind,
+    error: &ErrorBody,
+    request_id_header: &str,
+    secret: Option<&str>,
+) -> ProviderError {
+    let message = match error.message.as_deref().map(str::trim) {
+        Some(message) if !message.is_empty() => message.to_owned(),
+        _ if raw.body_text().trim().is_empty() => format!(
+            "HTTP {} with an empty body",
+            raw.status.canonical_reason().unwrap_or("error")
+        ),
+        _ => format!("unexpected error body: {}", excerpt(&raw.body_text())),
+    };
+    let mut err = ProviderError::new(kind, provider, redact(&message, secret))
+        .with_status(raw.status.as_u16());
+    if let Some(id) = raw.request_id(request_id_header) {
+        err = err.with_request_id(id);
+    }
+    if let Some(wait) = parse_retry_after(&raw.headers) {
+        err = err.with_retry_after(wait);
+    }
+    if let Some(transient) = parse_should_retry(&raw.headers) {
+        err = err.with_transient(transient);
+    }
+    tracing::debug!(
+        provider,
+        status = raw.status.as_u16(),
+        %kind,
+        request_id = raw.request_id(request_id_header),
+        transient = err.is_transient(),
+        "provider answered with an error"
+    );
+    err
+}
+
+/// An error for a success status whose body is not the documented shape.
+pub(crate) fn invalid_response(
+    provider: &str,
+    raw: &RawResponse,
+    what: &str,
+    request_id_header: &str,
+    secret: Option<&str>,
+) -> ProviderError {
+    let message = format!("{what}; body starts: {}", excerpt(&raw.body_text()));
+    let mut err = ProviderError::new(
+        ProviderErrorKind::InvalidResponse,
+        provider,
+        redact(&message, secret),
+    )
+    .with_status(raw.status.as_u16());
+    if let Some(id) = raw.request_id(request_id_header) {
+        err = err.with_request_id(id);
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn retry_after_ms_wins_over_retry_after() {
+        let map = headers(&[("retry-after-ms", "1500"), ("retry-after", "9")]);
+        assert_eq!(parse_retry_after(&map), Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn retry_after_reads_fractional_milliseconds() {
+        let map = headers(&[("retry-after-ms", "2.5")]);
+        assert_eq!(parse_retry_after(&map), Some(Duration::from_micros(2500)));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds() {
+        let map = headers(&[("retry-after", "20")]);
+        assert_eq!(parse_retry_after(&map), Some(Duration::from_secs(20)));
+    }
+
+    #[test]
+    fn retry_after_reads_an_http_date() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
+        let map = headers(&[("retry-after", "Wed, 21 Oct 2026 07:28:30 GMT")]);
+        assert_eq!(
+            parse_retry_after_at(&map, now),
+            Some(Duration::from_secs(30))
+        );
+    }
+
+    #[test]
+    fn retry_after_in_the_past_or_zero_is_no_advice() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
+        let past = headers(&[("retry-after", "Wed, 21 Oct 2026 07:27:00 GMT")]);
+        assert_eq!(parse_retry_after_at(&past, now), None);
+        assert_eq!(parse_retry_after(&headers(&[("retry-after", "0")])), None);
+    }
+
+    #[test]
+    fn retry_after_garbage_is_ignored() {
+        for value in ["soon", "-3", "NaN", "inf", "1e400", ""] {
+            let map = headers(&[("retry-after", value)]);
+            assert_eq!(parse_retry_after(&map), None, "{value}");
+        }
+        let bad_ms = headers(&[("retry-after-ms", "lots"), ("retry-after", "4")]);
+        assert_eq!(parse_retry_after(&bad_ms), Some(Duration::from_secs(4)));
+        assert_eq!(parse_retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn should_retry_reads_true_and_false_only() {
+        assert_eq!(
+            parse_should_retry(&headers(&[("x-should-retry", "true")])),
+            Some(true)
+        );
+        assert_eq!(
+            parse_should_retry(&headers(&[("x-should-retry", "False")])),
+            Some(false)
+        );
+        assert_eq!(
+            parse_should_retry(&headers(&[("x-should-retry", "maybe")])),
+            None
+        );
+        assert_eq!(parse_should_retry(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn excerpt_folds_whitespace_and_cuts_at_the_limit() {
+        assert_eq!(
+            excerpt("  <html>\n  <body>  oops </body>\n"),
+            "<html> <body> oops </body>"
+        );
+        let long = "é".repeat(500);
+        let cut = excerpt(&long);
+        assert_eq!(cut.chars().count(), EXCERPT_MAX_CHARS);
+        assert!(cut.ends_with('…'));
+        assert_eq!(excerpt(&"x".repeat(200)), "x".repeat(200));
+    }
+
+    #[test]
+    fn error_body_reads_each_known_shape() {
+        let openai = ErrorBody::parse(
+            r#"{"error":{"message":"bad","type":"invalid_request_error","param":"response_format","code":null}}"#,
+        );
+        assert_eq!(openai.message.as_deref(), Some("bad"));
+        assert_eq!(openai.param.as_deref(), Some("response_format"));
+        let anthropic = ErrorBody::parse(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(anthropic.error_type.as_deref(), Some("overloaded_error"));
+        assert_eq!(anthropic.message.as_deref(), Some("Overloaded"));
+        let ollama = ErrorBody::parse(r#"{"error":"model 'x' not found"}"#);
+        assert_eq!(ollama.message.as_deref(), Some("model 'x' not found"));
+        let vllm =
+            ErrorBody::parse(r#"{"object":"error","message":"too long","type":"BadRequestError"}"#);
+        assert_eq!(vllm.message.as_deref(), Some("too long"));
+        assert_eq!(ErrorBody::parse("<html>"), ErrorBody::default());
+    }
+
+    #[test]
+    fn base_kind_follows_the_status() {
+        let kind = |s: u16| base_kind(StatusCode::from_u16(s).unwrap());
+        assert_eq!(kind(401), ProviderErrorKind::Authentication);
+        assert_eq!(kind(402), ProviderErrorKind::Permission);
+        assert_eq!(kind(408), ProviderErrorKind::Server);
+        assert_eq!(kind(409), ProviderErrorKind::Server);
+        assert_eq!(kind(418), ProviderErrorKind::InvalidRequest);
+        assert_eq!(kind(503), ProviderErrorKind::Overloaded);
+        assert_eq!(kind(529), ProviderErrorKind::Overloaded);
+        assert_eq!(kind(502), ProviderErrorKind::Server);
+    }
+
+    #[test]
+    fn redact_removes_every_copy_of_the_secret() {
+        assert_eq!(
+            redact("key sk-1 and sk-1 again", Some("sk-1")),
+            "key [redacted] and [redacted] again"
+        );
+        assert_eq!(redact("nothing", Some("")), "nothing");
+        assert_eq!(redact("nothing", None), "nothing");
+    }
+}

@@ -1,0 +1,33 @@
+//! What an HTTP provider can fail to be configured with.
+
+crate::error::debug_as_message!(ProviderConfigError);
+
+/// What an HTTP provider could not be configured with.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderConfigError {
+    /// The environment variable that should hold the API key is unset or empty.
+    #[error("the environment variable {variable} is not set; set it to your {provider} API key")]
+    MissingApiKey {
+        /// The variable that was read.
+        variable: &'static str,
+        /// The provider it is for.
+        provider: &'static str,
+    },
+    /// The environment variable that should hold a server's base URL is unset or empty.
+    #[error(
+        "the environment variable {variable} is not set; set it to the server's base URL, \
+         such as http://localhost:11434/v1 for Ollama"
+    )]
+    MissingBaseUrl {
+        /// The variable that was read.
+        variable: &'static str,
+    },
+    /// No provider is configured in the environment ([`from_env`](super::from_env)).
+    #[error(
+        "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \
+         (Anthropic) or OPENAI_COMPATIBLE_BASE_URL (any Chat Completions server, such as \
+         Ollama at http://localhost:11434/v1)"
+    )]
+    NoProvider,
+}

@@ -1,0 +1,48 @@
+//! Shared HTTP plumbing of the HTTP providers: the pooled `reqwest` client, timeouts, turning
+//! transport failures and error replies into [`ProviderError`]s, `retry-after` parsing and
+//! short body excerpts.
+//!
+//! How failures are classified (every provider; `x-should-retry: true|false` overrides the
+//! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`]):
+//!
+//! | kind | OpenAI and compatible servers | Anthropic | transient |
+//! | --- | --- | --- | --- |
+//! | `Authentication` | 401 | 401 `authentication_error` | no |
+//! | `Permission` | 402, 403 | 402 `billing_error`, 403 `permission_error` | no |
+//! | `NotFound` | 404 | 404 `not_found_error` | no |
+//! | `InvalidRequest` | 400, 413, 422, other 4xx | 400 `invalid_request_error`, 413 `request_too_large` | no |
+//! | `SchemaRejected` | 400 whose message or `param` names `response_format` / `schema` | 400 naming `output_config` / `schema` | no |
+//! | `RateLimited` | 429 | 429 `rate_limit_error` | yes |
+//! | `Overloaded` | 503 | 529 `overloaded_error` (and 503) | yes |
+//! | `Server` | 408, 409, 500 and other 5xx | 500 `api_error`, other 5xx | yes |
+//! | `Timeout` | the request timeout elapsed | 504 `timeout_error`, or the timeout elapsed | yes |
+//! | `Transport` | connection refused, reset, or dropped mid-reply | same | yes |
+//! | `InvalidResponse` | a 2xx body that is not JSON or lacks `choices` (with an excerpt); any body past the size limit | a 2xx body without `content`; any body past the size limit | no |
+//! | `Configuration` | a base URL that is not an absolute `http(s)` URL (nothing is sent) | same | no |
+//!
+//! A reply body is read chunk by chunk and never past the provider's limit
+//! ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set otherwise): a server that sends an endless or
+//! huge body costs at most that much memory and fails the call at once, without a retry.
+//! The request id is read from the provider's own header, else from the first of
+//! [`REQUEST_ID_HEADERS`] present, so a call through a gateway keeps an id to quote.
+
+mod body;
+mod classify;
+mod config_error;
+pub(crate) mod sse;
+mod transport;
+pub(crate) mod variables;
+
+pub(crate) use body::{schema_json, temperature_value, trim_base_url};
+pub use classify::{
+    EXCERPT_MAX_CHARS, REQUEST_ID_HEADERS, excerpt, parse_retry_after, parse_retry_after_at,
+    parse_should_retry,
+};
+pub(crate) use classify::{
+    ErrorBody, base_kind, error_from_response, invalid_response, names_schema, redact,
+};
+pub use config_error::ProviderConfigError;
+pub(crate) use sse::{decode, sse_events};
+pub use transport::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT};
+pub(crate) use transport::{HttpTransport, RawResponse, Route, RouteCell, read_error};
+pub(crate) use variables::{base_url_variable, set_variable};

@@ -1,0 +1,166 @@
+//! Chat Completions replies: a completion read into a [`ProviderReply`] (text, refusal,
+//! truncation, usage, log-probabilities, ids), and error replies classified.
+
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+use crate::provider::error::bounded_message;
+use crate::provider::http::{ErrorBody, RawResponse, base_kind, invalid_response, names_schema};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, TokenLogprob};
+use crate::result::Usage;
+
+/// The header that carries OpenAI's (and most compatible servers') request id.
+pub(crate) const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Words that, in a 400's message or `param`, mean the response schema was refused.
+const SCHEMA_WORDS: &[&str] = &["response_format", "json_schema", "schema"];
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    #[serde(default)]
+    id: Option<String>,
+    choices: Vec<Choice>,
+    model: Option<String>,
+    usage: Option<ChatUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ChoiceMessage,
+    finish_reason: Option<String>,
+    #[serde(default)]
+    logprobs: Option<ChoiceLogprobs>,
+}
+
+/// `choices[0].logprobs`: `content` holds one entry per output token.
+#[derive(Deserialize)]
+pub(crate) struct ChoiceLogprobs {
+    #[serde(default)]
+    pub(crate) content: Option<Vec<TokenLogprob>>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    #[serde(default)]
+    content: Option<String>,
+    // Absent on servers without refusals (Ollama): that is a normal reply.
+    refusal: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ChatUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct PromptTokensDetails {
+    cached_tokens: Option<u64>,
+}
+
+/// Reads a success reply: text, refusal, truncation, usage, model, the completion's id
+/// and the request id.
+pub(crate) fn parse_reply(
+    provider: &str,
+    raw: &RawResponse,
+    requested_model: &str,
+    secret: Option<&str>,
+) -> Result<ProviderReply, ProviderError> {
+    let invalid = |what: String| invalid_response(provider, raw, &what, REQUEST_ID_HEADER, secret);
+    let parsed: ChatResponse = serde_json::from_slice(&raw.body).map_err(|err| {
+        invalid(format!(
+            "the reply is not a Chat Completions response ({err})"
+        ))
+    })?;
+    let Some(choice) = parsed.choices.into_iter().next() else {
+        return Err(invalid("the reply has no choices".to_owned()));
+    };
+    let parts = ChatParts {
+        content: choice.message.content,
+        refusal: choice.message.refusal,
+        finish_reason: choice.finish_reason,
+        usage: parsed.usage,
+        model: parsed.model,
+        logprobs: choice.logprobs.and_then(|logprobs| logprobs.content),
+        id: parsed.id,
+    };
+    Ok(parts.into_reply(
+        requested_model,
+        raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+    ))
+}
+
+/// What a Chat Completions reply is made of, read from one response or gathered from
+/// the chunks of a stream; both become a [`ProviderReply`] the same way.
+#[derive(Default)]
+pub(crate) struct ChatParts {
+    pub(crate) content: Option<String>,
+    pub(crate) refusal: Option<String>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) usage: Option<ChatUsage>,
+    pub(crate) model: Option<String>,
+    pub(crate) logprobs: Option<Vec<TokenLogprob>>,
+    /// The completion's `id` (`chatcmpl-...`).
+    pub(crate) id: Option<String>,
+}
+
+impl ChatParts {
+    /// The reply: refusal and truncation read before the text.
+    pub(crate) fn into_reply(
+        self,
+        requested_model: &str,
+        request_id: Option<String>,
+    ) -> ProviderReply {
+        // The refusal is carried into an issue and the next prompt: an excerpt, like any
+        // provider message.
+        let refusal = self
+            .refusal
+            .filter(|text| !text.is_empty())
+            .map(bounded_message);
+        let truncated = matches!(
+            self.finish_reason.as_deref(),
+            Some("length" | "content_filter")
+        );
+        let text = if refusal.is_some() {
+            String::new()
+        } else {
+            self.content.unwrap_or_default()
+        };
+        let usage = self.usage.map_or_else(Usage::default, |usage| Usage {
+            input_tokens: usage.prompt_tokens.unwrap_or(0),
+            output_tokens: usage.completion_tokens.unwrap_or(0),
+            cached_input_tokens: usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0),
+            cache_write_input_tokens: 0,
+        });
+        ProviderReply {
+            text,
+            refusal,
+            truncated,
+            stop_reason: self.finish_reason,
+            usage,
+            model: self
+                .model
+                .filter(|model| !model.is_empty())
+                .unwrap_or_else(|| requested_model.to_owned()),
+            request_id,
+            response_id: self.id.filter(|id| !id.is_empty()),
+            logprobs: self.logprobs,
+        }
+    }
+}
+
+/// The kind of a Chat Completions error reply.
+///
+/// OpenAI documents 400 invalid request, 401, 403, 404, 422, 429 and 5xx; a 400 that names
+/// the response schema is [`ProviderErrorKind::SchemaRejected`], because the schema, not the
+/// prompt, has to change.
+pub(crate) fn classify(status: StatusCode, error: &ErrorBody) -> ProviderErrorKind {
+    if status == StatusCode::BAD_REQUEST && names_schema(error, SCHEMA_WORDS) {
+        return ProviderErrorKind::SchemaRejected;
+    }
+    base_kind(status)
+}
