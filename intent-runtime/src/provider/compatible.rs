@@ -2,11 +2,10 @@
 //! OpenRouter) as a [`Provider`], with settings for what each supports differently.
 
 use std::fmt;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::http::{ProviderConfigError, set_variable, trim_base_url};
+use super::http::{ProviderConfigError, set_variable, transport_settings};
 use super::openai::endpoint::ChatEndpoint;
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
@@ -39,15 +38,15 @@ impl OpenAiCompatible {
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         let mut endpoint = ChatEndpoint::new(
             "openai-compatible",
-            trim_base_url(base_url),
+            &base_url.into(),
             model.into(),
             None,
+            MediaLimits::COMPATIBLE,
         );
         // Local servers (Ollama, vLLM, llama.cpp) turn the schema into a decoding grammar
         // and never show it to the model; Ollama's own guide advises repeating it in the
         // prompt.
         endpoint.settings.model_reads_schema = false;
-        endpoint.media_limits = MediaLimits::COMPATIBLE;
         Self { endpoint }
     }
 
@@ -136,25 +135,25 @@ impl OpenAiCompatible {
 
     /// The name used in logs, records and errors (default `openai-compatible`).
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.endpoint.provider_name = name.into();
+        self.endpoint.connection.provider = name.into();
         self
     }
 
     /// Sends `Authorization: Bearer <key>`.
     pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.endpoint.set_api_key(api_key.into());
+        self.endpoint.connection.set_api_key(api_key.into());
         self
     }
 
     /// Sends requests to another base URL.
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.endpoint.set_base_url(trim_base_url(base_url));
+        self.endpoint.connection.set_base_url(base_url);
         self
     }
 
     /// Uses this model when a request names none.
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.endpoint.model = model.into();
+        self.endpoint.connection.model = model.into();
         self
     }
 
@@ -209,40 +208,15 @@ impl OpenAiCompatible {
     /// before it is sent. A server that reads PDFs sent as OpenAI's `file` parts takes
     /// `MediaLimits::COMPATIBLE.with_documents(true)`.
     pub fn with_media_limits(mut self, limits: MediaLimits) -> Self {
-        self.endpoint.media_limits = limits;
+        self.endpoint.connection.media_limits = limits;
         self
     }
 
-    /// How long to wait for a connection (default 10 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.transport.set_connect_timeout(timeout);
-        self
-    }
-
-    /// The most bytes read from one response (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES), 32 MiB);
-    /// a longer reply fails the call at once with a non-transient
-    /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-        self.endpoint.transport.set_max_response_bytes(bytes);
-        self
-    }
-
-    /// How long one whole request may take (default 120 s).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.transport.set_request_timeout(timeout);
-        self
-    }
-
-    /// Uses this `reqwest` client instead of building one.
-    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-        self.endpoint.transport.set_client(client);
-        self
-    }
+    transport_settings!(endpoint.connection);
 
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {
-        self.endpoint.base_url()
+        self.endpoint.connection.base_url()
     }
 
     /// Which body field carries the output-token limit.
@@ -277,11 +251,11 @@ impl fmt::Debug for OpenAiCompatible {
 #[async_trait::async_trait]
 impl Provider for OpenAiCompatible {
     fn name(&self) -> &str {
-        &self.endpoint.provider_name
+        &self.endpoint.connection.provider
     }
 
     fn default_model(&self) -> &str {
-        &self.endpoint.model
+        &self.endpoint.connection.model
     }
 
     fn server_url(&self) -> Option<&str> {

@@ -8,7 +8,10 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{Anthropic, MessagesBody, kind_of_error_type, output_schema, parse_reply};
+use super::Anthropic;
+use super::reply::{kind_of_error_type, parse_reply};
+use super::request::MessagesBody;
+use super::schema::output_schema;
 use crate::provider::batch::{
     BatchApi, BatchLimits, BatchProvider, BatchState, Input, Lines, Outcome, Sink, Submitting,
 };

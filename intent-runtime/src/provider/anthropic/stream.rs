@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{MessagesUsage, kind_of_error_type, messages_reply, usage};
+use super::reply::{MessagesUsage, kind_of_error_type, messages_reply, usage};
 use crate::provider::http::sse::{Decoder, SseEvent};
 use crate::provider::http::{ErrorBody, excerpt, redact};
 use crate::provider::reply_text;

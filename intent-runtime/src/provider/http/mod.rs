@@ -29,6 +29,7 @@
 mod body;
 mod classify;
 mod config_error;
+mod connection;
 pub(crate) mod sse;
 mod transport;
 pub(crate) mod variables;
@@ -42,7 +43,7 @@ pub(crate) use classify::{
     ErrorBody, base_kind, error_from_response, invalid_response, names_schema, redact,
 };
 pub use config_error::ProviderConfigError;
-pub(crate) use sse::{decode, sse_events};
+pub(crate) use connection::{Connection, WireApi, transport_settings};
 pub use transport::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT};
 pub(crate) use transport::{HttpTransport, RawResponse, Route, RouteCell, read_error};
 pub(crate) use variables::{base_url_variable, set_variable};

@@ -219,14 +219,6 @@ impl HttpTransport {
         self.client = Arc::new(OnceLock::from(client));
     }
 
-    pub(crate) fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
-    }
-
-    pub(crate) fn request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
-
     pub(crate) fn max_response_bytes(&self) -> usize {
         self.max_response_bytes
     }

@@ -116,11 +116,11 @@ impl OpenAiBatch {
     }
 
     fn name(&self) -> &str {
-        &self.provider.endpoint().provider_name
+        &self.provider.endpoint().connection.provider
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.provider.endpoint().base_url())
+        format!("{}{path}", self.provider.endpoint().connection.base_url())
     }
 
     fn invalid(&self, raw: &RawResponse, what: &str) -> ProviderError {
@@ -129,7 +129,7 @@ impl OpenAiBatch {
             raw,
             what,
             "x-request-id",
-            self.provider.endpoint().secret(),
+            self.provider.endpoint().connection.secret(),
         )
     }
 
@@ -143,8 +143,9 @@ impl OpenAiBatch {
         let endpoint = self.provider.endpoint();
         let headers = endpoint.auth_headers()?;
         let raw = endpoint
-            .transport()
-            .send_built(self.name(), build, &headers, endpoint.secret())
+            .connection
+            .transport
+            .send_built(self.name(), build, &headers, endpoint.connection.secret())
             .await?;
         if !raw.status.is_success() {
             return Err(endpoint.error_reply(&raw));
@@ -166,7 +167,7 @@ impl OpenAiBatch {
                 };
                 let endpoint = self.provider.endpoint();
                 let outcome = if raw.status.is_success() {
-                    parse_reply(name, &raw, "", endpoint.secret())
+                    parse_reply(name, &raw, "", endpoint.connection.secret())
                 } else {
                     Err(endpoint.error_reply(&raw))
                 };
@@ -184,7 +185,7 @@ impl OpenAiBatch {
                 name,
                 error.code.as_deref(),
                 error.message,
-                self.provider.endpoint().secret(),
+                self.provider.endpoint().connection.secret(),
             )),
             (None, None) => Err(ProviderError::new(
                 ProviderErrorKind::InvalidResponse,
@@ -230,11 +231,15 @@ impl BatchApi for OpenAiBatch {
     }
 
     fn secret(&self) -> Option<&str> {
-        self.provider.endpoint().secret()
+        self.provider.endpoint().connection.secret()
     }
 
     fn model_of(&self, request: &ProviderRequest) -> String {
-        self.provider.endpoint().model_of(request).to_owned()
+        self.provider
+            .endpoint()
+            .connection
+            .model_of(request)
+            .to_owned()
     }
 
     async fn line(
@@ -395,7 +400,7 @@ impl BatchApi for OpenAiBatch {
                 };
                 return Ok(BatchState::Failed(http::redact(
                     &reason,
-                    self.provider.endpoint().secret(),
+                    self.provider.endpoint().connection.secret(),
                 )));
             }
             "expired" => (
@@ -427,11 +432,11 @@ impl BatchApi for OpenAiBatch {
     ) -> Result<(), ProviderError> {
         let endpoint = self.provider.endpoint();
         let headers = endpoint.auth_headers()?;
-        let transport = endpoint.transport();
+        let transport = &endpoint.connection.transport;
         for file in handles {
             let url = self.url(&format!("/files/{file}/content"));
             let mut response = transport
-                .open_get(self.name(), &url, &headers, endpoint.secret())
+                .open_get(self.name(), &url, &headers, endpoint.connection.secret())
                 .await?;
             if !response.status().is_success() {
                 return Err(endpoint.error_reply(&http::read_error(response).await));
@@ -454,7 +459,7 @@ impl BatchApi for OpenAiBatch {
                 }
             };
             while let Some(chunk) = transport
-                .next_chunk(self.name(), &mut response, endpoint.secret())
+                .next_chunk(self.name(), &mut response, endpoint.connection.secret())
                 .await?
             {
                 lines.push(&chunk, &mut each);

@@ -8,10 +8,9 @@ pub(crate) mod request;
 mod stream;
 
 use std::fmt;
-use std::time::Duration;
 
 use self::endpoint::ChatEndpoint;
-use super::http::{ProviderConfigError, base_url_variable, set_variable, trim_base_url};
+use super::http::{ProviderConfigError, base_url_variable, set_variable, transport_settings};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
 
@@ -37,9 +36,10 @@ impl OpenAi {
         Self {
             endpoint: ChatEndpoint::new(
                 "openai",
-                OPENAI_DEFAULT_BASE_URL.to_owned(),
+                OPENAI_DEFAULT_BASE_URL,
                 OPENAI_DEFAULT_MODEL.to_owned(),
                 Some(api_key.into()),
+                MediaLimits::OPENAI,
             ),
         }
     }
@@ -70,54 +70,28 @@ impl OpenAi {
 
     /// Sends requests to another API root (a proxy, Azure-style gateway, a test server).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.endpoint.set_base_url(trim_base_url(base_url));
+        self.endpoint.connection.set_base_url(base_url);
         self
     }
 
     /// Uses this model when a request names none.
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.endpoint.model = model.into();
+        self.endpoint.connection.model = model.into();
         self
     }
 
     /// What the API takes of images and PDFs (default [`MediaLimits::OPENAI`]); a request
     /// over a limit is refused before it is sent.
     pub fn with_media_limits(mut self, limits: MediaLimits) -> Self {
-        self.endpoint.media_limits = limits;
+        self.endpoint.connection.media_limits = limits;
         self
     }
 
-    /// How long to wait for a connection (default 10 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.transport.set_connect_timeout(timeout);
-        self
-    }
-
-    /// The most bytes read from one response (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES), 32 MiB);
-    /// a longer reply fails the call at once with a non-transient
-    /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-        self.endpoint.transport.set_max_response_bytes(bytes);
-        self
-    }
-
-    /// How long one whole request may take (default 120 s).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.transport.set_request_timeout(timeout);
-        self
-    }
-
-    /// Uses this `reqwest` client (its proxy, TLS and pool settings) instead of building one;
-    /// the connect timeout is then the client's own.
-    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-        self.endpoint.transport.set_client(client);
-        self
-    }
+    transport_settings!(endpoint.connection);
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {
-        self.endpoint.base_url()
+        self.endpoint.connection.base_url()
     }
 
     /// The Chat Completions endpoint: its body builder, key and transport, which batch
@@ -138,11 +112,11 @@ impl fmt::Debug for OpenAi {
 #[async_trait::async_trait]
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        &self.endpoint.provider_name
+        &self.endpoint.connection.provider
     }
 
     fn default_model(&self) -> &str {
-        &self.endpoint.model
+        &self.endpoint.connection.model
     }
 
     fn server_url(&self) -> Option<&str> {
