@@ -434,19 +434,6 @@ async fn each_documented_error_status_is_classified() {
 }
 
 #[tokio::test]
-async fn x_should_retry_false_overrides_a_transient_status() {
-    let err = error_for(
-        529,
-        "overloaded_error",
-        "Overloaded",
-        &[("x-should-retry", "false")],
-    )
-    .await;
-    assert_eq!(err.kind(), ProviderErrorKind::Overloaded);
-    assert!(!err.is_transient());
-}
-
-#[tokio::test]
 async fn malformed_success_bodies_are_invalid_responses_with_an_excerpt() {
     let cases = [
         (
@@ -483,67 +470,5 @@ async fn malformed_success_bodies_are_invalid_responses_with_an_excerpt() {
         let quoted = err.message().split("; body starts: ").nth(1).unwrap();
         assert!(quoted.chars().count() <= 200);
         assert!(quoted.starts_with(&body[..15]), "{quoted}");
-    }
-}
-
-#[tokio::test]
-async fn slow_replies_time_out_and_dropped_connections_are_transport() {
-    let slow = server_replying(
-        ResponseTemplate::new(200)
-            .set_body_json(message(text_blocks(&["late"]), "end_turn"))
-            .set_delay(Duration::from_secs(3)),
-    )
-    .await;
-    let err = provider(&slow.uri())
-        .with_timeout(Duration::from_millis(200))
-        .complete(&ProviderRequest::text("", "hi"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ProviderErrorKind::Timeout);
-
-    for url in [
-        provider_support::closes_without_reply().await,
-        provider_support::drops_mid_reply().await,
-    ] {
-        let err = provider(&url)
-            .complete(&ProviderRequest::text("", "hi"))
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind(), ProviderErrorKind::Transport, "{err}");
-        assert!(err.is_transient());
-    }
-}
-
-#[tokio::test]
-async fn the_key_never_appears_in_errors_debug_or_logs() {
-    let logs = CapturedLogs::start();
-    let echoed = format!("invalid x-api-key: {SECRET_KEY}");
-    let server = server_replying(ResponseTemplate::new(401).set_body_json(
-        json!({"type": "error", "error": {"type": "authentication_error", "message": echoed}}),
-    ))
-    .await;
-    let anthropic = provider(&server.uri());
-    let auth = anthropic
-        .complete(&schema_request(strict_schema()))
-        .await
-        .unwrap_err();
-    assert_eq!(auth.message(), "invalid x-api-key: [redacted]");
-    let dropped = provider(&provider_support::drops_mid_reply().await)
-        .complete(&ProviderRequest::text("", "hi"))
-        .await
-        .unwrap_err();
-    let logs = logs.text();
-    assert!(logs.contains("sending a message request"), "{logs}");
-    let printed = [
-        format!("{anthropic:?}"),
-        format!("{anthropic:#?}"),
-        auth.to_string(),
-        format!("{auth:?}"),
-        dropped.to_string(),
-        format!("{dropped:?}"),
-        logs,
-    ];
-    for text in printed {
-        assert!(!text.contains("LEAKCHECK"), "the key leaked: {text}");
     }
 }

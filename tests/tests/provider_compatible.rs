@@ -4,13 +4,12 @@
 mod provider_support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use intent_rs::provider::{
     MaxTokensField, OpenAiCompatible, Provider, ProviderErrorKind, ProviderRequest, ResponseFormat,
     StructuredOutput,
 };
-use provider_support::{CapturedLogs, OPENAI_FIELDS, SECRET_KEY, assert_valid_chat_request};
+use provider_support::{OPENAI_FIELDS, SECRET_KEY, assert_valid_chat_request};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -170,6 +169,8 @@ fn presets_say_what_they_chose() {
         OpenAiCompatible::new("http://x/v1", "m").name(),
         "openai-compatible"
     );
+    // A keyless server's provider says it has no key rather than hiding one.
+    assert!(format!("{ollama:?}").contains("api_key: None"));
 }
 
 #[tokio::test]
@@ -237,29 +238,6 @@ async fn the_servers_own_error_shapes_keep_their_message() {
 }
 
 #[tokio::test]
-async fn timeouts_and_dropped_connections_are_classified() {
-    let slow = server_replying(
-        ResponseTemplate::new(200)
-            .set_body_json(ollama_reply("late"))
-            .set_delay(Duration::from_secs(3)),
-    )
-    .await;
-    let err = OpenAiCompatible::ollama("m")
-        .with_base_url(format!("{}/v1", slow.uri()))
-        .with_timeout(Duration::from_millis(200))
-        .complete(&ProviderRequest::text("", "hi"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ProviderErrorKind::Timeout);
-    let err = OpenAiCompatible::ollama("m")
-        .with_base_url(provider_support::drops_mid_reply().await)
-        .complete(&ProviderRequest::text("", "hi"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ProviderErrorKind::Transport);
-}
-
-#[tokio::test]
 async fn clones_share_one_connection_pool() {
     let (url, connections) = provider_support::keep_alive_server(ollama_reply("ok")).await;
     let first = OpenAiCompatible::llama_cpp("m").with_base_url(url);
@@ -273,32 +251,6 @@ async fn clones_share_one_connection_pool() {
         .await
         .unwrap();
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
-}
-
-#[tokio::test]
-async fn the_key_never_appears_in_errors_debug_or_logs() {
-    let logs = CapturedLogs::start();
-    let server = server_replying(
-        ResponseTemplate::new(401)
-            .set_body_json(json!({"error": {"message": format!("No auth credentials found for {SECRET_KEY}"), "code": 401}})),
-    )
-    .await;
-    let provider =
-        OpenAiCompatible::openrouter(SECRET_KEY, "m").with_base_url(format!("{}/v1", server.uri()));
-    let err = provider.complete(&schema_request()).await.unwrap_err();
-    assert_eq!(err.kind(), ProviderErrorKind::Authentication);
-    let printed = [
-        format!("{provider:?}"),
-        format!("{provider:#?}"),
-        err.to_string(),
-        format!("{err:?}"),
-        logs.text(),
-    ];
-    assert!(printed[4].contains("sending a chat completion"));
-    for text in printed {
-        assert!(!text.contains("LEAKCHECK"), "the key leaked: {text}");
-    }
-    assert!(format!("{:?}", OpenAiCompatible::ollama("m")).contains("api_key: None"));
 }
 
 #[tokio::test]

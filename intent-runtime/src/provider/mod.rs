@@ -3,6 +3,23 @@
 //!
 //! A provider makes exactly one model call per [`Provider::complete`]; retrying transient
 //! failures with backoff is the attempt loop's job, so every provider gets the same policy.
+//!
+//! # Layout
+//!
+//! One folder per wire API, above one shared HTTP layer that knows no API:
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`http`] | the transport (client, timeouts, size limit, routes), error classification and redaction, the server-sent-event framer, the connection settings every HTTP provider has and the one send path they all use |
+//! | [`openai`] | Chat Completions: request bodies, replies, the stream decoder, the Batch API adapter, and [`OpenAi`] |
+//! | [`compatible`] | [`OpenAiCompatible`]: other servers speaking Chat Completions, through the same folder |
+//! | [`anthropic`] | Messages: request bodies, schema acceptance, replies, the stream decoder, Message Batches, and [`Anthropic`] |
+//! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
+//! | [`batch`] | what a batch API offers batch jobs, whatever the API |
+//! | `env` | [`from_env`]: the one place providers are chosen from the environment |
+//!
+//! A new provider is one folder (its request builder, reply parser, stream decoder and
+//! batch adapter over [`http`]'s connection and send path) and one line in `env`.
 
 pub mod anthropic;
 pub mod batch;

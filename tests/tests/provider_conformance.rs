@@ -1,0 +1,442 @@
+//! One table of expected behaviour, run against every HTTP provider over loopback: how an
+//! error reply's status, body and headers become a `ProviderError` (kind, transient flag,
+//! `retry_after`, request id, message), the response size limit, timeouts and broken
+//! connections, and the API key never leaking. What is particular to one API (its
+//! documented error types, its reply shapes) stays in that provider's own test file.
+//!
+//! A new provider joins by adding a [`Subject`] to [`subjects`]: every row then runs
+//! against it.
+
+mod provider_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use intent_rs::provider::{
+    Anthropic, OpenAi, OpenAiCompatible, Provider, ProviderError, ProviderErrorKind,
+    ProviderRequest,
+};
+use provider_support::{CapturedLogs, SECRET_KEY};
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The settings a row may change from a provider's defaults.
+#[derive(Clone, Copy, Default)]
+struct Settings {
+    timeout: Option<Duration>,
+    max_response_bytes: Option<usize>,
+}
+
+/// One provider under test: how to build it against a server, and how its API writes what
+/// the table needs.
+struct Subject {
+    /// The provider's name, as its errors report it.
+    name: &'static str,
+    /// The provider with [`SECRET_KEY`], sending to `base_url` (a server's root).
+    build: fn(base_url: &str, settings: Settings) -> Arc<dyn Provider>,
+    /// A success reply whose text is `text`.
+    success: fn(text: &str) -> Value,
+    /// An error reply in the API's shape: the type the API documents for `status`, and
+    /// `message`.
+    error: fn(status: u16, message: &str) -> Value,
+    /// The header the API sends its request id in.
+    request_id_header: &'static str,
+    /// What its debug log calls a call (so the log capture is known to have seen it).
+    logged_as: &'static str,
+}
+
+fn openai_error(status: u16, message: &str) -> Value {
+    let error_type = match status {
+        429 => "requests",
+        500..=599 => "server_error",
+        _ => "invalid_request_error",
+    };
+    json!({"error": {"message": message, "type": error_type, "param": null, "code": null}})
+}
+
+fn openai_success(text: &str) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    })
+}
+
+fn anthropic_error(status: u16, message: &str) -> Value {
+    let error_type = match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        _ => "api_error",
+    };
+    json!({"type": "error", "error": {"type": error_type, "message": message}})
+}
+
+fn anthropic_success(text: &str) -> Value {
+    json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 3, "output_tokens": 1}
+    })
+}
+
+fn subjects() -> Vec<Subject> {
+    vec![
+        Subject {
+            name: "openai",
+            build: |base_url, settings| {
+                let mut provider = OpenAi::new(SECRET_KEY).with_base_url(format!("{base_url}/v1"));
+                if let Some(timeout) = settings.timeout {
+                    provider = provider.with_timeout(timeout);
+                }
+                if let Some(bytes) = settings.max_response_bytes {
+                    provider = provider.with_max_response_bytes(bytes);
+                }
+                Arc::new(provider)
+            },
+            success: openai_success,
+            error: openai_error,
+            request_id_header: "x-request-id",
+            logged_as: "sending a chat completion",
+        },
+        Subject {
+            name: "openai-compatible",
+            build: |base_url, settings| {
+                let mut provider = OpenAiCompatible::openrouter(SECRET_KEY, "m")
+                    .with_name("openai-compatible")
+                    .with_base_url(format!("{base_url}/v1"));
+                if let Some(timeout) = settings.timeout {
+                    provider = provider.with_timeout(timeout);
+                }
+                if let Some(bytes) = settings.max_response_bytes {
+                    provider = provider.with_max_response_bytes(bytes);
+                }
+                Arc::new(provider)
+            },
+            success: openai_success,
+            error: openai_error,
+            request_id_header: "x-request-id",
+            logged_as: "sending a chat completion",
+        },
+        Subject {
+            name: "anthropic",
+            build: |base_url, settings| {
+                let mut provider = Anthropic::new(SECRET_KEY).with_base_url(base_url);
+                if let Some(timeout) = settings.timeout {
+                    provider = provider.with_timeout(timeout);
+                }
+                if let Some(bytes) = settings.max_response_bytes {
+                    provider = provider.with_max_response_bytes(bytes);
+                }
+                Arc::new(provider)
+            },
+            success: anthropic_success,
+            error: anthropic_error,
+            request_id_header: "request-id",
+            logged_as: "sending a message request",
+        },
+    ]
+}
+
+fn request() -> ProviderRequest {
+    ProviderRequest::text("Answer briefly.", "hi")
+}
+
+/// The error `subject` makes of one reply from a server that answers every request with
+/// `template`.
+async fn error_for(subject: &Subject, template: ResponseTemplate) -> ProviderError {
+    error_with(subject, template, Settings::default()).await
+}
+
+async fn error_with(
+    subject: &Subject,
+    template: ResponseTemplate,
+    settings: Settings,
+) -> ProviderError {
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(template)
+        .mount(&server)
+        .await;
+    let provider = (subject.build)(&server.uri(), settings);
+    match provider.complete(&request()).await {
+        Ok(reply) => panic!("{}: expected an error, got {reply:?}", subject.name),
+        Err(err) => err,
+    }
+}
+
+/// One row of the status table: an error status (with the API's documented error body and
+/// its own request-id header, plus `headers`) and what it must become.
+struct StatusRow {
+    status: u16,
+    headers: &'static [(&'static str, &'static str)],
+    kind: ProviderErrorKind,
+    transient: bool,
+    retry_after: Option<Duration>,
+}
+
+const fn row(status: u16, kind: ProviderErrorKind, transient: bool) -> StatusRow {
+    StatusRow {
+        status,
+        headers: &[],
+        kind,
+        transient,
+        retry_after: None,
+    }
+}
+
+fn status_rows() -> Vec<StatusRow> {
+    use ProviderErrorKind::*;
+    vec![
+        row(400, InvalidRequest, false),
+        row(401, Authentication, false),
+        row(403, Permission, false),
+        row(404, NotFound, false),
+        row(429, RateLimited, true),
+        row(500, Server, true),
+        row(502, Server, true),
+        row(503, Overloaded, true),
+        StatusRow {
+            headers: &[("retry-after-ms", "1500"), ("retry-after", "2")],
+            retry_after: Some(Duration::from_millis(1500)),
+            ..row(429, RateLimited, true)
+        },
+        StatusRow {
+            headers: &[("retry-after", "7")],
+            retry_after: Some(Duration::from_secs(7)),
+            ..row(500, Server, true)
+        },
+        // The provider knows better than the status whether a retry can help.
+        StatusRow {
+            headers: &[("x-should-retry", "false")],
+            ..row(429, RateLimited, false)
+        },
+        StatusRow {
+            headers: &[("x-should-retry", "true")],
+            ..row(400, InvalidRequest, true)
+        },
+    ]
+}
+
+#[tokio::test]
+async fn every_status_becomes_the_same_kind_with_the_same_advice_on_every_provider() {
+    for subject in subjects() {
+        for row in status_rows() {
+            let message = format!("documented failure {}", row.status);
+            let mut template = ResponseTemplate::new(row.status)
+                .set_body_json((subject.error)(row.status, &message))
+                .insert_header(subject.request_id_header, "req-table");
+            for (name, value) in row.headers {
+                template = template.insert_header(*name, *value);
+            }
+            let err = error_for(&subject, template).await;
+            let label = format!("{} HTTP {} {:?}", subject.name, row.status, row.headers);
+            assert_eq!(err.kind(), row.kind, "{label}: {err}");
+            assert_eq!(err.is_transient(), row.transient, "{label}");
+            assert_eq!(err.retry_after(), row.retry_after, "{label}");
+            assert_eq!(err.status(), Some(row.status), "{label}");
+            assert_eq!(err.message(), message, "{label}");
+            assert_eq!(err.request_id(), Some("req-table"), "{label}");
+            assert_eq!(err.provider(), subject.name, "{label}");
+            assert!(err.request_sent(), "{label}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_retry_after_date_is_a_wait_on_every_provider() {
+    for subject in subjects() {
+        let template = ResponseTemplate::new(503)
+            .set_body_json((subject.error)(503, "overloaded"))
+            .insert_header("retry-after", "Fri, 01 Jan 2100 00:00:00 GMT");
+        let err = error_for(&subject, template).await;
+        let wait = err.retry_after().unwrap_or_default();
+        assert!(
+            wait > Duration::from_secs(365 * 24 * 3600),
+            "{}",
+            subject.name
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_gateways_request_id_is_read_when_the_api_sends_none() {
+    for subject in subjects() {
+        let template = ResponseTemplate::new(500)
+            .set_body_json((subject.error)(500, "boom"))
+            .insert_header("apim-request-id", "gateway-7");
+        let err = error_for(&subject, template).await;
+        assert_eq!(err.request_id(), Some("gateway-7"), "{}", subject.name);
+    }
+}
+
+#[tokio::test]
+async fn error_pages_that_are_not_the_apis_json_keep_a_short_excerpt() {
+    let html = format!(
+        "<html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
+        "x".repeat(400)
+    );
+    for subject in subjects() {
+        let err = error_for(
+            &subject,
+            ResponseTemplate::new(502).set_body_raw(html.clone(), "text/html"),
+        )
+        .await;
+        assert_eq!(err.kind(), ProviderErrorKind::Server, "{}", subject.name);
+        assert!(err.is_transient());
+        let quoted = err
+            .message()
+            .strip_prefix("unexpected error body: ")
+            .unwrap_or_else(|| panic!("{}: {}", subject.name, err.message()));
+        assert!(quoted.starts_with("<html><head><title>502 Bad Gateway"));
+        assert_eq!(quoted.chars().count(), 200, "{}", subject.name);
+
+        let empty = error_for(&subject, ResponseTemplate::new(502)).await;
+        assert_eq!(empty.message(), "HTTP Bad Gateway with an empty body");
+    }
+}
+
+#[tokio::test]
+async fn a_success_status_with_a_body_that_is_not_the_api_is_an_invalid_response() {
+    for subject in subjects() {
+        let err = error_for(
+            &subject,
+            ResponseTemplate::new(200)
+                .set_body_raw("<!DOCTYPE html><html>Sign in</html>", "text/html")
+                .insert_header(subject.request_id_header, "req-bad"),
+        )
+        .await;
+        assert_eq!(err.kind(), ProviderErrorKind::InvalidResponse, "{err}");
+        assert!(!err.is_transient(), "{}", subject.name);
+        assert!(
+            err.message().contains("body starts: <!DOCTYPE html>"),
+            "{}: {}",
+            subject.name,
+            err.message()
+        );
+        assert_eq!(err.request_id(), Some("req-bad"), "{}", subject.name);
+    }
+}
+
+#[tokio::test]
+async fn a_reply_past_the_size_limit_fails_at_once_and_is_not_retried() {
+    for subject in subjects() {
+        let limit = 256;
+        let template = ResponseTemplate::new(200)
+            .set_body_json((subject.success)(&"many words ".repeat(100)))
+            .insert_header(subject.request_id_header, "req-big");
+        let settings = Settings {
+            max_response_bytes: Some(limit),
+            ..Settings::default()
+        };
+        let err = error_with(&subject, template, settings).await;
+        assert_eq!(err.kind(), ProviderErrorKind::InvalidResponse, "{err}");
+        assert!(!err.is_transient(), "{}", subject.name);
+        assert!(
+            err.message()
+                .contains(&format!("larger than the {limit} bytes")),
+            "{}: {err}",
+            subject.name
+        );
+        assert_eq!(err.request_id(), Some("req-big"), "{}", subject.name);
+    }
+}
+
+#[tokio::test]
+async fn a_slow_reply_past_the_timeout_is_a_transient_timeout() {
+    for subject in subjects() {
+        let template = ResponseTemplate::new(200)
+            .set_body_json((subject.success)("late"))
+            .set_delay(Duration::from_secs(3));
+        let settings = Settings {
+            timeout: Some(Duration::from_millis(200)),
+            ..Settings::default()
+        };
+        let started = Instant::now();
+        let err = error_with(&subject, template, settings).await;
+        assert_eq!(err.kind(), ProviderErrorKind::Timeout, "{}", subject.name);
+        assert!(err.is_transient() && err.is_timeout(), "{}", subject.name);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{}",
+            subject.name
+        );
+    }
+}
+
+#[tokio::test]
+async fn broken_connections_are_transport_errors_and_a_refused_one_sent_nothing() {
+    for subject in subjects() {
+        for url in [
+            provider_support::closes_without_reply().await,
+            provider_support::drops_mid_reply().await,
+        ] {
+            let provider = (subject.build)(&url, Settings::default());
+            let err = provider.complete(&request()).await.unwrap_err();
+            assert_eq!(err.kind(), ProviderErrorKind::Transport, "{}", subject.name);
+            assert!(err.is_transient(), "{}", subject.name);
+            assert_eq!(err.status(), None, "{}", subject.name);
+        }
+        let refused = provider_support::refuses_connections().await;
+        let err = (subject.build)(&refused, Settings::default())
+            .complete(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ProviderErrorKind::Transport, "{}", subject.name);
+        assert!(
+            !err.request_sent(),
+            "{}: a refused connection sent nothing",
+            subject.name
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_key_never_appears_in_errors_debug_or_logs() {
+    let logs = CapturedLogs::start();
+    for subject in subjects() {
+        // A server that echoes the key back must not make it leak either.
+        let echoed = format!("Incorrect API key provided: {SECRET_KEY}.");
+        let err = error_for(
+            &subject,
+            ResponseTemplate::new(401).set_body_json((subject.error)(401, &echoed)),
+        )
+        .await;
+        assert_eq!(err.kind(), ProviderErrorKind::Authentication);
+        assert_eq!(err.message(), "Incorrect API key provided: [redacted].");
+        let dropped = (subject.build)(
+            &provider_support::drops_mid_reply().await,
+            Settings::default(),
+        )
+        .complete(&request())
+        .await
+        .unwrap_err();
+        let provider = (subject.build)("http://127.0.0.1:9", Settings::default());
+        let logged = logs.text();
+        assert!(
+            logged.contains(subject.logged_as),
+            "{}: the capture saw nothing",
+            subject.name
+        );
+        let printed = [
+            format!("{provider:?}"),
+            format!("{provider:#?}"),
+            err.to_string(),
+            format!("{err:?}"),
+            dropped.to_string(),
+            format!("{dropped:?}"),
+            logged,
+        ];
+        for text in printed {
+            assert!(
+                !text.contains("LEAKCHECK"),
+                "{}: the key leaked: {text}",
+                subject.name
+            );
+        }
+    }
+}
