@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use intent_rs::provider::{
-    Anthropic, OpenAi, OpenAiCompatible, Provider, ProviderError, ProviderErrorKind,
+    Anthropic, AzureOpenAi, OpenAi, OpenAiCompatible, Provider, ProviderError, ProviderErrorKind,
     ProviderRequest,
 };
 use provider_support::{CapturedLogs, SECRET_KEY};
@@ -109,6 +109,23 @@ fn subjects() -> Vec<Subject> {
                 let mut provider = OpenAiCompatible::openrouter(SECRET_KEY, "m")
                     .with_name("openai-compatible")
                     .with_base_url(format!("{base_url}/v1"));
+                if let Some(timeout) = settings.timeout {
+                    provider = provider.with_timeout(timeout);
+                }
+                if let Some(bytes) = settings.max_response_bytes {
+                    provider = provider.with_max_response_bytes(bytes);
+                }
+                Arc::new(provider)
+            },
+            success: openai_success,
+            error: openai_error,
+            request_id_header: "x-request-id",
+            logged_as: "sending a chat completion",
+        },
+        Subject {
+            name: "azure.ai.openai",
+            build: |base_url, settings| {
+                let mut provider = AzureOpenAi::new(base_url, SECRET_KEY, "deployment-1");
                 if let Some(timeout) = settings.timeout {
                     provider = provider.with_timeout(timeout);
                 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::http::{ProviderConfigError, set_variable};
-use super::{Anthropic, OpenAi, OpenAiCompatible, Provider};
+use super::{Anthropic, AzureOpenAi, OpenAi, OpenAiCompatible, Provider};
 
 /// The provider the environment configures, tried in this order:
 ///
@@ -12,6 +12,7 @@ use super::{Anthropic, OpenAi, OpenAiCompatible, Provider};
 /// | --- | --- | --- |
 /// | `OPENAI_API_KEY` | [`OpenAi::from_env`] | `OPENAI_BASE_URL`, `OPENAI_MODEL` |
 /// | `ANTHROPIC_API_KEY` | [`Anthropic::from_env`] | `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` |
+/// | `AZURE_OPENAI_ENDPOINT` | [`AzureOpenAi::from_env`] | `AZURE_OPENAI_DEPLOYMENT`, `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN`, `AZURE_OPENAI_API_VERSION` |
 /// | `OPENAI_COMPATIBLE_BASE_URL` | [`OpenAiCompatible::from_env`] | `OPENAI_COMPATIBLE_MODEL`, `OPENAI_COMPATIBLE_API_KEY` |
 ///
 /// A variable set to blanks counts as unset. When none is set, the error names every
@@ -47,6 +48,9 @@ pub(crate) fn from_lookup(
     if set("ANTHROPIC_API_KEY") {
         return Ok(Arc::new(Anthropic::from_lookup(lookup)?));
     }
+    if set("AZURE_OPENAI_ENDPOINT") {
+        return Ok(Arc::new(AzureOpenAi::from_lookup(lookup)?));
+    }
     if set("OPENAI_COMPATIBLE_BASE_URL") {
         return Ok(Arc::new(OpenAiCompatible::from_lookup(lookup)?));
     }
@@ -76,6 +80,7 @@ pub(crate) mod tests {
         for variable in [
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
+            "AZURE_OPENAI_ENDPOINT",
             "OPENAI_COMPATIBLE_BASE_URL",
         ] {
             assert!(message.contains(variable), "{message}");
@@ -89,6 +94,9 @@ pub(crate) mod tests {
             ("OPENAI_MODEL", "gpt-x"),
             ("ANTHROPIC_API_KEY", "sk-ant"),
             ("ANTHROPIC_MODEL", "claude-x"),
+            ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com"),
+            ("AZURE_OPENAI_DEPLOYMENT", "prod-4o"),
+            ("AZURE_OPENAI_API_KEY", "az-key"),
             ("OPENAI_COMPATIBLE_BASE_URL", "http://localhost:11434/v1"),
             ("OPENAI_COMPATIBLE_MODEL", "qwen3"),
         ];
@@ -99,11 +107,31 @@ pub(crate) mod tests {
         );
         assert_eq!(
             chosen(&all[4..]).unwrap(),
+            ("azure.ai.openai".into(), "prod-4o".into())
+        );
+        assert_eq!(
+            chosen(&all[7..]).unwrap(),
             ("openai-compatible".into(), "qwen3".into())
         );
         assert_eq!(
-            chosen(&all[4..5]).unwrap().1,
+            chosen(&all[7..8]).unwrap().1,
             OPENAI_COMPATIBLE_DEFAULT_MODEL
         );
+    }
+
+    #[test]
+    fn azure_needs_its_deployment_and_a_key_or_a_token() {
+        let endpoint = ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com");
+        let err = chosen(&[endpoint, ("AZURE_OPENAI_API_KEY", "k")]).unwrap_err();
+        assert!(err.to_string().contains("AZURE_OPENAI_DEPLOYMENT"), "{err}");
+        let err = chosen(&[endpoint, ("AZURE_OPENAI_DEPLOYMENT", "d")]).unwrap_err();
+        assert!(err.to_string().contains("AZURE_OPENAI_API_KEY"), "{err}");
+        assert!(err.to_string().contains("AZURE_OPENAI_AD_TOKEN"), "{err}");
+        let with_token = [
+            endpoint,
+            ("AZURE_OPENAI_DEPLOYMENT", "d"),
+            ("AZURE_OPENAI_AD_TOKEN", "t"),
+        ];
+        assert_eq!(chosen(&with_token).unwrap().1, "d");
     }
 }

@@ -22,6 +22,7 @@
 //! batch adapter over [`http`]'s connection and send path) and one line in `env`.
 
 pub mod anthropic;
+pub mod azure;
 pub mod batch;
 pub mod compatible;
 mod env;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use anthropic::{Anthropic, anthropic_accepts_schema};
+pub use azure::AzureOpenAi;
 pub use compatible::{
     MaxTokensField, OPENAI_COMPATIBLE_DEFAULT_MODEL, OpenAiCompatible, StructuredOutput,
 };

@@ -243,6 +243,10 @@ struct OpenAiFake {
     answer: Answer,
     behaviour: Behaviour,
     base: String,
+    /// The header the key must come in, and its value.
+    auth: (&'static str, String),
+    /// The `url` every line and the batch's `endpoint` must name.
+    line_url: &'static str,
 }
 
 /// The completion of a request: when it asks for log-probabilities, `text` is written
@@ -332,11 +336,11 @@ impl Respond for OpenAiFake {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let auth = request
             .headers
-            .get("authorization")
+            .get(self.auth.0)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        if auth != format!("Bearer {KEY}") {
+        if auth != self.auth.1 {
             return ResponseTemplate::new(401).set_body_json(
                 json!({"error": {"message": "bad key", "type": "invalid_request_error"}}),
             );
@@ -372,13 +376,13 @@ impl Respond for OpenAiFake {
             }
             ("POST", "/batches") => {
                 let body: Value = serde_json::from_slice(&request.body).unwrap();
-                assert_eq!(body["endpoint"], "/v1/chat/completions");
+                assert_eq!(body["endpoint"], self.line_url);
                 assert_eq!(body["completion_window"], "24h");
                 let file = body["input_file_id"].as_str().unwrap();
                 let lines = lines_of(&state.files[file]);
                 for line in &lines {
                     assert_eq!(line["method"], "POST");
-                    assert_eq!(line["url"], "/v1/chat/completions");
+                    assert_eq!(line["url"], self.line_url);
                 }
                 let id = format!("batch_{}", state.batches.len() + 1);
                 state.batches.push((id.clone(), lines));
@@ -464,6 +468,27 @@ pub async fn openai(answer: Answer, behaviour: Behaviour) -> Fake {
             answer,
             behaviour,
             base: "/v1".to_owned(),
+            auth: ("authorization", format!("Bearer {KEY}")),
+            line_url: "/v1/chat/completions",
+        })
+        .mount(&server)
+        .await;
+    Fake { server, state }
+}
+
+/// A loopback Azure OpenAI resource at `<uri>`, its v1 API at `<uri>/openai/v1`: the same
+/// Batch API, with the key in `api-key` and lines naming `/chat/completions`.
+pub async fn azure_openai(answer: Answer, behaviour: Behaviour) -> Fake {
+    let server = MockServer::start().await;
+    let state = Arc::new(Mutex::new(FakeState::default()));
+    Mock::given(any())
+        .respond_with(OpenAiFake {
+            state: state.clone(),
+            answer,
+            behaviour,
+            base: "/openai/v1".to_owned(),
+            auth: ("api-key", KEY.to_owned()),
+            line_url: "/chat/completions",
         })
         .mount(&server)
         .await;

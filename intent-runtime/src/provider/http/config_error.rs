@@ -23,11 +23,19 @@ pub enum ProviderConfigError {
         /// The variable that was read.
         variable: &'static str,
     },
+    /// The environment variable that should hold a required setting is unset or empty.
+    #[error("the environment variable {variable} is not set; set it to {what}")]
+    MissingSetting {
+        /// The variable that was read.
+        variable: &'static str,
+        /// What it should hold.
+        what: &'static str,
+    },
     /// No provider is configured in the environment ([`from_env`](super::from_env)).
     #[error(
         "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \
-         (Anthropic) or OPENAI_COMPATIBLE_BASE_URL (any Chat Completions server, such as \
-         Ollama at http://localhost:11434/v1)"
+         (Anthropic), AZURE_OPENAI_ENDPOINT (Azure OpenAI) or OPENAI_COMPATIBLE_BASE_URL (any \
+         Chat Completions server, such as Ollama at http://localhost:11434/v1)"
     )]
     NoProvider,
 }

@@ -118,6 +118,11 @@ impl Connection {
         request.check_media(&self.provider, &self.media_limits)
     }
 
+    /// Forgets the route (something it was built from changed).
+    pub(crate) fn reset_route(&mut self) {
+        self.route.reset();
+    }
+
     /// The route `build` makes from these settings, built on the first call and kept
     /// until a setting it depends on changes.
     pub(crate) fn route(
@@ -142,10 +147,11 @@ impl Connection {
         )
     }
 
-    /// The send path of a call: posts `body` along `route`, reads the reply whole and
-    /// returns it when its status is a success, or its classified error; `model` is the
-    /// model asked, for the logs.
-    pub(crate) async fn post(
+    /// Posts `body` along `route` and reads the reply whole, whatever its status; `model`
+    /// is the model asked, for the logs. [`Connection::post`] is this with the error
+    /// status classified; an API that reads something from an error reply (a refusal)
+    /// sends with this and classifies the rest with [`Connection::error_reply`].
+    pub(crate) async fn send(
         &self,
         route: &Route,
         body: &(impl Serialize + ?Sized),
@@ -168,10 +174,63 @@ impl Connection {
             "{} answered",
             api.call
         );
+        Ok(raw)
+    }
+
+    /// The send path of a call: posts `body` along `route`, reads the reply whole and
+    /// returns it when its status is a success, or its classified error; `model` is the
+    /// model asked, for the logs.
+    pub(crate) async fn post(
+        &self,
+        route: &Route,
+        body: &(impl Serialize + ?Sized),
+        size_hint: usize,
+        api: &WireApi,
+        model: &str,
+    ) -> Result<RawResponse, ProviderError> {
+        let raw = self.send(route, body, size_hint, api, model).await?;
         if !raw.status.is_success() {
             return Err(self.error_reply(&raw, api));
         }
         Ok(raw)
+    }
+
+    /// Posts `body` along `route` for a reply that streams: a success comes back as the
+    /// live response, an error status read whole (for the caller to classify, or to read
+    /// something from first).
+    pub(crate) async fn open_stream(
+        &self,
+        route: &Route,
+        body: &(impl Serialize + ?Sized),
+        size_hint: usize,
+        api: &WireApi,
+        model: &str,
+    ) -> Result<Result<reqwest::Response, RawResponse>, ProviderError> {
+        let provider = self.provider.as_str();
+        tracing::debug!(provider, model, url = %route.url(), "streaming a {}", api.call);
+        self.transport
+            .post_json_streaming(provider, route, body, size_hint, self.secret())
+            .await
+    }
+
+    /// Reads a streamed success's server-sent events into `decoder` as they arrive;
+    /// `decoder` is made from the response's request id.
+    pub(crate) fn decode_stream<D: Decoder + Send + 'static>(
+        &self,
+        response: reqwest::Response,
+        api: &WireApi,
+        decoder: impl FnOnce(Option<String>) -> D,
+    ) -> ReplyStream {
+        let request_id = RawResponse::head(&response)
+            .request_id(api.request_id_header)
+            .map(str::to_owned);
+        let events = sse_events(
+            &self.provider,
+            response,
+            self.transport.max_response_bytes(),
+            self.secret(),
+        );
+        decode(events, decoder(request_id))
     }
 
     /// The send path of a streamed call: posts `body` along `route` and, on a success
@@ -186,23 +245,11 @@ impl Connection {
         model: &str,
         decoder: impl FnOnce(Option<String>) -> D,
     ) -> Result<ReplyStream, ProviderError> {
-        let provider = self.provider.as_str();
-        tracing::debug!(provider, model, url = %route.url(), "streaming a {}", api.call);
         let response = self
-            .transport
-            .post_json_streaming(provider, route, body, size_hint, self.secret())
+            .open_stream(route, body, size_hint, api, model)
             .await?
             .map_err(|raw| self.error_reply(&raw, api))?;
-        let request_id = RawResponse::head(&response)
-            .request_id(api.request_id_header)
-            .map(str::to_owned);
-        let events = sse_events(
-            provider,
-            response,
-            self.transport.max_response_bytes(),
-            self.secret(),
-        );
-        Ok(decode(events, decoder(request_id)))
+        Ok(self.decode_stream(response, api, decoder))
     }
 }
 

@@ -8,6 +8,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::OpenAi;
+use super::endpoint::ChatEndpoint;
 use super::reply::parse_reply;
 use super::request::ChatBody;
 use crate::provider::batch::{
@@ -22,12 +23,9 @@ pub(crate) const OPENAI_BATCH_LIMITS: BatchLimits = BatchLimits {
     max_bytes: 200 * 1024 * 1024,
 };
 
-/// The endpoint every line asks for (the path as the Batch API names it).
-const ENDPOINT: &str = "/v1/chat/completions";
-
 #[derive(Debug)]
 pub(crate) struct OpenAiBatch {
-    provider: OpenAi,
+    endpoint: ChatEndpoint,
 }
 
 #[derive(Serialize)]
@@ -111,16 +109,16 @@ struct OutputError {
 }
 
 impl OpenAiBatch {
-    pub(crate) fn new(provider: OpenAi) -> Self {
-        Self { provider }
+    pub(crate) fn new(endpoint: ChatEndpoint) -> Self {
+        Self { endpoint }
     }
 
     fn name(&self) -> &str {
-        &self.provider.endpoint().connection.provider
+        &self.endpoint.connection.provider
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.provider.endpoint().connection.base_url())
+        format!("{}{path}", self.endpoint.connection.base_url())
     }
 
     fn invalid(&self, raw: &RawResponse, what: &str) -> ProviderError {
@@ -129,7 +127,7 @@ impl OpenAiBatch {
             raw,
             what,
             "x-request-id",
-            self.provider.endpoint().connection.secret(),
+            self.endpoint.connection.secret(),
         )
     }
 
@@ -140,7 +138,7 @@ impl OpenAiBatch {
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
         what: &str,
     ) -> Result<R, ProviderError> {
-        let endpoint = self.provider.endpoint();
+        let endpoint = &self.endpoint;
         let headers = endpoint.auth_headers()?;
         let raw = endpoint
             .connection
@@ -165,7 +163,7 @@ impl OpenAiBatch {
                     headers: reqwest::header::HeaderMap::new(),
                     body: bytes::Bytes::copy_from_slice(response.body.get().as_bytes()),
                 };
-                let endpoint = self.provider.endpoint();
+                let endpoint = &self.endpoint;
                 let outcome = if raw.status.is_success() {
                     parse_reply(name, &raw, "", endpoint.connection.secret())
                 } else {
@@ -185,7 +183,7 @@ impl OpenAiBatch {
                 name,
                 error.code.as_deref(),
                 error.message,
-                self.provider.endpoint().connection.secret(),
+                self.endpoint.connection.secret(),
             )),
             (None, None) => Err(ProviderError::new(
                 ProviderErrorKind::InvalidResponse,
@@ -231,15 +229,11 @@ impl BatchApi for OpenAiBatch {
     }
 
     fn secret(&self) -> Option<&str> {
-        self.provider.endpoint().connection.secret()
+        self.endpoint.connection.secret()
     }
 
     fn model_of(&self, request: &ProviderRequest) -> String {
-        self.provider
-            .endpoint()
-            .connection
-            .model_of(request)
-            .to_owned()
+        self.endpoint.connection.model_of(request).to_owned()
     }
 
     async fn line(
@@ -247,7 +241,7 @@ impl BatchApi for OpenAiBatch {
         custom_id: &str,
         request: &ProviderRequest,
     ) -> Result<Vec<u8>, ProviderError> {
-        let endpoint = self.provider.endpoint();
+        let endpoint = &self.endpoint;
         let schema = request.schema.as_ref().map(http::schema_json);
         let body = endpoint.body(request, schema.as_deref())?;
         let mut line = Vec::with_capacity(body.size_hint() + 96);
@@ -256,7 +250,7 @@ impl BatchApi for OpenAiBatch {
             &Line {
                 custom_id,
                 method: "POST",
-                url: ENDPOINT,
+                url: self.endpoint.address.batch_line_url,
                 body,
             },
         )
@@ -308,7 +302,7 @@ impl BatchApi for OpenAiBatch {
         // the reply is recorded (`find`).
         let body = json!({
             "input_file_id": uploaded.id,
-            "endpoint": ENDPOINT,
+            "endpoint": self.endpoint.address.batch_line_url,
             "completion_window": "24h",
             "metadata": {TAG_KEY: tag},
         })
@@ -400,7 +394,7 @@ impl BatchApi for OpenAiBatch {
                 };
                 return Ok(BatchState::Failed(http::redact(
                     &reason,
-                    self.provider.endpoint().connection.secret(),
+                    self.endpoint.connection.secret(),
                 )));
             }
             "expired" => (
@@ -430,7 +424,7 @@ impl BatchApi for OpenAiBatch {
         handles: &[String],
         sink: &mut Sink<'_>,
     ) -> Result<(), ProviderError> {
-        let endpoint = self.provider.endpoint();
+        let endpoint = &self.endpoint;
         let headers = endpoint.auth_headers()?;
         let transport = &endpoint.connection.transport;
         for file in handles {
@@ -480,6 +474,12 @@ impl BatchProvider {
     /// OpenAI's Batch API (`/v1/files`, `/v1/batches`) with this provider's key, base URL,
     /// model and HTTP settings.
     pub fn openai(provider: OpenAi) -> Self {
-        Self::from_api(OpenAiBatch::new(provider))
+        batch_for_endpoint(provider.endpoint().clone())
     }
+}
+
+/// The Batch API of the server `endpoint` is on (OpenAI's, or another speaking it, such as
+/// Azure OpenAI's v1 API), with its key, base URL and model.
+pub(crate) fn batch_for_endpoint(endpoint: ChatEndpoint) -> BatchProvider {
+    BatchProvider::from_api(OpenAiBatch::new(endpoint))
 }

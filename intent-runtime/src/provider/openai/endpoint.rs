@@ -6,7 +6,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::reply::{REQUEST_ID_HEADER, classify, parse_reply};
+use super::reply::{REQUEST_ID_HEADER, classify, parse_reply, prompt_filter_refusal};
 use super::request::{ChatBody, StructuredOutput, WireSettings};
 use super::stream::ChatStream;
 use crate::media::MediaLimits;
@@ -21,10 +21,43 @@ pub(crate) const CHAT_COMPLETIONS: WireApi = WireApi {
     classify,
 };
 
+/// Which header carries a Chat Completions server's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyHeader {
+    /// `authorization: Bearer {key}` (OpenAI, most servers, Azure's Entra ID tokens).
+    Bearer,
+    /// `api-key: {key}` (Azure OpenAI's keys).
+    ApiKey,
+}
+
+/// Where on its server a Chat Completions endpoint is, and how the key is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChatAddress {
+    /// Appended to the base URL: `/chat/completions`, or a deployment's path with its
+    /// `api-version` query.
+    pub(crate) path: String,
+    /// The header the key goes in.
+    pub(crate) key_header: KeyHeader,
+    /// The `url` a batch line names (`/v1/chat/completions` on OpenAI).
+    pub(crate) batch_line_url: &'static str,
+}
+
+impl ChatAddress {
+    /// OpenAI's own: `{base}/chat/completions` with a bearer key.
+    pub(crate) fn openai() -> Self {
+        Self {
+            path: "/chat/completions".to_owned(),
+            key_header: KeyHeader::Bearer,
+            batch_line_url: "/v1/chat/completions",
+        }
+    }
+}
+
 /// One Chat Completions endpoint: its connection and what it sends.
 #[derive(Clone, Debug)]
 pub(crate) struct ChatEndpoint {
     pub(crate) connection: Connection,
+    pub(crate) address: ChatAddress,
     pub(crate) settings: WireSettings,
     pub(crate) extra_body: Map<String, Value>,
 }
@@ -40,25 +73,37 @@ impl ChatEndpoint {
     ) -> Self {
         Self {
             connection: Connection::new(provider_name, base_url, model, api_key, media_limits),
+            address: ChatAddress::openai(),
             settings: WireSettings::OPENAI,
             extra_body: Map::new(),
         }
     }
 
-    /// The endpoint's URL and `authorization` header, built on the first call.
+    /// The endpoint's URL and key header, built on the first call.
     fn route(&self) -> Result<&Route, ProviderError> {
         self.connection.route(|connection| {
             let mut headers = Vec::with_capacity(1);
             if let Some(key) = connection.secret() {
-                headers.push(Route::secret_header(
-                    &connection.provider,
-                    "authorization",
-                    &format!("Bearer {key}"),
-                )?);
+                headers.push(match self.address.key_header {
+                    KeyHeader::Bearer => Route::secret_header(
+                        &connection.provider,
+                        "authorization",
+                        &format!("Bearer {key}"),
+                    )?,
+                    KeyHeader::ApiKey => {
+                        Route::secret_header(&connection.provider, "api-key", key)?
+                    }
+                });
             }
-            let url = format!("{}/chat/completions", connection.base_url());
+            let url = format!("{}{}", connection.base_url(), self.address.path);
             Route::new(&connection.provider, &url, headers)
         })
+    }
+
+    /// Sends to another address on the server (the route is built again).
+    pub(crate) fn set_address(&mut self, address: ChatAddress) {
+        self.address = address;
+        self.connection.reset_route();
     }
 
     /// The most `top_logprobs` this endpoint reports per token
@@ -111,8 +156,11 @@ impl ChatEndpoint {
         let body = self.body(request, schema.as_deref())?;
         let raw = self
             .connection
-            .post(route, &body, body.size_hint(), &CHAT_COMPLETIONS, model)
+            .send(route, &body, body.size_hint(), &CHAT_COMPLETIONS, model)
             .await?;
+        if !raw.status.is_success() {
+            return self.refusal_or_error(&raw, model);
+        }
         parse_reply(
             &self.connection.provider,
             &raw,
@@ -134,18 +182,34 @@ impl ChatEndpoint {
             ..self.body(request, schema.as_deref())?
         };
         let connection = &self.connection;
-        connection
-            .post_streaming(
-                route,
-                &body,
-                body.size_hint(),
-                &CHAT_COMPLETIONS,
-                model,
-                |request_id| {
-                    ChatStream::new(&connection.provider, model, request_id, connection.secret())
-                },
-            )
-            .await
+        let response = connection
+            .open_stream(route, &body, body.size_hint(), &CHAT_COMPLETIONS, model)
+            .await?;
+        match response {
+            Ok(response) => Ok(connection.decode_stream(response, &CHAT_COMPLETIONS, |id| {
+                ChatStream::new(&connection.provider, model, id, connection.secret())
+            })),
+            Err(raw) => self.refusal_or_error(&raw, model).map(ReplyStream::whole),
+        }
+    }
+
+    /// What an error reply means: a refusal when the content filter blocked the prompt
+    /// (the same prompt would be blocked again), else the classified error.
+    fn refusal_or_error(
+        &self,
+        raw: &RawResponse,
+        model: &str,
+    ) -> Result<ProviderReply, ProviderError> {
+        match prompt_filter_refusal(raw, self.connection.secret()) {
+            Some(refusal) => Ok(ProviderReply {
+                refusal: Some(refusal),
+                stop_reason: Some("content_filter".to_owned()),
+                model: model.to_owned(),
+                request_id: raw.request_id(REQUEST_ID_HEADER).map(str::to_owned),
+                ..ProviderReply::default()
+            }),
+            None => Err(self.error_reply(raw)),
+        }
     }
 
     /// The classified error of a reply with an error status (a live call's, or a batch

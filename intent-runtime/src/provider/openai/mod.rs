@@ -7,6 +7,8 @@ pub(crate) mod reply;
 pub(crate) mod request;
 mod stream;
 
+pub(crate) use self::batch::batch_for_endpoint;
+
 use std::fmt;
 
 use self::endpoint::ChatEndpoint;

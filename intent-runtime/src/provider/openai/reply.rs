@@ -3,9 +3,12 @@
 
 use reqwest::StatusCode;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::provider::error::bounded_message;
-use crate::provider::http::{ErrorBody, RawResponse, base_kind, invalid_response, names_schema};
+use crate::provider::http::{
+    ErrorBody, RawResponse, base_kind, invalid_response, names_schema, redact,
+};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, TokenLogprob};
 use crate::result::Usage;
 
@@ -30,6 +33,9 @@ struct Choice {
     finish_reason: Option<String>,
     #[serde(default)]
     logprobs: Option<ChoiceLogprobs>,
+    /// Azure OpenAI's verdict on the choice, per category.
+    #[serde(default)]
+    content_filter_results: Option<Map<String, Value>>,
 }
 
 /// `choices[0].logprobs`: `content` holds one entry per output token.
@@ -84,6 +90,11 @@ pub(crate) fn parse_reply(
         model: parsed.model,
         logprobs: choice.logprobs.and_then(|logprobs| logprobs.content),
         id: parsed.id,
+        filtered: choice
+            .content_filter_results
+            .as_ref()
+            .map(filtered_categories)
+            .unwrap_or_default(),
     };
     Ok(parts.into_reply(
         requested_model,
@@ -103,6 +114,9 @@ pub(crate) struct ChatParts {
     pub(crate) logprobs: Option<Vec<TokenLogprob>>,
     /// The completion's `id` (`chatcmpl-...`).
     pub(crate) id: Option<String>,
+    /// The content-filter categories that withheld the reply (Azure OpenAI's
+    /// `content_filter_results`), each with its severity.
+    pub(crate) filtered: Vec<String>,
 }
 
 impl ChatParts {
@@ -114,14 +128,24 @@ impl ChatParts {
     ) -> ProviderReply {
         // The refusal is carried into an issue and the next prompt: an excerpt, like any
         // provider message.
-        let refusal = self
+        let mut refusal = self
             .refusal
             .filter(|text| !text.is_empty())
             .map(bounded_message);
-        let truncated = matches!(
-            self.finish_reason.as_deref(),
-            Some("length" | "content_filter")
-        );
+        let content_filtered = self.finish_reason.as_deref() == Some("content_filter");
+        // A filter that names what it withheld has refused the request: the same input
+        // would be withheld again, so it is a refusal, not a cut to retry.
+        if content_filtered && refusal.is_none() && !self.filtered.is_empty() {
+            refusal = Some(format!(
+                "the provider's content filter withheld the reply ({})",
+                self.filtered.join(", ")
+            ));
+        }
+        let truncated = refusal.is_none()
+            && matches!(
+                self.finish_reason.as_deref(),
+                Some("length" | "content_filter")
+            );
         let text = if refusal.is_some() {
             String::new()
         } else {
@@ -151,6 +175,72 @@ impl ChatParts {
             logprobs: self.logprobs,
         }
     }
+}
+
+/// The categories of a `content_filter_results` object that filtered, as `name (severity)`
+/// (`violence (medium)`), or `name` when the category has no severity (`jailbreak`).
+pub(crate) fn filtered_categories(results: &Map<String, Value>) -> Vec<String> {
+    results
+        .iter()
+        .filter(|(_, verdict)| verdict.get("filtered").and_then(Value::as_bool) == Some(true))
+        .map(
+            |(category, verdict)| match verdict.get("severity").and_then(Value::as_str) {
+                Some(severity) => format!("{category} ({severity})"),
+                None => category.clone(),
+            },
+        )
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct FilteredPrompt {
+    error: FilteredPromptError,
+}
+
+#[derive(Deserialize)]
+struct FilteredPromptError {
+    code: Option<String>,
+    message: Option<String>,
+    #[serde(default)]
+    innererror: Option<InnerError>,
+}
+
+#[derive(Deserialize)]
+struct InnerError {
+    #[serde(default)]
+    content_filter_result: Option<Map<String, Value>>,
+}
+
+/// The refusal an error reply carries when the provider's content filter blocked the
+/// prompt (Azure OpenAI's 400 with `code: content_filter`): the same prompt would be
+/// blocked again, so it is answered as a refusal rather than failed as a bad request.
+pub(crate) fn prompt_filter_refusal(raw: &RawResponse, secret: Option<&str>) -> Option<String> {
+    if raw.status != StatusCode::BAD_REQUEST {
+        return None;
+    }
+    let parsed: FilteredPrompt = serde_json::from_slice(&raw.body).ok()?;
+    if parsed.error.code.as_deref() != Some("content_filter") {
+        return None;
+    }
+    let categories = parsed
+        .error
+        .innererror
+        .and_then(|inner| inner.content_filter_result)
+        .map(|results| filtered_categories(&results))
+        .unwrap_or_default();
+    let mut text = String::from("the provider's content filter blocked the prompt");
+    if !categories.is_empty() {
+        text.push_str(&format!(" ({})", categories.join(", ")));
+    }
+    if let Some(message) = parsed
+        .error
+        .message
+        .filter(|message| !message.trim().is_empty())
+    {
+        text.push_str(": ");
+        text.push_str(&redact(&message, secret));
+    }
+    Some(bounded_message(text))
 }
 
 /// The kind of a Chat Completions error reply.

@@ -10,8 +10,9 @@ use std::marker::PhantomData;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
-use super::reply::{ChatParts, ChatUsage, ChoiceLogprobs};
+use super::reply::{ChatParts, ChatUsage, ChoiceLogprobs, filtered_categories};
 use crate::provider::TokenLogprob;
 use crate::provider::http::sse::{Decoder, SseEvent};
 use crate::provider::http::{ErrorBody, redact};
@@ -42,6 +43,10 @@ struct ChunkChoice<'a> {
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     logprobs: Option<ChoiceLogprobs>,
+    /// Azure OpenAI's verdict on the choice so far, per category (rare: most chunks
+    /// carry none).
+    #[serde(default)]
+    content_filter_results: Option<Map<String, Value>>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +96,7 @@ pub(crate) struct ChatStream {
     model: Option<String>,
     logprobs: Option<Vec<TokenLogprob>>,
     id: Option<String>,
+    filtered: Vec<String>,
 }
 
 impl ChatStream {
@@ -112,6 +118,7 @@ impl ChatStream {
             model: None,
             logprobs: None,
             id: None,
+            filtered: Vec::new(),
         }
     }
 
@@ -124,6 +131,7 @@ impl ChatStream {
             model: self.model.take(),
             logprobs: self.logprobs.take(),
             id: self.id.take(),
+            filtered: std::mem::take(&mut self.filtered),
         };
         parts.into_reply(&self.requested_model, self.request_id.take())
     }
@@ -216,6 +224,13 @@ impl Decoder for ChatStream {
         };
         if let Some(reason) = choice.finish_reason {
             self.finish_reason = Some(reason.into_owned());
+        }
+        if let Some(results) = &choice.content_filter_results {
+            for category in filtered_categories(results) {
+                if !self.filtered.contains(&category) {
+                    self.filtered.push(category);
+                }
+            }
         }
         if let Some(tokens) = choice.logprobs.and_then(|logprobs| logprobs.content) {
             self.logprobs.get_or_insert_with(Vec::new).extend(tokens);

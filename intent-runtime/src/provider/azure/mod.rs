@@ -1,0 +1,279 @@
+//! Azure OpenAI: Chat Completions served by an Azure resource, through the `openai`
+//! folder's wire format, with Azure's addresses (the v1 API and the older deployment
+//! URLs with `api-version`), its `api-key` header or an Entra ID bearer token, and its
+//! content filter answered as a refusal.
+
+use super::batch::BatchProvider;
+use super::http::{ProviderConfigError, set_variable, transport_settings};
+use super::openai::batch_for_endpoint;
+use super::openai::endpoint::{ChatAddress, ChatEndpoint, KeyHeader};
+use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
+use crate::media::MediaLimits;
+
+/// The name Azure OpenAI goes by in errors, logs and telemetry (`gen_ai.provider.name`,
+/// as the OpenTelemetry conventions name it).
+pub const AZURE_OPENAI_PROVIDER_NAME: &str = "azure.ai.openai";
+
+/// The `api-version` sent to deployment URLs when none is given: the GA inference
+/// version that has strict structured outputs.
+pub const AZURE_OPENAI_DEFAULT_API_VERSION: &str = "2024-10-21";
+
+/// How requests reach the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Addressing {
+    /// `{endpoint}/openai/v1/chat/completions`, the deployment named by `model`.
+    V1,
+    /// `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=...`.
+    Deployment { api_version: String },
+}
+
+/// Azure OpenAI's Chat Completions.
+///
+/// - [`AzureOpenAi::new`] speaks the v1 API (`{endpoint}/openai/v1/chat/completions`,
+///   the deployment named in the body's `model`), which needs no `api-version` and has
+///   the Batch API.
+/// - [`AzureOpenAi::with_api_version`] switches to the older deployment URLs
+///   (`{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=...`).
+///
+/// The key goes in the `api-key` header; [`AzureOpenAi::with_entra_token`] sends a
+/// Microsoft Entra ID token as `Authorization: Bearer` instead. Never both.
+///
+/// A completion withheld by the content filter (`finish_reason: content_filter` with the
+/// filtered categories), and a prompt the filter blocked (HTTP 400 with `code:
+/// content_filter`), are answered as refusals naming the categories: the same input would
+/// be filtered again, so they are neither retried as transient failures nor read as
+/// malformed replies. The key is never printed.
+///
+/// ```
+/// use intent_rs::provider::AzureOpenAi;
+///
+/// let azure = AzureOpenAi::new("https://myres.openai.azure.com", "key", "gpt-4o-mini-prod");
+/// assert_eq!(azure.base_url(), "https://myres.openai.azure.com");
+/// ```
+#[derive(Clone, Debug)]
+pub struct AzureOpenAi {
+    endpoint: ChatEndpoint,
+    /// The resource's endpoint (`https://{resource}.openai.azure.com`), without a path.
+    resource: String,
+    addressing: Addressing,
+    key_header: KeyHeader,
+}
+
+impl AzureOpenAi {
+    /// The v1 API of the resource at `endpoint` (`https://{resource}.openai.azure.com`, or
+    /// a Foundry `https://{resource}.services.ai.azure.com`), authenticated with
+    /// `api_key`, asking `deployment` when a request names no model.
+    pub fn new(
+        endpoint: impl Into<String>,
+        api_key: impl Into<String>,
+        deployment: impl Into<String>,
+    ) -> Self {
+        let mut provider = Self {
+            endpoint: ChatEndpoint::new(
+                AZURE_OPENAI_PROVIDER_NAME,
+                "",
+                deployment.into(),
+                Some(api_key.into()),
+                MediaLimits::OPENAI,
+            ),
+            resource: String::new(),
+            addressing: Addressing::V1,
+            key_header: KeyHeader::ApiKey,
+        };
+        provider.set_resource(endpoint.into());
+        provider
+    }
+
+    /// Reads `AZURE_OPENAI_ENDPOINT` and `AZURE_OPENAI_DEPLOYMENT` (required), the key
+    /// from `AZURE_OPENAI_API_KEY` or else an Entra ID token from `AZURE_OPENAI_AD_TOKEN`
+    /// (one is required), and `AZURE_OPENAI_API_VERSION` (or `OPENAI_API_VERSION`, as
+    /// OpenAI's SDKs read it), which when set switches to the deployment URLs.
+    pub fn from_env() -> Result<Self, ProviderConfigError> {
+        Self::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// [`Self::from_env`] over any source of variables.
+    pub(crate) fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProviderConfigError> {
+        let set = |name: &str| set_variable(lookup, name);
+        let endpoint = set("AZURE_OPENAI_ENDPOINT").ok_or(ProviderConfigError::MissingBaseUrl {
+            variable: "AZURE_OPENAI_ENDPOINT",
+        })?;
+        let deployment =
+            set("AZURE_OPENAI_DEPLOYMENT").ok_or(ProviderConfigError::MissingSetting {
+                variable: "AZURE_OPENAI_DEPLOYMENT",
+                what: "the name of the Azure OpenAI deployment to call",
+            })?;
+        let mut provider = match (set("AZURE_OPENAI_API_KEY"), set("AZURE_OPENAI_AD_TOKEN")) {
+            (Some(key), _) => Self::new(endpoint, key, deployment),
+            (None, Some(token)) => Self::new(endpoint, "", deployment).with_entra_token(token),
+            (None, None) => {
+                return Err(ProviderConfigError::MissingApiKey {
+                    variable: "AZURE_OPENAI_API_KEY",
+                    provider: "Azure OpenAI (or an Entra ID token in AZURE_OPENAI_AD_TOKEN)",
+                });
+            }
+        };
+        if let Some(version) = set("AZURE_OPENAI_API_VERSION").or_else(|| set("OPENAI_API_VERSION"))
+        {
+            provider = provider.with_api_version(version);
+        }
+        Ok(provider)
+    }
+
+    /// Sends to the deployment URLs with this `api-version` (such as
+    /// [`AZURE_OPENAI_DEFAULT_API_VERSION`]) instead of the v1 API. The deployment is the
+    /// request's model, else the default one; strict structured outputs need
+    /// `2024-08-01-preview` or later. The Batch API is used through the v1 API only.
+    pub fn with_api_version(mut self, api_version: impl Into<String>) -> Self {
+        self.addressing = Addressing::Deployment {
+            api_version: api_version.into(),
+        };
+        self.readdress();
+        self
+    }
+
+    /// Authenticates with a Microsoft Entra ID access token (scope
+    /// `https://cognitiveservices.azure.com/.default`) sent as `Authorization: Bearer`,
+    /// instead of the key.
+    pub fn with_entra_token(mut self, token: impl Into<String>) -> Self {
+        self.endpoint.connection.set_api_key(token.into());
+        self.key_header = KeyHeader::Bearer;
+        self.readdress();
+        self
+    }
+
+    /// Sends requests to another resource endpoint (or a test server), without a path.
+    pub fn with_base_url(mut self, endpoint: impl Into<String>) -> Self {
+        self.set_resource(endpoint.into());
+        self
+    }
+
+    /// Asks this deployment when a request names none.
+    pub fn with_deployment(mut self, deployment: impl Into<String>) -> Self {
+        self.endpoint.connection.model = deployment.into();
+        self.readdress();
+        self
+    }
+
+    /// What the deployment takes of images and PDFs (default [`MediaLimits::OPENAI`]); a
+    /// request over a limit is refused before it is sent.
+    pub fn with_media_limits(mut self, limits: MediaLimits) -> Self {
+        self.endpoint.connection.media_limits = limits;
+        self
+    }
+
+    transport_settings!(endpoint.connection);
+
+    /// The resource endpoint requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.resource
+    }
+
+    /// The deployment asked when a request names none.
+    pub fn deployment(&self) -> &str {
+        &self.endpoint.connection.model
+    }
+
+    /// The `api-version` of the deployment URLs, or `None` on the v1 API.
+    pub fn api_version(&self) -> Option<&str> {
+        match &self.addressing {
+            Addressing::V1 => None,
+            Addressing::Deployment { api_version } => Some(api_version),
+        }
+    }
+
+    fn set_resource(&mut self, endpoint: String) {
+        self.resource = super::http::trim_base_url(endpoint);
+        self.readdress();
+    }
+
+    /// Points the endpoint at the address the settings name.
+    fn readdress(&mut self) {
+        let (base, path) = match &self.addressing {
+            Addressing::V1 => (
+                format!("{}/openai/v1", self.resource),
+                "/chat/completions".to_owned(),
+            ),
+            Addressing::Deployment { api_version } => (
+                format!(
+                    "{}/openai/deployments/{}",
+                    self.resource, self.endpoint.connection.model
+                ),
+                format!("/chat/completions?api-version={api_version}"),
+            ),
+        };
+        self.endpoint.connection.set_base_url(base);
+        self.endpoint.set_address(ChatAddress {
+            path,
+            key_header: self.key_header,
+            batch_line_url: "/chat/completions",
+        });
+    }
+
+    /// The endpoint a request is sent to: on deployment URLs, a request naming another
+    /// deployment goes to that deployment's URL.
+    fn endpoint_for(&self, request: &ProviderRequest) -> std::borrow::Cow<'_, ChatEndpoint> {
+        match (&self.addressing, request.model.as_deref()) {
+            (Addressing::Deployment { .. }, Some(other))
+                if other != self.endpoint.connection.model =>
+            {
+                std::borrow::Cow::Owned(self.clone().with_deployment(other).endpoint)
+            }
+            _ => std::borrow::Cow::Borrowed(&self.endpoint),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for AzureOpenAi {
+    fn name(&self) -> &str {
+        AZURE_OPENAI_PROVIDER_NAME
+    }
+
+    fn default_model(&self) -> &str {
+        self.deployment()
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        Some(&self.resource)
+    }
+
+    async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        self.endpoint_for(request).complete(request).await
+    }
+
+    /// Streams with `"stream": true` and `stream_options.include_usage`; chunks that carry
+    /// only the content filter's results (no choices) are read past.
+    async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
+        self.endpoint_for(request).stream(request).await
+    }
+
+    /// `true` for a strict-schema request, as on OpenAI.
+    fn enforces_schema(&self, request: &ProviderRequest) -> bool {
+        self.endpoint.enforces_schema(request)
+    }
+
+    /// 20, as Chat Completions on OpenAI.
+    fn max_top_logprobs(&self) -> Option<u8> {
+        self.endpoint.max_top_logprobs()
+    }
+
+    /// The Batch API of the v1 API (`/openai/v1/files`, `/openai/v1/batches`), which needs
+    /// a Global Batch or Data Zone Batch deployment; `None` on deployment URLs.
+    fn batch(&self) -> Option<BatchProvider> {
+        match self.addressing {
+            Addressing::V1 => Some(BatchProvider::azure_openai(self.clone())),
+            Addressing::Deployment { .. } => None,
+        }
+    }
+}
+
+impl BatchProvider {
+    /// Azure OpenAI's Batch API through the v1 API, with this provider's key, resource
+    /// and deployment (a Global Batch or Data Zone Batch deployment).
+    pub fn azure_openai(provider: AzureOpenAi) -> Self {
+        batch_for_endpoint(provider.endpoint)
+    }
+}
