@@ -124,6 +124,12 @@ pub async fn transform_value(
 
 pub use crate::decision::typed::EnumOptions;
 
+/// The options of a `Choice` or `Score` written without its enum, in the trait the macro
+/// emits beside its error about it: the type names something, so the compiler does not
+/// report the same mistake again.
+#[derive(Debug)]
+pub enum UnnamedOptions {}
+
 /// `E`'s options, for the decision functions below, which name no `E: DecisionEnum`
 /// bound: this is the one place the bound is checked. The macro calls it in a decision
 /// method and in its batch companion with the same tokens, spanned on the user's type, so
