@@ -13,7 +13,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use intent_examples::{choose_provider, print_attempts};
+use intent_examples::{batch_dir, choose_provider, print_attempts};
 use intent_rs::batch::{BatchError, BatchOptions, BatchProgress};
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{IntentClient, IntentError, StrictCompatible, intents};
@@ -94,10 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reviews = ReviewsClient::new(client.clone());
     // A directory holds one job: the provider is part of the default one's name, so
     // the scripted job of an offline run is never the one a real provider resumes.
-    let dir = std::env::var_os("BATCH_DIR").map_or_else(
-        || std::env::temp_dir().join(format!("intent-batch-example-{provider}")),
-        Into::into,
-    );
+    let dir = batch_dir(&provider);
     let mut options = BatchOptions::new(&dir);
     if chosen.offline {
         // The scripted batches end at once; a fresh directory for every offline run.

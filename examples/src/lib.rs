@@ -1,6 +1,7 @@
 //! Shared set-up for the examples: a real provider when its environment variables are
 //! set, otherwise the scripted model each example brings, so every example runs offline.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use intent_rs::provider::{self, Provider, ProviderConfigError, ScriptedProvider};
@@ -76,5 +77,74 @@ pub fn print_attempts<T>(result: &intent_rs::AIResult<T>) {
         .filter(|i| i.attempt as usize > result.attempts.len())
     {
         println!("  stopped: {}", issue.message);
+    }
+}
+
+/// Where the batch example keeps its job: `BATCH_DIR` when it is set, else
+/// [`default_batch_dir`] for the provider named `provider_name`.
+pub fn batch_dir(provider_name: &str) -> PathBuf {
+    std::env::var_os("BATCH_DIR").map_or_else(|| default_batch_dir(provider_name), PathBuf::from)
+}
+
+/// `intent-batch-example-<provider>` in the temporary directory. A directory holds one
+/// job, and a job belongs to one provider: with the provider in the name, the scripted
+/// job an offline run leaves is never the one a run with a real provider finds (which
+/// would refuse it as another job). Characters other than letters, digits, `-` and `_`
+/// in the name become `-`, so a provider's name cannot reach another directory.
+pub fn default_batch_dir(provider_name: &str) -> PathBuf {
+    let name: String = provider_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    std::env::temp_dir().join(format!("intent-batch-example-{name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use intent_rs::provider::{Anthropic, OpenAi, OpenAiCompatible, ScriptedReply};
+
+    use super::*;
+
+    #[test]
+    fn each_provider_of_the_batch_example_has_its_own_default_directory() {
+        // The providers the example can run with: offline first, then each real one.
+        let providers: Vec<Box<dyn Provider>> = vec![
+            Box::new(ScriptedProvider::new(Vec::<ScriptedReply>::new())),
+            Box::new(OpenAi::new("sk-test")),
+            Box::new(Anthropic::new("sk-ant-test")),
+            Box::new(OpenAiCompatible::new("http://127.0.0.1:1/v1", "local")),
+        ];
+        let dirs: Vec<PathBuf> = providers
+            .iter()
+            .map(|provider| default_batch_dir(provider.name()))
+            .collect();
+        for (index, dir) in dirs.iter().enumerate() {
+            assert_eq!(dir.parent(), Some(std::env::temp_dir().as_path()));
+            for (other, other_dir) in dirs.iter().enumerate().skip(index + 1) {
+                assert_ne!(
+                    dir,
+                    other_dir,
+                    "{} and {} share a default job directory",
+                    providers[index].name(),
+                    providers[other].name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_provider_name_cannot_leave_the_temporary_directory() {
+        let dir = default_batch_dir("../../etc");
+        assert_eq!(dir.parent(), Some(std::env::temp_dir().as_path()));
+        assert_eq!(
+            dir.file_name().and_then(|name| name.to_str()),
+            Some("intent-batch-example-------etc")
+        );
     }
 }

@@ -129,8 +129,7 @@ fn batch_item(
     let target = method.output.target;
     let body = match method.output.kind {
         TargetKind::Decision(kind) => {
-            // The options' enum is checked once, in the method itself.
-            let (state, _, function, args) = decision_call(method, kind, DecisionCall::BatchItem);
+            let (state, function, args) = decision_call(method, kind, DecisionCall::BatchItem);
             quote! {
                 let __intent_state = #state;
                 ::intent_rs::__private::#function(#args)
@@ -261,9 +260,14 @@ fn stream_method(
     input: TokenStream,
 ) -> TokenStream {
     let text = &method.intent.text;
+    let target = method.output.target;
     let call = match method.output.kind {
         TargetKind::Text | TargetKind::Typed => {
-            quote!(self.client.transform_stream_input(__intent_input, #text, __intent_options))
+            // The target's one check (with `Partial`'s message), on the user's type; the
+            // call it returns and the signature's `IntentStream<T>` repeat no bound.
+            let checked =
+                quote_spanned!(target.span()=> ::intent_rs::__private::stream_target::<#target>());
+            quote!(#checked.call(&self.client, __intent_input, #text, __intent_options))
         }
         TargetKind::Decision(_) | TargetKind::Value => {
             let schema = runtime_schema(method);
@@ -285,14 +289,13 @@ fn stream_method(
 fn decision_method(method: &IntentMethod<'_>, kind: DecisionKind) -> TokenStream {
     let kept: &[Attribute] = &method.attrs.kept;
     let sig = send_signature(&method.item.sig);
-    let (state, check, function, args) = decision_call(method, kind, DecisionCall::Method);
+    let (state, function, args) = decision_call(method, kind, DecisionCall::Method);
     quote! {
         #(#kept)*
         #[allow(clippy::manual_async_fn)]
         #sig {
             async move {
                 let __intent_state = #state;
-                #check
                 ::intent_rs::__private::#function(&self.client, #args).await
             }
         }
@@ -309,13 +312,13 @@ enum DecisionCall {
 }
 
 /// The parts of a decision method's call of its `__private` function: the state
-/// expression (bound to `__intent_state`), the check of the options' enum, the function
-/// (with the enum as its type argument), and the arguments after the client.
+/// expression (bound to `__intent_state`), the function, and the arguments after the
+/// client (for a choice or a score, the options' enum first).
 fn decision_call(
     method: &IntentMethod<'_>,
     kind: DecisionKind,
     call: DecisionCall,
-) -> (TokenStream, TokenStream, TokenStream, TokenStream) {
+) -> (TokenStream, TokenStream, TokenStream) {
     let id = method.item.sig.ident.to_string();
     let question = &method.intent.text;
     let model = match &method.intent.model {
@@ -336,18 +339,21 @@ fn decision_call(
         (DecisionKind::Score, DecisionCall::BatchItem) => "score_batch_item",
     };
     let name = format_ident!("{name}");
-    let (check, function) = match (kind, model::options_type(method.output.target)) {
-        (DecisionKind::Choice | DecisionKind::Score, Some(options)) => (
-            quote_spanned!(options.span()=> ::intent_rs::__private::assert_decision_enum::<#options>();),
-            quote!(#name::<#options>),
+    // The enum is checked where its options are made: the same tokens in the method and
+    // its batch companion, spanned on the user's type, give the same error at the same
+    // place, which the compiler reports once. The functions taking the options repeat no
+    // bound.
+    let enum_options = match (kind, model::options_type(method.output.target)) {
+        (DecisionKind::Choice | DecisionKind::Score, Some(options)) => Some(
+            quote_spanned!(options.span()=> ::intent_rs::__private::decision_enum::<#options>()),
         ),
-        _ => (TokenStream::new(), quote!(#name)),
+        _ => None,
     };
+    let enum_options = enum_options.map(|options| quote!(#options,));
     (
         state,
-        check,
-        function,
-        quote!(#id, #question, __intent_state, #model),
+        quote!(#name),
+        quote!(#enum_options #id, #question, __intent_state, #model),
     )
 }
 
@@ -646,7 +652,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains(r#":: intent_rs :: __private :: choice_batch_item :: < Team > ("team" , "Which team?" , __intent_state , :: core :: option :: Option :: None)"#),
+            text.contains(r#":: intent_rs :: __private :: choice_batch_item (:: intent_rs :: __private :: decision_enum :: < Team > () , "team" , "Which team?" , __intent_state , :: core :: option :: Option :: None)"#),
             "{text}"
         );
         assert!(

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use crate::batch::BatchItem;
 use crate::client::IntentClient;
-use crate::decision::typed::{options, to_state, variant, variants};
+use crate::decision::typed::to_state;
 use crate::decision::{
     Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError,
     DecisionFailureKind, DecisionQuestion, DecisionRequest, DecisionResponse, Score, ScoreQuestion,
@@ -21,7 +21,7 @@ use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
-use crate::stream::IntentStream;
+use crate::stream::{IntentStream, Partial};
 use crate::strict::{StrictCompatible, StrictObject};
 use crate::telemetry::CallTrace;
 
@@ -122,10 +122,23 @@ pub async fn transform_value(
         .await
 }
 
-/// Compiles only when `E` can be the options of a decision question; the macro spans the
-/// call on the user's type.
+pub use crate::decision::typed::EnumOptions;
+
+/// The options of a `Choice` or `Score` written without its enum, in the trait the macro
+/// emits beside its error about it: the type names something, so the compiler does not
+/// report the same mistake again.
+#[derive(Debug)]
+pub enum UnnamedOptions {}
+
+/// `E`'s options, for the decision functions below, which name no `E: DecisionEnum`
+/// bound: this is the one place the bound is checked. The macro calls it in a decision
+/// method and in its batch companion with the same tokens, spanned on the user's type, so
+/// a type that is not a `DecisionEnum` is reported once (the compiler shows an identical
+/// error at the same place once).
 #[inline(always)]
-pub fn assert_decision_enum<E: DecisionEnum>() {}
+pub fn decision_enum<E: DecisionEnum>() -> EnumOptions<E> {
+    EnumOptions::of()
+}
 
 /// A decision method's only parameter as its state.
 pub fn state<T: Serialize + ?Sized>(value: &T) -> Result<Value, DecisionError> {
@@ -211,27 +224,29 @@ pub async fn decide_binary(
 }
 
 /// A choice among `E`'s variants.
-pub async fn decide_choice<E: DecisionEnum>(
+pub async fn decide_choice<E>(
     client: &IntentClient,
+    enum_options: EnumOptions<E>,
     id: &str,
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Choice<E>, DecisionError> {
-    choice(client, id, question, state, model)
+    choice(client, enum_options, id, question, state, model)
         .await
         .map(|(answer, _)| answer)
 }
 
 /// A level among `E`'s variants, lowest first.
-pub async fn decide_score<E: DecisionEnum>(
+pub async fn decide_score<E>(
     client: &IntentClient,
+    enum_options: EnumOptions<E>,
     id: &str,
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Score<E>, DecisionError> {
-    score(client, id, question, state, model)
+    score(client, enum_options, id, question, state, model)
         .await
         .map(|(answer, _)| answer)
 }
@@ -256,14 +271,16 @@ async fn binary(
     Ok((binary, response.usage()))
 }
 
-async fn choice<E: DecisionEnum>(
+async fn choice<E>(
     client: &IntentClient,
+    enum_options: EnumOptions<E>,
     id: &str,
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Decided<Choice<E>> {
-    let asked = ChoiceQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
+    let asked =
+        ChoiceQuestion::new(id, question, enum_options.options()).map(DecisionQuestion::from);
     let response = ask::<Choice<E>>(client, id, state, asked, model).await?;
     let answer = response.choice(id).ok_or_else(|| missing(id))?;
     let selected = answer
@@ -272,26 +289,28 @@ async fn choice<E: DecisionEnum>(
         .position(|(name, _)| name == answer.selected())
         .ok_or_else(|| missing(id))?;
     let choice = Choice {
-        probabilities: variants(answer.probabilities())?,
-        selected: variant(selected)?,
+        probabilities: enum_options.variants(answer.probabilities())?,
+        selected: enum_options.variant(selected)?,
         source: response.source(),
     };
     Ok((choice, response.usage()))
 }
 
-async fn score<E: DecisionEnum>(
+async fn score<E>(
     client: &IntentClient,
+    enum_options: EnumOptions<E>,
     id: &str,
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Decided<Score<E>> {
-    let asked = ScoreQuestion::new(id, question, options::<E>()).map(DecisionQuestion::from);
+    let asked =
+        ScoreQuestion::new(id, question, enum_options.options()).map(DecisionQuestion::from);
     let response = ask::<Score<E>>(client, id, state, asked, model).await?;
     let answer = response.score(id).ok_or_else(|| missing(id))?;
     let score = Score {
-        probabilities: variants(answer.probabilities())?,
-        most_likely: variant(answer.most_likely_index())?,
+        probabilities: enum_options.variants(answer.probabilities())?,
+        most_likely: enum_options.variant(answer.most_likely_index())?,
         expected: answer.expected(),
         source: response.source(),
     };
@@ -309,23 +328,29 @@ pub fn binary_batch_item(
 }
 
 /// A choice decision method's batch item.
-pub fn choice_batch_item<E: DecisionEnum + Send + 'static>(
+pub fn choice_batch_item<E: Send + 'static>(
+    enum_options: EnumOptions<E>,
     id: &'static str,
     question: &'static str,
     state: Result<Value, DecisionError>,
     model: Option<&'static str>,
 ) -> BatchItem<Choice<E>> {
-    decision_item(move |client| async move { choice(&client, id, question, state, model).await })
+    decision_item(move |client| async move {
+        choice(&client, enum_options, id, question, state, model).await
+    })
 }
 
 /// A score decision method's batch item.
-pub fn score_batch_item<E: DecisionEnum + Send + 'static>(
+pub fn score_batch_item<E: Send + 'static>(
+    enum_options: EnumOptions<E>,
     id: &'static str,
     question: &'static str,
     state: Result<Value, DecisionError>,
     model: Option<&'static str>,
 ) -> BatchItem<Score<E>> {
-    decision_item(move |client| async move { score(&client, id, question, state, model).await })
+    decision_item(move |client| async move {
+        score(&client, enum_options, id, question, state, model).await
+    })
 }
 
 /// A batch item that asks a decision question on the job's client: its result holds the
@@ -367,6 +392,38 @@ where
             }
         })
     })
+}
+
+/// A streaming method's call of its target `T`. The bounds below are the one place a
+/// streaming method checks its target (the macro spans the call on the user's type); the
+/// call the result makes names none, so a target without `Partial` is one error, with
+/// `Partial`'s message, not one per site that needs it.
+#[inline(always)]
+pub fn stream_target<T>() -> StreamCall<T>
+where
+    T: serde::de::DeserializeOwned + JsonSchema + Partial + Send + 'static,
+{
+    StreamCall(IntentClient::transform_stream_input::<T>)
+}
+
+/// [`IntentClient::transform_stream_input`] for a target checked by [`stream_target`].
+pub struct StreamCall<T>(StartStream<T>);
+
+/// The signature of [`IntentClient::transform_stream_input`].
+type StartStream<T> =
+    fn(&IntentClient, Result<PreparedInput, InputError>, &str, IntentOptions<T>) -> IntentStream<T>;
+
+impl<T> StreamCall<T> {
+    /// Starts the stream: the input is prepared, and the stream owns the call.
+    pub fn call(
+        self,
+        client: &IntentClient,
+        input: Result<PreparedInput, InputError>,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> IntentStream<T> {
+        (self.0)(client, input, intent, options)
+    }
 }
 
 /// Streams a `serde_json::Value` method, with its runtime schema when it has one.

@@ -2,6 +2,8 @@
 //! [`Score<E>`] is a decision question, its `#[intent]` the question and its parameters
 //! the state.
 
+use std::fmt;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -35,41 +37,81 @@ pub trait DecisionEnum: Sized + Send + 'static {
     fn index(&self) -> usize;
 }
 
-/// The options of a question over `E`'s variants, described by their doc comments.
-pub fn options<E: DecisionEnum>() -> Vec<DecisionOption> {
-    E::VARIANTS
-        .iter()
-        .map(|variant| {
-            let option = DecisionOption::new(variant.name);
-            match variant.description {
-                Some(description) => option.described(description),
-                None => option,
-            }
-        })
-        .collect()
+/// What a question over `E`'s variants needs of `E`, as values: its variants and the way
+/// from an index back to a variant. The functions that ask such questions take this
+/// instead of an `E: DecisionEnum` bound, so that the bound is checked where the value is
+/// made ([`EnumOptions::of`]), once, and not again at every function it passes through.
+pub struct EnumOptions<E> {
+    variants: &'static [DecisionVariant],
+    from_index: fn(usize) -> Option<E>,
 }
 
-/// A distribution over `E`'s variants from answer probabilities in declaration order.
-pub fn variants<E: DecisionEnum>(
-    probabilities: &[(String, f64)],
-) -> Result<Vec<(E, f64)>, DecisionError> {
-    probabilities
-        .iter()
-        .enumerate()
-        .map(|(index, (_, p))| {
-            E::from_index(index)
-                .map(|variant| (variant, *p))
-                .ok_or_else(|| {
-                    DecisionError::invalid_response("an answer has more options than the enum")
-                })
-        })
-        .collect()
+// Not derived: a derive would ask `E: Clone`/`E: Copy`, and the fields are copies anyway.
+impl<E> Clone for EnumOptions<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-/// The variant at `index`, or an invalid response.
-pub fn variant<E: DecisionEnum>(index: usize) -> Result<E, DecisionError> {
-    E::from_index(index)
-        .ok_or_else(|| DecisionError::invalid_response("an answer names no variant of the enum"))
+impl<E> Copy for EnumOptions<E> {}
+
+impl<E> fmt::Debug for EnumOptions<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnumOptions")
+            .field("variants", &self.variants)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: DecisionEnum> EnumOptions<E> {
+    /// `E`'s variants.
+    pub fn of() -> Self {
+        Self {
+            variants: E::VARIANTS,
+            from_index: E::from_index,
+        }
+    }
+}
+
+impl<E> EnumOptions<E> {
+    /// The options of the question, described by the variants' doc comments.
+    pub(crate) fn options(&self) -> Vec<DecisionOption> {
+        self.variants
+            .iter()
+            .map(|variant| {
+                let option = DecisionOption::new(variant.name);
+                match variant.description {
+                    Some(description) => option.described(description),
+                    None => option,
+                }
+            })
+            .collect()
+    }
+
+    /// A distribution over the variants from answer probabilities in declaration order.
+    pub(crate) fn variants(
+        &self,
+        probabilities: &[(String, f64)],
+    ) -> Result<Vec<(E, f64)>, DecisionError> {
+        probabilities
+            .iter()
+            .enumerate()
+            .map(|(index, (_, p))| {
+                (self.from_index)(index)
+                    .map(|variant| (variant, *p))
+                    .ok_or_else(|| {
+                        DecisionError::invalid_response("an answer has more options than the enum")
+                    })
+            })
+            .collect()
+    }
+
+    /// The variant at `index`, or an invalid response.
+    pub(crate) fn variant(&self, index: usize) -> Result<E, DecisionError> {
+        (self.from_index)(index).ok_or_else(|| {
+            DecisionError::invalid_response("an answer names no variant of the enum")
+        })
+    }
 }
 
 /// The answer to a yes/no decision question.

@@ -174,7 +174,12 @@ type Call<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 /// The call runs only while the stream is polled; dropping the stream cancels it (the
 /// connection is closed). It is `Send`, owns everything it needs, and can be moved to
 /// another task.
-pub struct IntentStream<T: Partial> {
+///
+/// The type names any `T`, but only a `T: Partial` stream can be made or read: a trait
+/// method declared `-> IntentStream<T>` for a `T` without `Partial` is well-formed, so
+/// that the generated client reports the missing derive once, at its one check, not at
+/// every signature that names the stream.
+pub struct IntentStream<T> {
     call: Option<Call<T>>,
     events: EventQueue,
     finished: Option<AIResult<T>>,
@@ -191,7 +196,9 @@ pub struct IntentStream<T: Partial> {
     pending: bool,
     /// Pieces taken in since `pending` was set, when nothing completed in them.
     idle_pieces: usize,
-    last: Option<T::Partial>,
+    /// The last partial shown, a `T::Partial` (erased, so that the struct needs no
+    /// bound).
+    last: Option<Box<dyn Any + Send>>,
     /// The reply's length and the time at the last partial read.
     read_len: usize,
     read_at: Instant,
@@ -204,9 +211,9 @@ pub struct IntentStream<T: Partial> {
 }
 
 // Nothing is pinned in place but the call, which is boxed.
-impl<T: Partial> Unpin for IntentStream<T> {}
+impl<T> Unpin for IntentStream<T> {}
 
-impl<T: Partial> fmt::Debug for IntentStream<T> {
+impl<T> fmt::Debug for IntentStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IntentStream")
             .field("running", &self.call.is_some())
@@ -339,10 +346,14 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
                 .and_then(|root| root.field("value"))
                 .and_then(T::read_partial)
         }?;
-        if self.last.as_ref() == Some(&value) {
+        let last = self
+            .last
+            .as_ref()
+            .and_then(|last| last.downcast_ref::<T::Partial>());
+        if last == Some(&value) {
             return None;
         }
-        self.last = Some(value.clone());
+        self.last = Some(Box::new(value.clone()));
         Some(StreamEvent::Partial {
             attempt: self.attempt,
             value,
