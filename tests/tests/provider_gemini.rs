@@ -10,13 +10,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
 use intent_rs::limits::RetryPolicy;
+use intent_rs::media::{Document, Image};
 use intent_rs::provider::gemini::GEMINI_SCHEMA_KEYWORDS;
 use intent_rs::provider::{
     Gemini, Provider, ProviderError, ProviderErrorKind, ProviderRequest, ReplyPiece, ReplyStream,
     ResponseFormat,
 };
-use intent_rs::{IntentClient, IntentOptions, IssueSource, StrictCompatible};
+use intent_rs::{
+    IntentClient, IntentError, IntentOptions, IntentStream, IssueSource, Partial, StreamEvent,
+    StrictCompatible, intents,
+};
 use provider_support::{CapturedLogs, SECRET_KEY};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -654,8 +659,8 @@ async fn an_error_before_the_stream_is_an_ordinary_error_reply() {
 // ---------------------------------------------------------------------------------------
 // Through the client
 
-#[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
-struct Invoice {
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema, StrictCompatible, Partial)]
+pub struct Invoice {
     /// The invoice number, as printed.
     number: String,
     total_cents: i64,
@@ -784,4 +789,140 @@ async fn a_three_attempt_typed_call_alternates_user_and_model_turns() {
         bodies[2]["contents"][3]["parts"][0]["text"],
         "{\"number\": \"INV-0007\"}"
     );
+}
+
+#[intents]
+pub trait Invoices {
+    #[intent("Extract the invoice fields")]
+    async fn read_both(&self, scan: &Image, contract: Document) -> Result<Invoice, IntentError>;
+
+    #[intent("Extract the invoice fields")]
+    fn streamed(&self, email: &str) -> IntentStream<Invoice>;
+}
+
+const PNG: &[u8] = include_bytes!("../../examples/data/invoice.png");
+const PDF: &[u8] = include_bytes!("../../examples/data/invoice.pdf");
+const INVOICE_REPLY: &str = r#"{"value": {"number": "INV-0007", "total_cents": 125000}}"#;
+
+fn invoices(server: &MockServer) -> InvoicesClient {
+    InvoicesClient::new(
+        IntentClient::builder()
+            .provider(provider(server))
+            .build()
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn images_and_pdfs_go_as_inline_data_parts_in_the_user_turn() {
+    let server = server_replying(
+        GENERATE,
+        ResponseTemplate::new(200).set_body_json(reply_with(INVOICE_REPLY, "STOP")),
+    )
+    .await;
+    let scan = Image::from_bytes(PNG).unwrap();
+    let contract = Document::from_bytes(PDF).unwrap();
+    let invoice = invoices(&server)
+        .read_both(&scan, contract.clone())
+        .await
+        .unwrap();
+    assert_eq!(invoice.number, "INV-0007");
+    let body = only_body(&server).await;
+    let parts = body["contents"][0]["parts"].as_array().unwrap();
+    let inline: Vec<&Value> = parts
+        .iter()
+        .filter_map(|part| part.get("inlineData"))
+        .collect();
+    assert_eq!(
+        inline,
+        [
+            &json!({"mimeType": "image/png", "data": scan.media().base64().unwrap()}),
+            &json!({"mimeType": "application/pdf", "data": contract.media().base64().unwrap()}),
+        ]
+    );
+    // Every other part is text, none empty, and no part is both.
+    for part in parts {
+        let keys: Vec<&String> = part.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 1, "{part}");
+        if let Some(text) = part.get("text") {
+            assert!(!text.as_str().unwrap().is_empty());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_typed_call_shows_partials_and_ends_with_the_value() {
+    let pieces: Vec<Value> = INVOICE_REPLY
+        .as_bytes()
+        .chunks(9)
+        .map(|chunk| {
+            json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"text": std::str::from_utf8(chunk).unwrap()}]}}]})
+        })
+        .chain([json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 80, "candidatesTokenCount": 20, "thoughtsTokenCount": 30},
+            "modelVersion": "gemini-2.5-flash-002"
+        })])
+        .collect();
+    let server = stream_server(sse(&pieces)).await;
+    let mut stream = invoices(&server).streamed("Invoice INV-0007, total 1,250.00");
+    let mut partials = 0;
+    let mut last = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            StreamEvent::Partial { .. } => partials += 1,
+            StreamEvent::Final(result) => last = Some(result),
+            _ => {}
+        }
+    }
+    let result = last.expect("a final event");
+    assert_eq!(
+        result.value,
+        Some(Invoice {
+            number: "INV-0007".into(),
+            total_cents: 125_000
+        }),
+        "{result:?}"
+    );
+    assert!(partials > 0);
+    assert_eq!(result.usage.input_tokens, 80);
+    assert_eq!(result.usage.output_tokens, 50);
+    assert_eq!(result.attempts[0].model, "gemini-2.5-flash-002");
+}
+
+#[tokio::test]
+async fn a_decision_is_answered_from_gemini_log_probabilities() {
+    let server = server_replying(
+        GENERATE,
+        ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{
+                "content": {"role": "model", "parts": [{"text": "yes"}]},
+                "finishReason": "MAX_TOKENS",
+                "avgLogprobs": -0.02,
+                "logprobsResult": {
+                    "topCandidates": [{"candidates": [
+                        {"token": "yes", "tokenId": 8505, "logProbability": -0.02},
+                        {"token": "no", "tokenId": 956, "logProbability": -4.0}
+                    ]}],
+                    "chosenCandidates": [{"token": "yes", "tokenId": 8505, "logProbability": -0.02}]
+                }
+            }],
+            "usageMetadata": {"promptTokenCount": 60, "candidatesTokenCount": 1, "totalTokenCount": 61},
+            "modelVersion": "gemini-2.5-flash"
+        })),
+    )
+    .await;
+    let evaluator = DecisionEvaluator::new(LogprobDecisionClient::new(provider(&server)));
+    let evaluation = evaluator
+        .evaluate("Wrote the report and sent it.")
+        .await
+        .unwrap();
+    assert!(evaluation.is_satisfied());
+    let body = only_body(&server).await;
+    let config = &body["generationConfig"];
+    assert_eq!(config["responseLogprobs"], true);
+    let asked = config["logprobs"].as_u64().unwrap();
+    assert!((1..=20).contains(&asked), "{config}");
+    assert_eq!(config["maxOutputTokens"], 1);
 }

@@ -150,9 +150,9 @@ pub(crate) struct ReplyParts {
 }
 
 impl ReplyParts {
-    /// Adds what `response` (a whole reply, or the next chunk of a stream) carries; the
-    /// text of its non-thought parts is appended to `text` too (a stream's new piece).
-    pub(crate) fn add(&mut self, response: GenerateResponse, text: &mut String) {
+    /// Adds what `response` (a whole reply, or the next chunk of a stream) carries; a
+    /// stream's `piece` gets the text of its non-thought parts too.
+    pub(crate) fn add(&mut self, response: GenerateResponse, piece: Option<&mut String>) {
         if let Some(feedback) = response.prompt_feedback
             && feedback.block_reason.is_some()
         {
@@ -180,12 +180,14 @@ impl ReplyParts {
             .flatten()
         {
             if !part.thought
-                && let Some(piece) = part.text
+                && let Some(part_text) = part.text
             {
-                self.text.push_str(&piece);
+                self.text.push_str(&part_text);
             }
         }
-        text.push_str(&self.text[start..]);
+        if let Some(piece) = piece {
+            piece.push_str(&self.text[start..]);
+        }
         if candidate.finish_reason.is_some() {
             self.finish_reason = candidate.finish_reason;
         }
@@ -327,7 +329,7 @@ pub(crate) fn parse_reply(
         ))
     })?;
     let mut parts = ReplyParts::default();
-    parts.add(response, &mut String::new());
+    parts.add(response, None);
     if !parts.saw_candidate && parts.block_reason.is_none() {
         return Err(invalid(
             "the reply has no candidates and no promptFeedback.blockReason",
@@ -348,7 +350,7 @@ mod tests {
     fn reply(body: Value) -> ProviderReply {
         let response: GenerateResponse = serde_json::from_value(body).unwrap();
         let mut parts = ReplyParts::default();
-        parts.add(response, &mut String::new());
+        parts.add(response, None);
         parts.into_reply("gemini-test", None)
     }
 

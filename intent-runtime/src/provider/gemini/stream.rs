@@ -71,7 +71,7 @@ impl Decoder for GeminiStream {
                 self.secret.as_deref(),
             ));
         }
-        self.parts.add(chunk, text);
+        self.parts.add(chunk, Some(text));
         if !self.parts.is_finished() {
             return Ok(None);
         }
