@@ -22,10 +22,10 @@ use self::request::{BodySettings, GenerateBody, request_body};
 use self::schema::gemini_schema_json;
 use self::stream::GeminiStream;
 use crate::media::{MediaLimits, MediaType};
+use crate::provider::http::sse::{decode, sse_events};
 use crate::provider::http::{
     HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, trim_base_url,
 };
-use crate::provider::http::sse::{decode, sse_events};
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ReplyStream,
     ResponseFormat,

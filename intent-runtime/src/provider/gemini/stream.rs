@@ -6,8 +6,8 @@
 
 use super::errors::stream_error;
 use super::reply::{GenerateResponse, ReplyParts};
-use crate::provider::http::{excerpt, redact};
 use crate::provider::http::sse::{Decoder, SseEvent};
+use crate::provider::http::{excerpt, redact};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 
 /// The state of one streamed Gemini reply.
