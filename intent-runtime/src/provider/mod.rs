@@ -27,6 +27,7 @@ pub mod batch;
 pub mod compatible;
 mod env;
 mod error;
+pub mod gemini;
 pub mod http;
 mod logprobs;
 pub mod openai;
@@ -46,6 +47,7 @@ pub use compatible::{
 };
 pub use env::from_env;
 pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
+pub use gemini::Gemini;
 pub use http::{
     DEFAULT_MAX_RESPONSE_BYTES, ProviderConfigError, REQUEST_ID_HEADERS, parse_retry_after,
 };
