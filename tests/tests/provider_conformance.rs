@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use intent_rs::provider::{
-    Anthropic, AzureOpenAi, OpenAi, OpenAiCompatible, Provider, ProviderError, ProviderErrorKind,
-    ProviderRequest,
+    Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, Provider, ProviderError,
+    ProviderErrorKind, ProviderRequest,
 };
 use provider_support::{CapturedLogs, SECRET_KEY};
 use serde_json::{Value, json};
@@ -84,6 +84,27 @@ fn anthropic_success(text: &str) -> Value {
     })
 }
 
+fn gemini_error(status: u16, message: &str) -> Value {
+    let status_name = match status {
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        429 => "RESOURCE_EXHAUSTED",
+        503 => "UNAVAILABLE",
+        _ => "INTERNAL",
+    };
+    json!({"error": {"code": status, "message": message, "status": status_name}})
+}
+
+fn gemini_success(text: &str) -> Value {
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1, "totalTokenCount": 4},
+        "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
+    })
+}
+
 fn subjects() -> Vec<Subject> {
     vec![
         Subject {
@@ -121,6 +142,24 @@ fn subjects() -> Vec<Subject> {
             error: openai_error,
             request_id_header: "x-request-id",
             logged_as: "sending a chat completion",
+        },
+        Subject {
+            name: "gcp.gemini",
+            build: |base_url, settings| {
+                let mut provider =
+                    Gemini::new(SECRET_KEY).with_base_url(format!("{base_url}/v1beta"));
+                if let Some(timeout) = settings.timeout {
+                    provider = provider.with_timeout(timeout);
+                }
+                if let Some(bytes) = settings.max_response_bytes {
+                    provider = provider.with_max_response_bytes(bytes);
+                }
+                Arc::new(provider)
+            },
+            success: gemini_success,
+            error: gemini_error,
+            request_id_header: "x-request-id",
+            logged_as: "sending a generateContent request",
         },
         Subject {
             name: "azure.ai.openai",

@@ -459,7 +459,7 @@ async fn every_error_class_is_read_from_the_status_name() {
         assert_eq!(err.is_transient(), kind.is_transient(), "{status}");
         assert_eq!(err.message(), message);
         assert_eq!(err.status(), Some(code));
-        assert_eq!(err.provider(), "gemini");
+        assert_eq!(err.provider(), "gcp.gemini");
     }
     // A bad key is a 400 whose detail says so.
     let err = error_of(google_error(

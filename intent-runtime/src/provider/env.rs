@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::http::{ProviderConfigError, set_variable};
-use super::{Anthropic, AzureOpenAi, OpenAi, OpenAiCompatible, Provider};
+use super::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, Provider};
 
 /// The provider the environment configures, tried in this order:
 ///
@@ -12,6 +12,7 @@ use super::{Anthropic, AzureOpenAi, OpenAi, OpenAiCompatible, Provider};
 /// | --- | --- | --- |
 /// | `OPENAI_API_KEY` | [`OpenAi::from_env`] | `OPENAI_BASE_URL`, `OPENAI_MODEL` |
 /// | `ANTHROPIC_API_KEY` | [`Anthropic::from_env`] | `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` |
+/// | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | [`Gemini::from_env`] | `GEMINI_BASE_URL`, `GEMINI_MODEL` |
 /// | `AZURE_OPENAI_ENDPOINT` | [`AzureOpenAi::from_env`] | `AZURE_OPENAI_DEPLOYMENT`, `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN`, `AZURE_OPENAI_API_VERSION` |
 /// | `OPENAI_COMPATIBLE_BASE_URL` | [`OpenAiCompatible::from_env`] | `OPENAI_COMPATIBLE_MODEL`, `OPENAI_COMPATIBLE_API_KEY` |
 ///
@@ -48,6 +49,9 @@ pub(crate) fn from_lookup(
     if set("ANTHROPIC_API_KEY") {
         return Ok(Arc::new(Anthropic::from_lookup(lookup)?));
     }
+    if set("GEMINI_API_KEY") || set("GOOGLE_API_KEY") {
+        return Ok(Arc::new(Gemini::from_lookup(lookup)?));
+    }
     if set("AZURE_OPENAI_ENDPOINT") {
         return Ok(Arc::new(AzureOpenAi::from_lookup(lookup)?));
     }
@@ -80,6 +84,7 @@ pub(crate) mod tests {
         for variable in [
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
             "AZURE_OPENAI_ENDPOINT",
             "OPENAI_COMPATIBLE_BASE_URL",
         ] {
@@ -94,6 +99,8 @@ pub(crate) mod tests {
             ("OPENAI_MODEL", "gpt-x"),
             ("ANTHROPIC_API_KEY", "sk-ant"),
             ("ANTHROPIC_MODEL", "claude-x"),
+            ("GEMINI_API_KEY", "g-key"),
+            ("GEMINI_MODEL", "gemini-x"),
             ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com"),
             ("AZURE_OPENAI_DEPLOYMENT", "prod-4o"),
             ("AZURE_OPENAI_API_KEY", "az-key"),
@@ -107,14 +114,18 @@ pub(crate) mod tests {
         );
         assert_eq!(
             chosen(&all[4..]).unwrap(),
+            ("gcp.gemini".into(), "gemini-x".into())
+        );
+        assert_eq!(
+            chosen(&all[6..]).unwrap(),
             ("azure.ai.openai".into(), "prod-4o".into())
         );
         assert_eq!(
-            chosen(&all[7..]).unwrap(),
+            chosen(&all[9..]).unwrap(),
             ("openai-compatible".into(), "qwen3".into())
         );
         assert_eq!(
-            chosen(&all[7..8]).unwrap().1,
+            chosen(&all[9..10]).unwrap().1,
             OPENAI_COMPATIBLE_DEFAULT_MODEL
         );
     }

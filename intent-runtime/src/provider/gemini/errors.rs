@@ -15,6 +15,7 @@
 //! | `INTERNAL`, `UNKNOWN`, `DATA_LOSS`, `ABORTED`, `CANCELLED` (5xx, 409, 499) | `Server` | yes |
 //! | anything else | by HTTP status, as for every provider | |
 
+use super::GEMINI_PROVIDER_NAME;
 use std::time::Duration;
 
 use reqwest::StatusCode;
@@ -199,7 +200,14 @@ pub(crate) fn error_reply(raw: &RawResponse, secret: Option<&str>) -> ProviderEr
         error_type: error.as_ref().and_then(|error| error.status.clone()),
         param: None,
     };
-    let mut err = error_from_response("gemini", raw, kind, &body, REQUEST_ID_HEADER, secret);
+    let mut err = error_from_response(
+        GEMINI_PROVIDER_NAME,
+        raw,
+        kind,
+        &body,
+        REQUEST_ID_HEADER,
+        secret,
+    );
     if let Some(error) = &error {
         err = with_google_hints(err, error);
     }
@@ -241,7 +249,7 @@ pub(crate) fn stream_error(
     let text = message(error)
         .filter(|text| !text.is_empty())
         .unwrap_or_else(|| "the server reported an error in the middle of the reply".to_owned());
-    let mut err = ProviderError::new(kind, "gemini", redact(&text, secret));
+    let mut err = ProviderError::new(kind, GEMINI_PROVIDER_NAME, redact(&text, secret));
     if let Some(code) = error.code {
         err = err.with_status(code);
     }

@@ -31,6 +31,10 @@ use crate::provider::{
     ResponseFormat,
 };
 
+/// The name Gemini goes by in errors, logs and telemetry (`gen_ai.provider.name`, as
+/// the OpenTelemetry conventions name the Gemini API).
+pub const GEMINI_PROVIDER_NAME: &str = "gcp.gemini";
+
 /// The Gemini API root, version included (`/models/{model}:generateContent` is appended).
 pub const GEMINI_DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
@@ -221,8 +225,8 @@ impl Gemini {
                 "generateContent"
             };
             let url = format!("{}/{}:{method}", self.base_url, model_path(model)?);
-            let key = Route::secret_header("gemini", "x-goog-api-key", &self.api_key)?;
-            Route::new("gemini", &url, vec![key])
+            let key = Route::secret_header(GEMINI_PROVIDER_NAME, "x-goog-api-key", &self.api_key)?;
+            Route::new(GEMINI_PROVIDER_NAME, &url, vec![key])
         };
         if model != self.model {
             return build().map(Cow::Owned);
@@ -242,7 +246,7 @@ impl Gemini {
         request: &'a ProviderRequest,
         schema: Option<&'a serde_json::value::RawValue>,
     ) -> Result<GenerateBody<'a>, ProviderError> {
-        request.check_media("gemini", &self.media_limits)?;
+        request.check_media(GEMINI_PROVIDER_NAME, &self.media_limits)?;
         Ok(request_body(
             request,
             schema,
@@ -268,7 +272,7 @@ fn model_path(model: &str) -> Result<Cow<'_, str>, ProviderError> {
     if !valid {
         return Err(ProviderError::new(
             ProviderErrorKind::InvalidRequest,
-            "gemini",
+            GEMINI_PROVIDER_NAME,
             format!(
                 "the model name `{}` is not a Gemini model id; use an id such as \
                  `gemini-2.5-flash` (letters, digits, `-`, `_`, `.`), optionally as \
@@ -313,7 +317,7 @@ fn response_schema(
 #[async_trait::async_trait]
 impl Provider for Gemini {
     fn name(&self) -> &str {
-        "gemini"
+        GEMINI_PROVIDER_NAME
     }
 
     fn default_model(&self) -> &str {
@@ -330,14 +334,20 @@ impl Provider for Gemini {
         let schema = response_schema(request);
         let body = self.body(request, schema.as_ref().map(|(text, _)| &**text))?;
         let secret = Some(self.api_key.as_str());
-        tracing::debug!(provider = "gemini", %model, url = %route.url(), "sending a generateContent request");
+        tracing::debug!(provider = GEMINI_PROVIDER_NAME, %model, url = %route.url(), "sending a generateContent request");
         let started = Instant::now();
         let raw = self
             .transport
-            .post_json("gemini", &route, &body, body.size_hint(), secret)
+            .post_json(
+                GEMINI_PROVIDER_NAME,
+                &route,
+                &body,
+                body.size_hint(),
+                secret,
+            )
             .await?;
         tracing::debug!(
-            provider = "gemini",
+            provider = GEMINI_PROVIDER_NAME,
             status = raw.status.as_u16(),
             request_id = raw.request_id(REQUEST_ID_HEADER),
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -357,17 +367,23 @@ impl Provider for Gemini {
         let schema = response_schema(request);
         let body = self.body(request, schema.as_ref().map(|(text, _)| &**text))?;
         let secret = Some(self.api_key.as_str());
-        tracing::debug!(provider = "gemini", %model, url = %route.url(), "streaming a generateContent request");
+        tracing::debug!(provider = GEMINI_PROVIDER_NAME, %model, url = %route.url(), "streaming a generateContent request");
         let response = self
             .transport
-            .post_json_streaming("gemini", &route, &body, body.size_hint(), secret)
+            .post_json_streaming(
+                GEMINI_PROVIDER_NAME,
+                &route,
+                &body,
+                body.size_hint(),
+                secret,
+            )
             .await?;
         let response = response.map_err(|raw| error_reply(&raw, secret))?;
         let request_id = RawResponse::head(&response)
             .request_id(REQUEST_ID_HEADER)
             .map(str::to_owned);
         let events = sse_events(
-            "gemini",
+            GEMINI_PROVIDER_NAME,
             response,
             self.transport.max_response_bytes(),
             secret,

@@ -11,6 +11,7 @@
 //! | `promptFeedback.blockReason` (no candidates) | a refusal naming the block reason |
 //! | `OTHER`, `MALFORMED_FUNCTION_CALL`, the tool and image reasons, any new value | truncated: the reply did not end as a reply should |
 
+use super::GEMINI_PROVIDER_NAME;
 use serde::Deserialize;
 
 use super::errors::{GoogleError, REQUEST_ID_HEADER};
@@ -322,7 +323,8 @@ pub(crate) fn parse_reply(
     requested_model: &str,
     secret: Option<&str>,
 ) -> Result<ProviderReply, ProviderError> {
-    let invalid = |what: &str| invalid_response("gemini", raw, what, REQUEST_ID_HEADER, secret);
+    let invalid =
+        |what: &str| invalid_response(GEMINI_PROVIDER_NAME, raw, what, REQUEST_ID_HEADER, secret);
     let response: GenerateResponse = serde_json::from_slice(&raw.body).map_err(|err| {
         invalid(&format!(
             "the reply is not a GenerateContentResponse ({err})"

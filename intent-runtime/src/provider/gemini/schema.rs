@@ -6,6 +6,7 @@
 //! what Gemini no longer enforces, the verifier checks locally against the full schema,
 //! as it does for every provider.
 
+use super::GEMINI_PROVIDER_NAME;
 use std::sync::{Arc, LazyLock};
 
 use serde_json::value::RawValue;
@@ -110,7 +111,7 @@ pub(crate) fn gemini_schema_json(schema: &Arc<Value>) -> (Arc<RawValue>, bool) {
         let rewritten = gemini_schema(schema);
         if !rewritten.is_complete() {
             tracing::debug!(
-                provider = "gemini",
+                provider = GEMINI_PROVIDER_NAME,
                 widened = ?rewritten.widened,
                 "Gemini's responseJsonSchema does not honour every keyword of this schema; \
                  the prompt carries the full contract and the verifier checks the rest"

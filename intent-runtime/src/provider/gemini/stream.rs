@@ -4,6 +4,7 @@
 //! the stream with a classified error. There is no end sentinel: a stream that closes
 //! before a finish reason was cut.
 
+use super::GEMINI_PROVIDER_NAME;
 use super::errors::stream_error;
 use super::reply::{GenerateResponse, ReplyParts};
 use crate::provider::http::sse::{Decoder, SseEvent};
@@ -35,7 +36,7 @@ impl GeminiStream {
     fn invalid(&self, err: &serde_json::Error, data: &str) -> ProviderError {
         let mut error = ProviderError::new(
             ProviderErrorKind::InvalidResponse,
-            "gemini",
+            GEMINI_PROVIDER_NAME,
             redact(
                 &format!(
                     "a streamed event is not a GenerateContentResponse ({err}): {}",

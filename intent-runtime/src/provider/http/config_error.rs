@@ -34,8 +34,9 @@ pub enum ProviderConfigError {
     /// No provider is configured in the environment ([`from_env`](super::from_env)).
     #[error(
         "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \
-         (Anthropic), AZURE_OPENAI_ENDPOINT (Azure OpenAI) or OPENAI_COMPATIBLE_BASE_URL (any \
-         Chat Completions server, such as Ollama at http://localhost:11434/v1)"
+         (Anthropic), GEMINI_API_KEY (Gemini), AZURE_OPENAI_ENDPOINT (Azure OpenAI) or \
+         OPENAI_COMPATIBLE_BASE_URL (any Chat Completions server, such as Ollama at \
+         http://localhost:11434/v1)"
     )]
     NoProvider,
 }
