@@ -296,7 +296,6 @@ impl Report {
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         Self::from_json(&text).map_err(|e| fail(e.to_string()))
     }
-
 }
 
 /// Writes `text` to `path`, as every `Report::write_*` method does.
