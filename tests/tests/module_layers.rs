@@ -549,8 +549,9 @@ fn find_circles(crate_name: &str, src: &Path) -> Vec<Circle> {
             };
             let shown: Vec<String> = cycle.iter().map(|m| format!("{prefix}{m}")).collect();
             let mut report = format!(
-                "{crate_name}: import circle in `{}`: {}\n",
+                "{crate_name}: import circle in `{}` among {}: {}\n",
                 folder_name(&folder),
+                part.join(", "),
                 shown.join(" -> ")
             );
             for pair in cycle.windows(2) {
@@ -701,7 +702,7 @@ fn the_checker_finds_circles_in_a_source_tree() {
     );
     let root = &found[0].report;
     assert!(
-        root.contains("synthetic: import circle in `crate`: a -> b -> c -> a"),
+        root.contains("synthetic: import circle in `crate` among a, b, c: a -> b -> c -> a"),
         "{root}"
     );
     assert!(
@@ -715,7 +716,7 @@ fn the_checker_finds_circles_in_a_source_tree() {
     assert!(root.contains(HINT), "{root}");
     let folder = &found[1].report;
     assert!(
-        folder.contains("import circle in `c`: c::x -> c::y -> c::x"),
+        folder.contains("import circle in `c` among x, y: c::x -> c::y -> c::x"),
         "{folder}"
     );
     assert!(
