@@ -37,7 +37,16 @@ impl Comparison {
     }
 }
 
-pub(crate) fn compare(baseline: &Report, current: &Report) -> Comparison {
+// The comparing method of `Report` lives here, so that `report` does not import this
+// module, which imports it.
+impl Report {
+    /// Compares this report with an earlier one, case by case (matched by name).
+    pub fn compare(&self, baseline: &Report) -> Comparison {
+        compare(baseline, self)
+    }
+}
+
+fn compare(baseline: &Report, current: &Report) -> Comparison {
     let before: HashMap<&str, bool> = baseline
         .cases
         .iter()

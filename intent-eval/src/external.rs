@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::error::EvalError;
 use crate::grade::ValueSet;
-use crate::validate::{CaseContext, Tokens, ValidationResult};
+use crate::validation::{CaseContext, Tokens, ValidationResult};
 
 /// The variables templates may use; anything else is a typo found before the first case.
 const VARIABLES: [&str; 8] = [

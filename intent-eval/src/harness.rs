@@ -6,35 +6,25 @@ use std::fmt::Display;
 use std::future::Future;
 use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::{FutureExt, StreamExt, stream};
 use indicatif::{ProgressBar, ProgressStyle};
 use intent_rs::decision::{DecisionError, DecisionFailureKind};
 use intent_rs::{AIResult, AttemptRecord, IssueSource};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::dataset::{Case, Dataset};
 use crate::error::EvalError;
 use crate::external::ExternalValidator;
 use crate::judge::Judge;
-use crate::report::{CaseReport, Report, Status};
-use crate::validate::{CaseContext, Tokens, Validators};
+use crate::report::{CaseIssue, CaseReport, Report, Status};
+use crate::validate::Validators;
+use crate::validation::{CaseContext, Tokens};
 
 /// The default number of cases run at once.
 pub const DEFAULT_CONCURRENCY: usize = 8;
-
-/// One issue the task's call met, as the report keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CaseIssue {
-    /// Which check raised it (`provider`, `verification`, `validator`, `judge`, ...).
-    pub source: String,
-    /// What was wrong.
-    pub message: String,
-    /// The attempt it belongs to.
-    pub attempt: u32,
-}
 
 /// What a task produced for one case, in the form the harness grades and reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -360,11 +350,6 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "(a panic payload that is not a string)".to_owned()
     }
-}
-
-/// A duration as fractional milliseconds, as reports keep latencies.
-pub(crate) fn millis(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

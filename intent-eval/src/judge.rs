@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::error::EvalError;
 use crate::grade::{ValueSet, grade};
 use crate::rules::{JudgeSelector, Rules};
-use crate::validate::{CaseContext, JudgeDetails, ValidationResult};
+use crate::validation::{CaseContext, JudgeDetails, ValidationResult};
 
 /// The name of the variant a judge always has.
 pub const DEFAULT_VARIANT: &str = "default";

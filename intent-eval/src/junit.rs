@@ -1,12 +1,30 @@
 //! JUnit XML for CI systems, written with `quick-junit` (cargo-nextest's writer).
 
+use std::path::Path;
 use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
-use crate::report::{Report, Status};
+use crate::error::EvalError;
+use crate::report::{Report, Status, write};
 
-pub(crate) fn to_junit(report: &Report) -> String {
+// The JUnit methods of `Report` live here, so that `report` does not import this module,
+// which imports it.
+impl Report {
+    /// The report as JUnit XML: one test suite, one test case per case; a rejected
+    /// answer is a failure, a case that could not be graded (the provider failed, or the
+    /// validator could not grade) is an error.
+    pub fn to_junit(&self) -> String {
+        to_junit(self)
+    }
+
+    /// Writes the report as JUnit XML to `path`.
+    pub fn write_junit(&self, path: impl AsRef<Path>) -> Result<(), EvalError> {
+        write(path.as_ref(), &self.to_junit())
+    }
+}
+
+fn to_junit(report: &Report) -> String {
     let mut suite = TestSuite::new(report.dataset.as_str());
     suite.set_time(duration_ms(report.summary.elapsed_ms));
     suite.add_property(Property::new(

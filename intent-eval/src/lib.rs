@@ -55,14 +55,15 @@ pub mod report;
 pub mod rules;
 pub mod stats;
 pub mod validate;
+mod validation;
 
 pub use compare::Comparison;
 pub use dataset::{Case, Dataset};
 pub use error::{EvalError, Location};
 pub use external::ExternalValidator;
 pub use grade::{ValueSet, grade};
-pub use harness::{CaseIssue, DEFAULT_CONCURRENCY, Evaluation, Progress, TaskOutcome, TaskOutput};
+pub use harness::{DEFAULT_CONCURRENCY, Evaluation, Progress, TaskOutcome, TaskOutput};
 pub use judge::{Judge, JudgeVariant, Verdict};
-pub use report::{CaseReport, Report, Status, Summary};
+pub use report::{CaseIssue, CaseReport, Report, Status, Summary};
 pub use rules::{JudgeSelector, Rules, Whitespace};
 pub use validate::{CaseContext, JudgeDetails, Tokens, ValidationResult, Validators};

@@ -10,9 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::dataset::Case;
 use crate::error::EvalError;
-use crate::harness::{CaseIssue, millis};
-use crate::stats::{Z_95, percentile, wilson_interval};
-use crate::validate::{Tokens, ValidationResult};
+use crate::stats::{Z_95, millis, percentile, wilson_interval};
+use crate::validation::{Tokens, ValidationResult};
 
 /// How a case ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +36,17 @@ impl fmt::Display for Status {
             Status::Error => "ERROR",
         })
     }
+}
+
+/// One issue the task's call met, as the report keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseIssue {
+    /// Which check raised it (`provider`, `verification`, `validator`, `judge`, ...).
+    pub source: String,
+    /// What was wrong.
+    pub message: String,
+    /// The attempt it belongs to.
+    pub attempt: u32,
 }
 
 /// One case's record.
@@ -286,26 +296,10 @@ impl Report {
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         Self::from_json(&text).map_err(|e| fail(e.to_string()))
     }
-
-    /// The report as JUnit XML: one test suite, one test case per case; a rejected
-    /// answer is a failure, a case that could not be graded (the provider failed, or the
-    /// validator could not grade) is an error.
-    pub fn to_junit(&self) -> String {
-        crate::junit::to_junit(self)
-    }
-
-    /// Writes the report as JUnit XML to `path`.
-    pub fn write_junit(&self, path: impl AsRef<Path>) -> Result<(), EvalError> {
-        write(path.as_ref(), &self.to_junit())
-    }
-
-    /// Compares this report with an earlier one, case by case (matched by name).
-    pub fn compare(&self, baseline: &Report) -> crate::compare::Comparison {
-        crate::compare::compare(baseline, self)
-    }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), EvalError> {
+/// Writes `text` to `path`, as every `Report::write_*` method does.
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), EvalError> {
     std::fs::write(path, text).map_err(|error| EvalError::Report {
         path: path.to_owned(),
         message: error.to_string(),

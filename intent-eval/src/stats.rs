@@ -32,6 +32,11 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// A duration as fractional milliseconds, as reports keep latencies.
+pub(crate) fn millis(duration: std::time::Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,104 +3,19 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::EvalError;
 use crate::external::ExternalValidator;
 use crate::grade::{ValueSet, grade, schema_failures};
 use crate::judge::Judge;
 use crate::rules::{JudgeSelector, Rules};
+// What every validator takes and gives; defined below the validators so that `external`
+// and `judge` need not import this module, which imports them.
+pub use crate::validation::{CaseContext, JudgeDetails, Tokens, ValidationResult};
 
 /// Explanations quote values up to this many characters.
 const QUOTE_CHARS: usize = 200;
-
-/// Tokens used, as reports keep them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tokens {
-    /// Input (prompt) tokens.
-    pub input: u64,
-    /// Output (completion) tokens.
-    pub output: u64,
-    /// Input tokens served from the provider's prompt cache.
-    #[serde(default)]
-    pub cached_input: u64,
-}
-
-impl Tokens {
-    /// Input plus output tokens.
-    pub fn total(&self) -> u64 {
-        self.input + self.output
-    }
-}
-
-impl From<intent_rs::Usage> for Tokens {
-    fn from(usage: intent_rs::Usage) -> Self {
-        Self {
-            input: usage.input_tokens,
-            output: usage.output_tokens,
-            cached_input: usage.cached_input_tokens,
-        }
-    }
-}
-
-impl std::ops::AddAssign for Tokens {
-    fn add_assign(&mut self, rhs: Self) {
-        self.input += rhs.input;
-        self.output += rhs.output;
-        self.cached_input += rhs.cached_input;
-    }
-}
-
-/// Which judge gave a verdict, and the verdict as it gave it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeDetails {
-    /// The raw verdict.
-    pub verdict: Value,
-    /// The judge's name.
-    pub judge: String,
-    /// The provider the judge asked.
-    pub provider: String,
-    /// The judge's variant.
-    pub variant: String,
-    /// The model the judge asked.
-    pub model: String,
-}
-
-/// The outcome of grading one answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ValidationResult {
-    /// Whether the answer passed.
-    pub passed: bool,
-    /// Which validator graded it (`value match`, `schema`, `judge NAME`, `external NAME`).
-    pub title: String,
-    /// Why it passed or failed.
-    pub explanation: String,
-    /// Tokens the validator used (a judge's call).
-    pub usage: Tokens,
-    /// The judge's verdict and provenance, when a judge graded the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<JudgeDetails>,
-}
-
-/// Everything a validator may look at for one case.
-#[derive(Debug, Clone, Copy)]
-pub struct CaseContext<'a> {
-    /// The case's name.
-    pub name: &'a str,
-    /// The acceptable answers.
-    pub expected: &'a ValueSet,
-    /// The answer to grade.
-    pub actual: &'a Value,
-    /// The original prompt (what the task was asked), for judges and external validators.
-    pub prompt: &'a str,
-    /// The expected response format (a JSON Schema, or `"text"`).
-    pub response_format: &'a Value,
-    /// The case's metadata.
-    pub metadata: &'a Map<String, Value>,
-    /// The case's rules.
-    pub rules: &'a Rules,
-}
 
 /// The validator a case's rules select.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,8 +2,9 @@
 //!
 //! Shared by the two places that read string literals without `serde_json`'s scratch
 //! buffer: a provider reply's text field (`provider::reply_text`) and the hand-written
-//! tape scanner (`parse::tape::scan`). Both decline what this module does not read, and
-//! `serde_json` then decides, so a literal is never read differently from `serde_json`.
+//! tape scanner (`verify::fast_path::tape::scan`). Both decline what this module does not
+//! read, and `serde_json` then decides, so a literal is never read differently from
+//! `serde_json`.
 
 /// The bytes at which the scan of a string stops: an escape, or what no JSON string
 /// holds unescaped (a quote, a control character). One table lookup per byte costs about

@@ -12,14 +12,12 @@ mod lexical;
 mod repair;
 mod schema_memo;
 pub(crate) mod schema_nav;
-mod tape;
 mod wide;
 
 pub use extract::{Candidate, Candidates, MAX_CANDIDATES, json_candidates};
 pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
-pub(crate) use tape::{NodeView, Tape, TapeArray, TapeJson, TapeNode, TapeObject};
-pub(crate) use wide::read_with_wide_integers;
+pub(crate) use wide::{WIDE_INTEGER_MAGNITUDE, read_with_wide_integers};
 
 use serde_json::{Number, Value};
 

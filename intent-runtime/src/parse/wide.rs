@@ -15,7 +15,11 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use super::lexical::{comment_end, string_end};
-use super::tape::WIDE_INTEGER_MAGNITUDE;
+
+/// The smallest magnitude of a float that may stand for an integer beyond `i64`/`u64`:
+/// `serde_json` reads such an integer as a float in a `Value` (so a `u128` target fails)
+/// but exactly from text (so it passes).
+pub(crate) const WIDE_INTEGER_MAGNITUDE: f64 = 9_223_372_036_854_775_808.0;
 
 /// An integer literal that fits neither `i64` nor `u64`, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,17 +22,17 @@
 //!    constraint keywords (`verify/schema_rules.rs`).
 //!
 //! A clean typed reply (strict JSON, a lone envelope, conforming to both schemas) takes a
-//! fast path through steps 5 to 8 (`verify/fast_path.rs`) that reaches the same result
-//! without building a `serde_json::Value`: the text is read into a tape
-//! (`parse/tape/scan.rs`), checked against the target's closed schema by a checker
-//! compiled once per target (`verify/tape_check.rs`, `jsonschema` for the schemas it does
-//! not read), and `T` is read from the tape; any other reply takes the steps above.
+//! fast path through steps 5 to 8 (`verify/fast_path/`, a closed folder: see its module
+//! doc) that reaches the same result without building a `serde_json::Value`: the text is
+//! read into a tape (`verify/fast_path/tape/scan.rs`), checked against the target's
+//! closed schema by a checker compiled once per target (`verify/fast_path/tape_check.rs`,
+//! `jsonschema` for the schemas it does not read), and `T` is read from the tape; any
+//! other reply takes the steps above.
 
 mod fast_path;
 mod recovery;
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
-mod tape_check;
 #[cfg(test)]
 pub(crate) mod test_support;
 

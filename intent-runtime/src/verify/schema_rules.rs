@@ -7,22 +7,20 @@
 //! issue saying so.
 //!
 //! Compiled validators are cached per schema (`schema::derived`), so each typed target's
-//! schema is compiled once; a second validator, for replies read as a [`Tape`] rather
-//! than a `Value` (the verifier's fast path), is compiled beside it on first use.
+//! schema is compiled once. The verifier's fast path checks replies read as a tape rather
+//! than a `Value` with its own validators (`verify/fast_path/tape_schema.rs`), built with
+//! the same options ([`options_for_schemas`]).
 
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
 use serde_json::{Map, Value};
 
-use super::tape_check::TapeCheck;
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
-use crate::parse::{Tape, TapeJson};
 use crate::result::{IssueSource, ResultIssue};
 use crate::schema::derived::DerivedCache;
-use crate::schema::strict::close_objects;
-use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY, TargetSchema};
+use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
 
 /// At most this many schema issues per attempt: more would drown the model's prompt.
 const MAX_SCHEMA_ISSUES: usize = 20;
@@ -39,34 +37,7 @@ pub(crate) enum Scope {
 /// A full schema compiled for local checks.
 struct Compiled {
     validator: Result<jsonschema::Validator, String>,
-    /// The same schema for tapes; `None` when it does not compile.
-    tape_validator: OnceLock<Option<jsonschema::Validator<TapeJson>>>,
-    /// The checker for the schemas it reads (`None` otherwise), tried before
-    /// `tape_validator`.
-    tape_check: OnceLock<Option<TapeCheck>>,
     has_constraints: bool,
-}
-
-impl Compiled {
-    /// Whether `tape` is valid, with no object naming a member twice; a schema that
-    /// cannot be compiled accepts nothing.
-    fn accepts_tape(&self, schema: &Value, tape: &Tape<'_>) -> bool {
-        let check = self.tape_check.get_or_init(|| TapeCheck::compile(schema));
-        // The checker's "yes" is certain and covers repeated names; its "no" may only
-        // mean it could not tell, so `jsonschema` then decides.
-        if check.as_ref().is_some_and(|check| check.accepts(tape)) {
-            return true;
-        }
-        if tape.has_duplicate_keys() {
-            return false;
-        }
-        let validator = self
-            .tape_validator
-            .get_or_init(|| options_for_schemas::<TapeJson>().build(schema).ok());
-        validator
-            .as_ref()
-            .is_some_and(|validator| validator.is_valid(tape.root()))
-    }
 }
 
 static CACHE: LazyLock<DerivedCache<Arc<Compiled>>> = LazyLock::new(DerivedCache::new);
@@ -163,51 +134,11 @@ pub(crate) fn conforms(schema: &Arc<Value>, instance: &Value) -> bool {
     }
 }
 
-/// Whether the tape conforms to `schema`, as [`conforms`] says of a `Value`. A tape with
-/// a repeated member name conforms to nothing: a `Value` would keep only the last. (The
-/// fast path goes through [`conforms_within_bounds_tape`]; this is its reference in tests.)
-#[cfg(test)]
-pub(crate) fn conforms_tape(schema: &Arc<Value>, tape: &Tape<'_>) -> bool {
-    compiled(schema).accepts_tape(schema, tape)
+/// Whether the schema `full` mentions any constraint keyword (compiled once and cached
+/// like the full schemas).
+pub(crate) fn has_constraints(full: &Arc<Value>) -> bool {
+    compiled(full).has_constraints
 }
-
-/// Whether the tape, an envelope, both conforms to `target`'s strict schema and meets
-/// every constraint of its full schema, in one walk of the tape, with no object naming a
-/// member twice.
-///
-/// When the full schema has constraints, the tape is checked once against the full schema
-/// with its objects closed ([`close_objects`]), which demands all of both; otherwise the
-/// strict schema alone says it. The answer may be a needless "no" (a `oneOf` whose
-/// branches overlap once closed) but is never a wrong "yes".
-pub(crate) fn conforms_within_bounds_tape(target: &TargetSchema, tape: &Tape<'_>) -> bool {
-    let fast = FAST_PATH.get_or_derive(&target.full, || {
-        let schema = if compiled(&target.full).has_constraints {
-            let mut closed = Value::clone(&target.full);
-            close_objects(&mut closed);
-            Arc::new(closed)
-        } else {
-            Arc::clone(&target.strict)
-        };
-        Arc::new(FastPathSchema {
-            compiled: compiled(&schema),
-            schema,
-        })
-    });
-    fast.compiled.accepts_tape(&fast.schema, tape)
-}
-
-/// What [`conforms_within_bounds_tape`] checks a target's tapes against, found with one
-/// cache lookup per call (it took three: the full schema's, the closed one's and its
-/// validator's).
-struct FastPathSchema {
-    /// The full schema with its objects closed, or the strict one when the full schema
-    /// has no constraints.
-    schema: Arc<Value>,
-    compiled: Arc<Compiled>,
-}
-
-/// The fast path's schema of each target, keyed by the target's full schema.
-static FAST_PATH: LazyLock<DerivedCache<Arc<FastPathSchema>>> = LazyLock::new(DerivedCache::new);
 
 /// Adds the messages of the constraint violations that make up `error`; returns whether
 /// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
@@ -309,15 +240,13 @@ fn compile(full: &Value) -> Compiled {
         .map_err(|error| error.to_string());
     Compiled {
         validator,
-        tape_validator: OnceLock::new(),
-        tape_check: OnceLock::new(),
         has_constraints: mentions_constraint(full, 0),
     }
 }
 
 /// The options every validator here is built with, for the representation `F`: Draft
 /// 2020-12 and no fetching of external references.
-fn options_for_schemas<'i, F: jsonschema::json::Json>()
+pub(crate) fn options_for_schemas<'i, F: jsonschema::json::Json>()
 -> jsonschema::ValidationOptions<'i, Arc<dyn jsonschema::Retrieve>, F> {
     jsonschema::options_for::<F>()
         .with_draft(Draft::Draft202012)
@@ -344,6 +273,8 @@ fn mentions_constraint(schema: &Value, depth: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::TargetSchema;
+    use crate::verify::fast_path::{Tape, conforms_tape, conforms_within_bounds_tape};
     use serde_json::json;
 
     fn envelope(inner: Value, defs: Value) -> Arc<Value> {

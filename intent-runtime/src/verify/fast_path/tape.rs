@@ -22,10 +22,7 @@ use jsonschema::json::{Array, Json, Node, NodeIdentity, Object};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-/// The smallest magnitude of a float that may stand for an integer beyond `i64`/`u64`:
-/// `serde_json` reads such an integer as a float in a `Value` (so a `u128` target fails)
-/// but exactly from text (so it passes).
-pub(super) const WIDE_INTEGER_MAGNITUDE: f64 = 9_223_372_036_854_775_808.0;
+use crate::parse::WIDE_INTEGER_MAGNITUDE;
 
 /// One node of the tape, in document order (a container before its contents).
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +96,7 @@ impl<'t> Tape<'t> {
     /// member, so validating the tape would not judge what a `Value` holds.
     ///
     /// Worked out on request, walking every object: a schema check that matches each
-    /// member to a distinct property (`verify::tape_check`) already answers it, so a
+    /// member to a distinct property (`tape_check`) already answers it, so a
     /// clean reply never pays for this walk.
     pub(crate) fn has_duplicate_keys(&self) -> bool {
         self.entries.iter().enumerate().any(|(index, entry)| {

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use jsonschema::json::{Array as _, Object as _};
 use serde_json::{Number, Value};
 
-use crate::parse::{NodeView, Tape, TapeArray, TapeNode, TapeObject};
+use super::tape::{NodeView, Tape, TapeArray, TapeNode, TapeObject};
 
 /// Nesting deeper than this is refused rather than walked (a reply that deep is left to
 /// the ordinary steps).
@@ -619,7 +619,7 @@ mod tests {
     /// What `jsonschema` says of the tape, repeated names refused as the fast path does.
     fn reference(schema: &Value, text: &str) -> bool {
         let tape = Tape::parse(text).expect("test texts are JSON");
-        let validator = jsonschema::options_for::<crate::parse::TapeJson>()
+        let validator = jsonschema::options_for::<super::super::tape::TapeJson>()
             .with_draft(jsonschema::Draft::Draft202012)
             .build(schema)
             .expect("test schemas compile");

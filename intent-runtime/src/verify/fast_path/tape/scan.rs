@@ -12,7 +12,8 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
-use super::{Entry, Tape, WIDE_INTEGER_MAGNITUDE};
+use super::{Entry, Tape};
+use crate::parse::WIDE_INTEGER_MAGNITUDE;
 use crate::parse::json_string::{STOPS, unescape_body};
 
 /// Containers nested deeper than this are left to `serde_json` (whose own limit, 128, is
