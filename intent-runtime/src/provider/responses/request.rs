@@ -134,9 +134,9 @@ impl Serialize for Parts<'_> {
         let mut parts = serializer.serialize_seq(None)?;
         for part in self.0.parts() {
             match part {
-                Part::Text(text) => parts.serialize_element(&InputPart::InputText { text })?,
+                Part::Text(text) => parts.serialize_element(&InputPart::Text { text })?,
                 Part::Media(media) if media.is_image() => {
-                    parts.serialize_element(&InputPart::InputImage {
+                    parts.serialize_element(&InputPart::Image {
                         image_url: MediaUrl(media),
                         // Listed as required by the API's description; `auto` is its default.
                         detail: "auto",
@@ -144,9 +144,9 @@ impl Serialize for Parts<'_> {
                 }
                 Part::Media(media) => match media.url_str() {
                     Some(url) => {
-                        parts.serialize_element(&InputPart::InputFileUrl { file_url: url })?;
+                        parts.serialize_element(&InputPart::FileUrl { file_url: url })?;
                     }
-                    None => parts.serialize_element(&InputPart::InputFile {
+                    None => parts.serialize_element(&InputPart::File {
                         filename: media.filename(),
                         file_data: MediaUrl(media),
                     })?,
@@ -157,21 +157,21 @@ impl Serialize for Parts<'_> {
     }
 }
 
+/// One input part, tagged by its `type`.
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum InputPart<'a> {
-    InputText {
-        text: &'a str,
-    },
-    InputImage {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image {
         image_url: MediaUrl<'a>,
         detail: &'static str,
     },
     #[serde(rename = "input_file")]
-    InputFileUrl {
-        file_url: &'a str,
-    },
-    InputFile {
+    FileUrl { file_url: &'a str },
+    #[serde(rename = "input_file")]
+    File {
         filename: &'a str,
         file_data: MediaUrl<'a>,
     },
