@@ -32,6 +32,7 @@ pub mod http;
 mod logprobs;
 pub mod openai;
 pub(crate) mod reply_text;
+pub mod responses;
 pub mod scripted;
 mod stream;
 
@@ -53,6 +54,7 @@ pub use http::{
 };
 pub use logprobs::{LogprobAlternative, TokenLogprob};
 pub use openai::OpenAi;
+pub use responses::OpenAiResponses;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
 use crate::media::{Media, MediaLimits};
