@@ -21,18 +21,11 @@ use std::path::{Path, PathBuf};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::{self, Visit};
 
-/// The import circles among the modules of the runtime's `provider/` folder (and the
-/// folders inside it) known when this check was extended, while `provider/` is being
-/// restructured into one folder per wire API (issue #29). Each entry is a folder
-/// (`::`-separated from the crate root) and the modules of one circle there (a strongly
-/// connected part: every module on it reaches every other), sorted, as the check reports
-/// them. A circle in the provider subtree passes only when its modules are all on one
-/// entry: a new circle, or one that takes in another module, fails. An entry that has
-/// shrunk or gone is only mentioned. Empty this list when the restructure merges.
-const PROVIDER_CIRCLES_BEING_REMOVED: &[(&str, &[&str])] = &[
-    ("provider", &["error", "http", "stream"]),
-    ("provider::http", &["classify", "transport"]),
-];
+/// Import circles the provider subtree was allowed while it was restructured into one
+/// folder per wire API (issue #29). The restructure merged with none left, so the list is
+/// empty and every circle fails; an entry names a folder (`::`-separated from the crate
+/// root) and the sorted modules of one circle there.
+const PROVIDER_CIRCLES_BEING_REMOVED: &[(&str, &[&str])] = &[];
 
 /// The one-line hint every failure ends with.
 const HINT: &str = "hint: move what both sides need into a lower module (or define the \

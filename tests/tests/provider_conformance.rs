@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use intent_rs::provider::{
-    Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, Provider, ProviderError,
-    ProviderErrorKind, ProviderRequest,
+    Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResponses, Provider,
+    ProviderError, ProviderErrorKind, ProviderRequest,
 };
 use provider_support::{CapturedLogs, SECRET_KEY};
 use serde_json::{Value, json};
@@ -105,6 +105,16 @@ fn gemini_success(text: &str) -> Value {
     })
 }
 
+fn responses_success(text: &str) -> Value {
+    json!({
+        "id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+        "error": null, "incomplete_details": null, "model": "m",
+        "output": [{"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "annotations": [], "text": text}]}],
+        "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}
+    })
+}
+
 fn subjects() -> Vec<Subject> {
     vec![
         Subject {
@@ -142,6 +152,24 @@ fn subjects() -> Vec<Subject> {
             error: openai_error,
             request_id_header: "x-request-id",
             logged_as: "sending a chat completion",
+        },
+        Subject {
+            name: "openai-responses",
+            build: |base_url, settings| {
+                let mut provider =
+                    OpenAiResponses::new(SECRET_KEY).with_base_url(format!("{base_url}/v1"));
+                if let Some(timeout) = settings.timeout {
+                    provider = provider.with_timeout(timeout);
+                }
+                if let Some(bytes) = settings.max_response_bytes {
+                    provider = provider.with_max_response_bytes(bytes);
+                }
+                Arc::new(provider)
+            },
+            success: responses_success,
+            error: openai_error,
+            request_id_header: "x-request-id",
+            logged_as: "sending a response",
         },
         Subject {
             name: "gcp.gemini",

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use super::http::{ProviderConfigError, set_variable};
-use super::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, Provider};
+use super::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResponses, Provider};
 
 /// The provider the environment configures, tried in this order:
 ///
 /// | variable | provider | also read |
 /// | --- | --- | --- |
-/// | `OPENAI_API_KEY` | [`OpenAi::from_env`] | `OPENAI_BASE_URL`, `OPENAI_MODEL` |
+/// | `OPENAI_API_KEY` | [`OpenAi::from_env`], or [`OpenAiResponses::from_env`] when `OPENAI_API` is `responses` | `OPENAI_BASE_URL`, `OPENAI_MODEL`, `OPENAI_API` |
 /// | `ANTHROPIC_API_KEY` | [`Anthropic::from_env`] | `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` |
 /// | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | [`Gemini::from_env`] | `GEMINI_BASE_URL`, `GEMINI_MODEL` |
 /// | `AZURE_OPENAI_ENDPOINT` | [`AzureOpenAi::from_env`] | `AZURE_OPENAI_DEPLOYMENT`, `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN`, `AZURE_OPENAI_API_VERSION` |
@@ -44,7 +44,19 @@ pub(crate) fn from_lookup(
 ) -> Result<Arc<dyn Provider>, ProviderConfigError> {
     let set = |name: &str| set_variable(lookup, name).is_some();
     if set("OPENAI_API_KEY") {
-        return Ok(Arc::new(OpenAi::from_lookup(lookup)?));
+        return match set_variable(lookup, "OPENAI_API").as_deref().map(str::trim) {
+            Some(api) if api.eq_ignore_ascii_case("responses") => {
+                Ok(Arc::new(OpenAiResponses::from_lookup(lookup)?))
+            }
+            Some(api) if !api.eq_ignore_ascii_case("chat") => {
+                Err(ProviderConfigError::UnknownApi {
+                    variable: "OPENAI_API",
+                    value: api.to_owned(),
+                    accepted: "`chat` (Chat Completions, the default) or `responses`",
+                })
+            }
+            _ => Ok(Arc::new(OpenAi::from_lookup(lookup)?)),
+        };
     }
     if set("ANTHROPIC_API_KEY") {
         return Ok(Arc::new(Anthropic::from_lookup(lookup)?));
@@ -128,6 +140,20 @@ pub(crate) mod tests {
             chosen(&all[9..10]).unwrap().1,
             OPENAI_COMPATIBLE_DEFAULT_MODEL
         );
+    }
+
+    #[test]
+    fn openai_api_picks_chat_completions_or_responses_and_names_a_typo() {
+        let key = ("OPENAI_API_KEY", "sk-1");
+        assert_eq!(chosen(&[key]).unwrap().0, "openai");
+        assert_eq!(chosen(&[key, ("OPENAI_API", "chat")]).unwrap().0, "openai");
+        assert_eq!(
+            chosen(&[key, ("OPENAI_API", " Responses ")]).unwrap().0,
+            "openai-responses"
+        );
+        let err = chosen(&[key, ("OPENAI_API", "respones")]).unwrap_err();
+        assert!(err.to_string().contains("respones"), "{err}");
+        assert!(err.to_string().contains("`responses`"), "{err}");
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl ProviderError {
     /// for a message a provider wrote that could quote the request, as a batch's
     /// per-request errors can.
     pub(crate) fn redacted(mut self, secret: Option<&str>) -> Self {
-        self.message = crate::provider::http::redact(&self.message, secret);
+        self.message = redact(&self.message, secret);
         self
     }
 
@@ -234,6 +234,15 @@ impl From<MediaRefusal> for ProviderError {
             refusal.to_string(),
         )
         .not_sent()
+    }
+}
+
+/// Replaces every occurrence of the API key in `text`, so a proxy or server that echoes the
+/// request back cannot leak it into an error.
+pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if !secret.is_empty() => text.replace(secret, "[redacted]"),
+        _ => text.to_owned(),
     }
 }
 

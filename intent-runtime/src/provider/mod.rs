@@ -13,6 +13,9 @@
 //! | [`http`] | the transport (client, timeouts, size limit, routes), error classification and redaction, the server-sent-event framer, the connection settings every HTTP provider has and the one send path they all use |
 //! | [`openai`] | Chat Completions: request bodies, replies, the stream decoder, the Batch API adapter, and [`OpenAi`] |
 //! | [`compatible`] | [`OpenAiCompatible`]: other servers speaking Chat Completions, through the same folder |
+//! | [`responses`] | OpenAI's Responses API: request bodies, replies, the stream decoder, the Batch API adapter for `/v1/responses`, and [`OpenAiResponses`] |
+//! | [`azure`] | [`AzureOpenAi`]: Azure OpenAI's addresses, keys and content filter over the Chat Completions folder |
+//! | [`gemini`] | Google's Gemini API: request bodies, the schema rewritten to what it honours, replies, errors with `RetryInfo`, the stream decoder, and [`Gemini`] |
 //! | [`anthropic`] | Messages: request bodies, schema acceptance, replies, the stream decoder, Message Batches, and [`Anthropic`] |
 //! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
 //! | [`batch`] | what a batch API offers batch jobs, whatever the API |

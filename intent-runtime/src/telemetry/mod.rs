@@ -112,7 +112,7 @@ impl Endpoint {
     pub(crate) fn of(provider: &dyn Provider) -> Self {
         let (address, port) = provider.server_url().and_then(host_and_port).unzip();
         Self {
-            provider: provider.name().to_owned(),
+            provider: conventional_provider_name(provider.name()).to_owned(),
             default_model: provider.default_model().to_owned(),
             address,
             port,
@@ -125,6 +125,17 @@ impl Endpoint {
             provider: CUSTOM_JUDGE.to_owned(),
             ..Self::default()
         }
+    }
+}
+
+/// The name the OpenTelemetry conventions give a provider: the providers name themselves
+/// so already, but for OpenAI's Responses API, which names itself apart from Chat
+/// Completions (its batch jobs and errors must not be taken for the other API's) and is
+/// `openai` to the conventions.
+fn conventional_provider_name(name: &str) -> &str {
+    match name {
+        crate::provider::responses::OPENAI_RESPONSES_PROVIDER_NAME => "openai",
+        other => other,
     }
 }
 
@@ -786,5 +797,27 @@ mod tests {
         assert_eq!(error_type(&error), "rate_limited");
         let error = ProviderError::new(ProviderErrorKind::Server, "openai", "boom");
         assert_eq!(error_type(&error), "server");
+    }
+
+    #[test]
+    fn every_provider_is_named_as_the_conventions_name_it() {
+        use crate::provider::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiResponses};
+        let names = [
+            Endpoint::of(&OpenAi::new("k")).provider,
+            Endpoint::of(&OpenAiResponses::new("k")).provider,
+            Endpoint::of(&Anthropic::new("k")).provider,
+            Endpoint::of(&Gemini::new("k")).provider,
+            Endpoint::of(&AzureOpenAi::new("https://r.openai.azure.com", "k", "d")).provider,
+        ];
+        assert_eq!(
+            names,
+            [
+                "openai",
+                "openai",
+                "anthropic",
+                "gcp.gemini",
+                "azure.ai.openai"
+            ]
+        );
     }
 }

@@ -8,28 +8,12 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use super::transport::RawResponse;
+use super::response::{RawResponse, header_str};
+use crate::provider::error::redact;
 use crate::provider::{ProviderError, ProviderErrorKind};
 
 /// The most characters of a reply body an error message quotes.
 pub const EXCERPT_MAX_CHARS: usize = 200;
-
-/// The headers a request id is read from, after the provider's own, in this order:
-/// `x-request-id` (OpenAI, vLLM, and most proxies: nginx, Envoy, Kong), `request-id`
-/// (Anthropic), `x-litellm-call-id` (the LiteLLM proxy), `apim-request-id` and
-/// `x-ms-request-id` (Azure OpenAI and Azure API Management), `x-amzn-requestid` (AWS API
-/// Gateway, Bedrock), `x-correlation-id` (gateways that name it so) and `cf-ray`
-/// (Cloudflare, in front of many hosted servers).
-pub const REQUEST_ID_HEADERS: &[&str] = &[
-    "x-request-id",
-    "request-id",
-    "x-litellm-call-id",
-    "apim-request-id",
-    "x-ms-request-id",
-    "x-amzn-requestid",
-    "x-correlation-id",
-    "cf-ray",
-];
 
 /// How long the provider asked us to wait, from the headers of an error reply.
 ///
@@ -88,19 +72,6 @@ fn positive_duration(seconds: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(seconds)
         .ok()
         .filter(|wait| !wait.is_zero())
-}
-
-pub(super) fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name)?.to_str().ok().map(str::trim)
-}
-
-/// Replaces every occurrence of the API key in `text`, so a proxy or server that echoes the
-/// request back cannot leak it into an error.
-pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(secret) if !secret.is_empty() => text.replace(secret, "[redacted]"),
-        _ => text.to_owned(),
-    }
 }
 
 /// A `reqwest` failure as a provider error: a timeout, or a transport failure. A failure

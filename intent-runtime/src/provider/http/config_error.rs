@@ -31,6 +31,16 @@ pub enum ProviderConfigError {
         /// What it should hold.
         what: &'static str,
     },
+    /// An environment variable that chooses between a provider's APIs names none of them.
+    #[error("the environment variable {variable} is `{value}`; set it to {accepted}")]
+    UnknownApi {
+        /// The variable that was read.
+        variable: &'static str,
+        /// What it holds.
+        value: String,
+        /// What it may hold.
+        accepted: &'static str,
+    },
     /// No provider is configured in the environment ([`from_env`](super::from_env)).
     #[error(
         "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \

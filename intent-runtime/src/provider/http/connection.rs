@@ -13,8 +13,9 @@ use reqwest::StatusCode;
 use serde::Serialize;
 
 use super::classify::{ErrorBody, error_from_response};
+use super::response::RawResponse;
 use super::sse::{Decoder, decode, sse_events};
-use super::transport::{HttpTransport, RawResponse, Route, RouteCell};
+use super::transport::{HttpTransport, Route, RouteCell};
 use crate::media::MediaLimits;
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest, ReplyStream};
 

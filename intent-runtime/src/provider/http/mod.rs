@@ -30,20 +30,23 @@ mod body;
 mod classify;
 mod config_error;
 mod connection;
+mod response;
 pub(crate) mod sse;
 mod transport;
 pub(crate) mod variables;
 
+pub(crate) use crate::provider::error::redact;
 pub(crate) use body::{schema_json, temperature_value, trim_base_url};
 pub use classify::{
-    EXCERPT_MAX_CHARS, REQUEST_ID_HEADERS, excerpt, parse_retry_after, parse_retry_after_at,
-    parse_should_retry,
+    EXCERPT_MAX_CHARS, excerpt, parse_retry_after, parse_retry_after_at, parse_should_retry,
 };
 pub(crate) use classify::{
-    ErrorBody, base_kind, error_from_response, invalid_response, names_schema, redact,
+    ErrorBody, base_kind, error_from_response, invalid_response, names_schema,
 };
 pub use config_error::ProviderConfigError;
 pub(crate) use connection::{Connection, WireApi, transport_settings};
+pub use response::REQUEST_ID_HEADERS;
+pub(crate) use response::RawResponse;
 pub use transport::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT};
-pub(crate) use transport::{HttpTransport, RawResponse, Route, RouteCell, read_error};
+pub(crate) use transport::{HttpTransport, Route, RouteCell, read_error};
 pub(crate) use variables::{base_url_variable, set_variable};

@@ -17,7 +17,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_core::Stream;
 
-use super::classify::{redact, transport_error};
+use super::classify::transport_error;
+use crate::provider::error::redact;
 use crate::provider::stream::{ReplyPiece, ReplyStream};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply};
 

@@ -2,15 +2,14 @@
 //! routes (URL and headers built once), and reading replies whole or chunk by chunk, never
 //! past the size limit.
 
-use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 
-use super::classify::{REQUEST_ID_HEADERS, error_chain, header_str, transport_error};
+use super::classify::{error_chain, transport_error};
+use super::response::{REQUEST_ID_HEADERS, RawResponse};
 use crate::provider::{ProviderError, ProviderErrorKind};
 
 /// How long a provider waits for a TCP and TLS connection by default.
@@ -27,45 +26,6 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// hurt a service running many calls at once. Each HTTP provider can set its own
 /// (`with_max_response_bytes`).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
-
-/// The status, headers and body of one reply, read in full.
-#[derive(Debug)]
-pub(crate) struct RawResponse {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    /// The body as received: success bodies are parsed from the bytes, never copied into
-    /// a `String` first.
-    pub(crate) body: Bytes,
-}
-
-impl RawResponse {
-    /// The status and headers of a response whose body is read elsewhere (a stream).
-    pub(crate) fn head(response: &reqwest::Response) -> Self {
-        Self {
-            status: response.status(),
-            headers: response.headers().clone(),
-            body: Bytes::new(),
-        }
-    }
-
-    /// The value of a header, when present and printable.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        header_str(&self.headers, name).filter(|value| !value.is_empty())
-    }
-
-    /// The request id: the provider's own header `own`, else the first of
-    /// [`REQUEST_ID_HEADERS`] present.
-    pub(crate) fn request_id(&self, own: &str) -> Option<&str> {
-        std::iter::once(own)
-            .chain(REQUEST_ID_HEADERS.iter().copied())
-            .find_map(|name| self.header(name))
-    }
-
-    /// The body as text, invalid UTF-8 replaced: for error bodies and excerpts.
-    pub(crate) fn body_text(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.body)
-    }
-}
 
 /// Where one endpoint's requests go and the headers each of them carries (the key among
 /// them), built once: parsing the URL and formatting the key on every call showed in the
