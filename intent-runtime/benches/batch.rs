@@ -94,8 +94,8 @@ struct Server {
 
 /// The loopback Batch API: files, batches (ended on the first look) and output files,
 /// every request answered with `content`.
-fn batch_api(state: Arc<Mutex<Server>>, content: &str) -> impl Fn(&str, &str, &[u8]) -> String {
-    let reply = chat_completion(content);
+fn batch_api(state: Arc<Mutex<Server>>, content: String) -> impl Fn(&str, &str, &[u8]) -> String {
+    let reply = chat_completion(&content);
     let body: Value = serde_json::from_str(&reply).expect("a reply");
     move |method, path, request| {
         let mut server = state.lock().expect("server state");
@@ -161,7 +161,7 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(if quick { 200 } else { 10_000 });
     let server_state: Arc<Mutex<Server>> = Arc::default();
-    let server = Loopback::start_routed(batch_api(server_state.clone(), &invoice_reply()));
+    let server = Loopback::start_routed(batch_api(server_state.clone(), invoice_reply()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_start(|| CLIENT.with(|client| client.set(true)))
@@ -278,7 +278,10 @@ fn memory_row(bound: &str) {
         bound => bound.parse().expect("a bound"),
     };
     let server_state: Arc<Mutex<Server>> = Arc::default();
-    let server = Loopback::start_routed(batch_api(server_state.clone(), r#"{"value": 3}"#));
+    let server = Loopback::start_routed(batch_api(
+        server_state.clone(),
+        r#"{"value": 3}"#.to_owned(),
+    ));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_start(|| CLIENT.with(|client| client.set(true)))
