@@ -1495,11 +1495,9 @@ mod bounded_memory {
                 }
             })
             .run()
-            .await
-            .err()
-            .expect("the job stops");
-        let BatchError::Stopped { finished, .. } = stopped else {
-            panic!("{stopped}");
+            .await;
+        let Err(BatchError::Stopped { finished, .. }) = stopped else {
+            panic!("the job did not stop");
         };
         assert_eq!(finished, 20, "two waves answered, the third held");
         assert_eq!(fake.state().batches.len(), 3);

@@ -490,7 +490,8 @@ impl<T> Feeder<T> {
 }
 
 /// Tells the router that an item's call ended, when its task ends: with its result, or
-/// without one when the call panicked (and the task unwound) or the task was dropped.
+/// failed when the call panicked (it was running here then); a task dropped unfinished
+/// (the job ended early: stopped, another job's directory) only leaves memory.
 struct Finished {
     router: Arc<Router>,
     succeeded: Option<bool>,
@@ -498,7 +499,11 @@ struct Finished {
 
 impl Drop for Finished {
     fn drop(&mut self) {
-        self.router.item_finished(self.succeeded.unwrap_or(false));
+        match self.succeeded {
+            Some(succeeded) => self.router.item_finished(succeeded),
+            None if std::thread::panicking() => self.router.item_finished(false),
+            None => self.router.item_dropped(),
+        }
     }
 }
 

@@ -297,6 +297,13 @@ impl Router {
         self.publish(&shared);
     }
 
+    /// Records that an item's call was dropped unfinished, the job having ended: it
+    /// leaves memory, and nothing else is counted.
+    pub(crate) fn item_dropped(&self) {
+        let mut shared = self.lock();
+        shared.in_memory = shared.in_memory.saturating_sub(1);
+    }
+
     /// Records that an item's call ended.
     pub(crate) fn item_finished(&self, succeeded: bool) {
         let mut shared = self.lock();
