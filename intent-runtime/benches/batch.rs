@@ -11,6 +11,16 @@
 //!
 //! `cargo bench -p intent-rs --bench batch`; `-- --test` (or `--quick`) runs 200
 //! items to check that it works, without judging the figures.
+//!
+//! `-- --memory`: a job's memory against its bound. 200,000 small items (a few words to
+//! count; `BATCH_ITEMS` for another size) through the same client and loopback server,
+//! once per bound (`BatchOptions::max_items_in_memory`: 1,000, the default 10,000,
+//! 50,000 and none), each row in a process of its own so that its peak RSS is its own.
+//! Each row reports the items as given (the unstarted `BatchItem`s, which hold their
+//! prepared inputs), the client heap at its peak above them, the results the job
+//! returns, the most items in memory at once, the batches, and the process's peak RSS
+//! (the loopback server's buffers included). With `--test` it runs 3,000 items, bounds
+//! 500 and none.
 
 mod support;
 
@@ -82,9 +92,10 @@ struct Server {
     uploaded: usize,
 }
 
-/// The loopback Batch API: files, batches (ended on the first look) and output files.
-fn batch_api(state: Arc<Mutex<Server>>) -> impl Fn(&str, &str, &[u8]) -> String {
-    let reply = chat_completion(&invoice_reply());
+/// The loopback Batch API: files, batches (ended on the first look) and output files,
+/// every request answered with `content`.
+fn batch_api(state: Arc<Mutex<Server>>, content: String) -> impl Fn(&str, &str, &[u8]) -> String {
+    let reply = chat_completion(&content);
     let body: Value = serde_json::from_str(&reply).expect("a reply");
     move |method, path, request| {
         let mut server = state.lock().expect("server state");
@@ -137,12 +148,20 @@ fn batch_api(state: Arc<Mutex<Server>>) -> impl Fn(&str, &str, &[u8]) -> String 
 
 fn main() {
     let quick = std::env::args().any(|arg| arg == "--test" || arg == "--quick");
+    if let Ok(bound) = std::env::var(MEMORY_ROW) {
+        memory_row(&bound);
+        return;
+    }
+    if std::env::args().any(|arg| arg == "--memory") {
+        memory(quick);
+        return;
+    }
     let items: usize = std::env::var("BATCH_ITEMS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(if quick { 200 } else { 10_000 });
     let server_state: Arc<Mutex<Server>> = Arc::default();
-    let server = Loopback::start_routed(batch_api(server_state.clone()));
+    let server = Loopback::start_routed(batch_api(server_state.clone(), invoice_reply()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_start(|| CLIENT.with(|client| client.set(true)))
@@ -216,5 +235,116 @@ fn main() {
         "batch/{items} items: client heap at its peak {:.1} MiB (the inputs left out), uploads {:.1} MiB",
         heap_peak as f64 / (1024.0 * 1024.0),
         uploaded as f64 / (1024.0 * 1024.0)
+    );
+}
+
+/// The variable that makes this binary run one row of the memory mode: the bound, or
+/// `none`.
+const MEMORY_ROW: &str = "BATCH_MEMORY_ROW";
+
+/// `--memory`: one process per bound, each running the whole job.
+fn memory(quick: bool) {
+    let items: usize = std::env::var("BATCH_ITEMS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if quick { 3_000 } else { 200_000 });
+    let bounds: &[&str] = if quick {
+        &["500", "none"]
+    } else {
+        &["1000", "10000", "50000", "none"]
+    };
+    let exe = std::env::current_exe().expect("this binary");
+    println!(
+        "batch memory/{items} small items | bound | items as given | client heap at peak above them | results returned | most items in memory | batches | peak RSS | wall"
+    );
+    for bound in bounds {
+        let status = std::process::Command::new(&exe)
+            .env(MEMORY_ROW, bound)
+            .env("BATCH_ITEMS", items.to_string())
+            .status()
+            .expect("a row's process");
+        assert!(status.success(), "the row with bound {bound} failed");
+    }
+}
+
+/// One row of `--memory`, in a process of its own.
+fn memory_row(bound: &str) {
+    let items: usize = std::env::var("BATCH_ITEMS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200_000);
+    let max = match bound {
+        "none" => usize::MAX,
+        bound => bound.parse().expect("a bound"),
+    };
+    let server_state: Arc<Mutex<Server>> = Arc::default();
+    let server = Loopback::start_routed(batch_api(
+        server_state.clone(),
+        r#"{"value": 3}"#.to_owned(),
+    ));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_start(|| CLIENT.with(|client| client.set(true)))
+        .build()
+        .expect("runtime");
+    let dir =
+        std::env::temp_dir().join(format!("intent-batch-memory-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let provider = OpenAi::new("sk-bench").with_base_url(server.base_url());
+    let client = IntentClient::builder()
+        .provider(provider)
+        .build()
+        .expect("client");
+    CLIENT.with(|client| client.set(true));
+    let start = LIVE.load(Ordering::Relaxed);
+    let job_items: Vec<BatchItem<u32>> = (0..items)
+        .map(|index| {
+            BatchItem::transform(
+                &format!("words: one two {index}"),
+                "Count the words",
+                IntentOptions::<u32>::new(),
+            )
+        })
+        .collect();
+    let given = LIVE.load(Ordering::Relaxed) - start;
+    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+    let before = LIVE.load(Ordering::Relaxed);
+    reset_peak_rss();
+    let most = Arc::new(AtomicI64::new(0));
+    let seen = most.clone();
+    let options = BatchOptions::new(&dir)
+        .poll_interval(Duration::from_millis(1))
+        .max_items_in_memory(max);
+    let started = Instant::now();
+    let results = runtime
+        .block_on(
+            client
+                .batch(job_items, options)
+                .on_progress(move |progress| {
+                    seen.fetch_max(progress.peak_in_memory as i64, Ordering::Relaxed);
+                })
+                .run(),
+        )
+        .expect("the job runs");
+    let wall = started.elapsed();
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let returned = LIVE.load(Ordering::Relaxed) - before;
+    let rss = peak_rss_kib();
+    CLIENT.with(|client| client.set(false));
+    assert!(results.iter().all(|result| result.value == Some(3)));
+    let _ = std::fs::remove_dir_all(&dir);
+    let batches = server_state.lock().map_or(0, |server| server.files.len());
+    let mib = |bytes: i64| bytes as f64 / (1024.0 * 1024.0);
+    println!(
+        "batch memory/{items} small items | {bound} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {} | {batches} | {} | {:.1} s",
+        mib(given),
+        mib(peak),
+        mib(returned),
+        most.load(Ordering::Relaxed),
+        rss.map_or("n/a".to_owned(), |kib| format!(
+            "{:.1} MiB",
+            kib as f64 / 1024.0
+        )),
+        wall.as_secs_f64(),
     );
 }

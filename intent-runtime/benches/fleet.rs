@@ -3,13 +3,22 @@
 //! on loopback (started by the bench on a free port, stopped at the end), in µs per call;
 //! and a whole `transform` through a scripted model with each.
 //!
-//! `cargo bench -p intent-rs --features redis --bench fleet` (5,000 operations per row);
-//! `-- --test` runs 50 per row once, for CI. Needs `redis-server` on the PATH.
+//! Then calls per second of four processes sharing one quota, against the quota itself:
+//! this binary run four times more as workers (as `tests/tests/fleet_redis.rs` runs its
+//! test binary), each making calls through a scripted model as fast as its limiter lets
+//! it, from eight tasks, with a request quota shared through the Redis server, and then
+//! with the same quota in each process alone. Calls are counted after the first
+//! `FLEET_WARMUP` seconds (the quota's burst is spent by then) for `FLEET_WINDOW` seconds.
+//!
+//! `cargo bench -p intent-rs --features redis --bench fleet` (5,000 operations per row;
+//! quotas of 1,200 and 60,000 a minute, 3 s of warm-up, a 20 s window); `-- --test` runs
+//! 50 per row once, and the four processes at 1,200 a minute for 1 s after 1 s, for CI.
+//! Needs `redis-server` on the PATH.
 
 use std::hint::black_box;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use intent_rs::cache::{CacheKey, InMemoryCache, ResponseCache};
 use intent_rs::fleet::{Redis, RedisCache};
@@ -63,6 +72,10 @@ where
 
 fn main() {
     let quick = std::env::args().any(|arg| arg == "--test" || arg == "--quick");
+    if let Ok(mode) = std::env::var(WORKER) {
+        worker(&mode);
+        return;
+    }
     let n: u32 = if quick { 50 } else { 5_000 };
     let (_server, url) = start_redis();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -143,4 +156,146 @@ fn main() {
         .await;
         println!("| a `transform` call (cache miss), limiter and cache | {local_call:.1} | {shared_call:.1} |");
     });
+    four_processes(&url, quick);
+}
+
+/// The variable that makes this binary a worker process: `shared` or `local`.
+const WORKER: &str = "FLEET_BENCH_WORKER";
+
+/// The request quotas of the four-process rows, per minute: 20 and 1,000 a second.
+const QUOTAS_PER_MINUTE: [u32; 2] = [1_200, 60_000];
+
+/// Four workers sharing one quota through Redis, then four with the quota each, and
+/// their calls per second against the quota.
+fn four_processes(url: &str, quick: bool) {
+    let seconds = |name: &str, default: f64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(default)
+    };
+    let warmup = seconds("FLEET_WARMUP", if quick { 1.0 } else { 3.0 });
+    let window = seconds("FLEET_WINDOW", if quick { 1.0 } else { 20.0 });
+    println!();
+    println!("four processes, eight tasks each, calls counted for {window} s after {warmup} s");
+    println!("| quota | limiter | calls/s, four processes together | against the quota |");
+    println!("| --- | --- | --- | --- |");
+    let quotas = if quick {
+        &QUOTAS_PER_MINUTE[..1]
+    } else {
+        &QUOTAS_PER_MINUTE[..]
+    };
+    for &per_minute in quotas {
+        for mode in ["shared", "local"] {
+            four_workers(url, per_minute, mode, warmup, window);
+        }
+    }
+}
+
+/// One row: four `mode` workers under a quota of `per_minute`.
+fn four_workers(url: &str, per_minute: u32, mode: &str, warmup: f64, window: f64) {
+    let quota = f64::from(per_minute) / 60.0;
+    let exe = std::env::current_exe().expect("this binary");
+    let start_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+        + 500;
+    let workers: Vec<Child> = (0..4)
+        .map(|_| {
+            Command::new(&exe)
+                .env(WORKER, mode)
+                .env("FLEET_REDIS", url)
+                .env("FLEET_NAME", format!("four-{start_ms}"))
+                .env("FLEET_START_MS", start_ms.to_string())
+                .env("FLEET_WARMUP", warmup.to_string())
+                .env("FLEET_WINDOW", window.to_string())
+                .env("FLEET_QUOTA", per_minute.to_string())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("a worker process")
+        })
+        .collect();
+    let mut calls = 0u64;
+    for worker in workers {
+        let output = worker.wait_with_output().expect("the worker's output");
+        assert!(output.status.success(), "a worker failed");
+        let counted: u64 = String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .expect("the worker's count");
+        calls += counted;
+    }
+    let rate = calls as f64 / window;
+    let label = match mode {
+        "shared" => "shared through Redis",
+        _ => "each process its own",
+    };
+    println!(
+        "| {per_minute}/min ({quota:.0}/s) | {label} | {rate:.1} | {:.3}x |",
+        rate / quota
+    );
+}
+
+/// A worker: calls as fast as its limiter allows from eight tasks, from the start time
+/// to the end of the window; prints how many calls ended within the window.
+fn worker(mode: &str) {
+    let var = |name: &str| std::env::var(name).expect(name);
+    let number = |name: &str| -> f64 { var(name).parse().expect(name) };
+    let start = UNIX_EPOCH + Duration::from_millis(number("FLEET_START_MS") as u64);
+    let from = start + Duration::from_secs_f64(number("FLEET_WARMUP"));
+    let to = from + Duration::from_secs_f64(number("FLEET_WINDOW"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let counted = runtime.block_on(async {
+        let limiter = RateLimiter::per_minute(number("FLEET_QUOTA") as u32);
+        let limiter = match mode {
+            "shared" => {
+                let redis = Redis::new(&var("FLEET_REDIS")).expect("a Redis URL");
+                limiter.shared(&redis, &var("FLEET_NAME"))
+            }
+            _ => limiter,
+        };
+        let client = IntentClient::builder()
+            .provider(ScriptedProvider::from_fn(|_, _| {
+                intent_rs::provider::ScriptedReply::text(r#"{"value": 3}"#)
+            }))
+            .rate_limiter(limiter)
+            .time_budget(Duration::from_secs(600))
+            .build()
+            .expect("a client");
+        if let Ok(wait) = start.duration_since(SystemTime::now()) {
+            tokio::time::sleep(wait).await;
+        }
+        let tasks = (0..8).map(|task| {
+            let client = client.clone();
+            async move {
+                let mut counted = 0u64;
+                let mut i = 0u32;
+                while SystemTime::now() < to {
+                    i += 1;
+                    let options = IntentOptions::<u32>::new();
+                    let text = format!("t{task}-{i}");
+                    let call = client.transform(&text, "Count", options);
+                    let left = to.duration_since(SystemTime::now()).unwrap_or_default();
+                    // A call still waiting for the limiter at the end is not counted.
+                    if tokio::time::timeout(left, call).await.is_err() {
+                        break;
+                    }
+                    let now = SystemTime::now();
+                    if now >= from && now < to {
+                        counted += 1;
+                    }
+                }
+                counted
+            }
+        });
+        futures_util::future::join_all(tasks)
+            .await
+            .into_iter()
+            .sum::<u64>()
+    });
+    println!("{counted}");
 }

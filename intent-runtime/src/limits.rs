@@ -228,6 +228,12 @@ impl RateLimiter {
     /// Waits until one request carrying about `estimated_tokens` input tokens may be sent,
     /// and books it. Returns how long it waited; an error only from a shared quota whose
     /// Redis failed while failing closed.
+    ///
+    /// A shared quota books the request's place in Redis before the wait: a caller that
+    /// gives up while waiting (its time budget ran out, its future was dropped) keeps
+    /// that booking, so the fleet loses one request (and its estimated tokens) of the
+    /// quota until the booked time has passed. The local limiter books nothing before
+    /// the wait.
     pub async fn acquire(&self, estimated_tokens: u64) -> Result<Duration, RateLimitError> {
         #[cfg(feature = "redis")]
         if let Some(quota) = &self.fleet {

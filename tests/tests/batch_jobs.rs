@@ -1272,3 +1272,284 @@ mod decision_companions {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Jobs larger than their memory bound: items start in waves, never more of them in
+/// memory (started, not finished) than the bound, and nothing else changes: results in
+/// the items' order, retries, a stop and a resume, a directory reused for other inputs.
+mod bounded_memory {
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+
+    use intent_rs::batch::{BatchError, BatchItem, BatchProgress};
+    use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+    use intent_rs::{IntentClient, IntentOptions};
+
+    use super::{
+        AtomicBool, Fake, Ordering, answer, anthropic_client, dir, openai_client, options, values,
+    };
+    use crate::batch_support::{self, Behaviour};
+
+    /// Items in memory as the test sees them from outside the job: an item is counted
+    /// from its first request (made as soon as its call starts) until its reply passes
+    /// the validator (its call finishes then).
+    #[derive(Default)]
+    struct Outside {
+        open: HashSet<i64>,
+        most: usize,
+    }
+
+    type Watch = Arc<Mutex<Outside>>;
+
+    /// The number an input carries: `<n>` in `words: #<n> ...`.
+    fn number(text: &str) -> Option<i64> {
+        let (_, rest) = text.split_once("words: #")?;
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    fn texts(count: usize) -> Vec<String> {
+        (0..count)
+            .map(|n| {
+                if n % 7 == 3 {
+                    format!(" #{n} retry")
+                } else {
+                    format!(" #{n}")
+                }
+            })
+            .collect()
+    }
+
+    /// Items whose value is their number, counted in `watch` until they pass.
+    fn numbered(texts: &[String], watch: &Watch) -> Vec<BatchItem<i64>> {
+        texts
+            .iter()
+            .map(|text| {
+                let watch = watch.clone();
+                let options = IntentOptions::<i64>::new().validate(move |value: &i64| {
+                    watch.lock().unwrap().open.remove(value);
+                    true
+                });
+                BatchItem::transform(&format!("words:{text}"), "Number the words", options)
+            })
+            .collect()
+    }
+
+    /// Replies with the input's number (a word first for a `retry` input's first
+    /// request), and counts every item from its first request.
+    fn asked(watch: &Watch, user: &str, retry: bool) -> String {
+        let Some(n) = number(user) else {
+            return r#"{"value": -1}"#.to_owned();
+        };
+        if !retry {
+            let mut outside = watch.lock().unwrap();
+            outside.open.insert(n);
+            outside.most = outside.most.max(outside.open.len());
+        }
+        if user.contains("retry") && !retry {
+            r#"{"value": "many"}"#.to_owned()
+        } else {
+            format!(r#"{{"value": {n}}}"#)
+        }
+    }
+
+    fn expected(count: usize) -> Vec<Option<i64>> {
+        (0..count as i64).map(Some).collect()
+    }
+
+    fn recorder() -> (
+        Arc<Mutex<Vec<BatchProgress>>>,
+        impl Fn(&BatchProgress) + Send + Sync + 'static,
+    ) {
+        let seen: Arc<Mutex<Vec<BatchProgress>>> = Arc::default();
+        let record = seen.clone();
+        (seen, move |progress: &BatchProgress| {
+            record.lock().unwrap().push(*progress)
+        })
+    }
+
+    #[tokio::test]
+    async fn a_job_of_more_items_than_its_bound_runs_in_waves_on_the_scripted_batch_api() {
+        let watch: Watch = Arc::default();
+        let replies = watch.clone();
+        let model = ScriptedProvider::from_fn(move |request, _| {
+            ScriptedReply::text(asked(&replies, request.user(), request.is_retry()))
+        });
+        let client = IntentClient::builder().provider(model).build().unwrap();
+        let dir = dir("waves-scripted");
+        let texts = texts(250);
+        let (seen, record) = recorder();
+        let results = client
+            .batch(
+                numbered(&texts, &watch),
+                options(&dir).max_items_in_memory(40),
+            )
+            .on_progress(record)
+            .run()
+            .await
+            .unwrap();
+        assert_eq!(values(&results), expected(250));
+        assert_eq!(results[3].attempts.len(), 2, "a retry within its wave");
+        let most = watch.lock().unwrap().most;
+        assert!(
+            (2..=40).contains(&most),
+            "at most 40 items in memory, seen from outside: {most}"
+        );
+        let seen = seen.lock().unwrap();
+        let last = *seen.last().unwrap();
+        assert_eq!(last.peak_in_memory, 40);
+        assert_eq!((last.done, last.in_memory), (250, 0));
+        assert!(seen.iter().all(|p| p.in_memory <= 40 && p.submitted <= 40));
+        assert!(last.batches >= 250 / 40, "{last:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Over loopback HTTP: every batch holds the requests of at most `bound` items.
+    async fn waves(fake: Fake, client: IntentClient, name: &str) {
+        let dir = dir(name);
+        let watch: Watch = Arc::default();
+        let texts = texts(120);
+        let (seen, record) = recorder();
+        let results = client
+            .batch(
+                numbered(&texts, &watch),
+                options(&dir).max_items_in_memory(25),
+            )
+            .on_progress(record)
+            .run()
+            .await
+            .unwrap();
+        assert_eq!(values(&results), expected(120));
+        assert_eq!(results[10].attempts.len(), 2);
+        let sizes: Vec<usize> = fake
+            .state()
+            .batches
+            .iter()
+            .map(|(_, lines)| lines.len())
+            .collect();
+        assert!(sizes.len() >= 120 / 25, "{sizes:?}");
+        assert!(sizes.iter().all(|&size| size <= 25), "{sizes:?}");
+        let retries = texts.iter().filter(|text| text.contains("retry")).count();
+        assert_eq!(sizes.iter().sum::<usize>(), 120 + retries);
+        let last = *seen.lock().unwrap().last().unwrap();
+        assert_eq!(last.peak_in_memory, 25);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn numbering() -> super::batch_support::Answer {
+        let count = answer();
+        Arc::new(move |body: &serde_json::Value| {
+            // The first user turn holds the input.
+            let text = body["messages"]
+                .as_array()
+                .and_then(|messages| messages.iter().find(|m| m["role"] == "user"))
+                .map(|message| message["content"].to_string())
+                .unwrap_or_default();
+            match number(&text) {
+                Some(_) if text.contains("retry") && !super::is_retry(body) => {
+                    Ok(r#"{"value": "many"}"#.to_owned())
+                }
+                Some(n) => Ok(format!(r#"{{"value": {n}}}"#)),
+                None => count(body),
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn openai_jobs_larger_than_their_bound_send_batches_of_at_most_the_bound() {
+        let fake = batch_support::openai(numbering(), Behaviour::default()).await;
+        let client = openai_client(&fake);
+        waves(fake, client, "waves-openai").await;
+    }
+
+    #[tokio::test]
+    async fn anthropic_jobs_larger_than_their_bound_send_batches_of_at_most_the_bound() {
+        let fake = batch_support::anthropic(numbering(), Behaviour::default()).await;
+        let client = anthropic_client(&fake);
+        waves(fake, client, "waves-anthropic").await;
+    }
+
+    #[tokio::test]
+    async fn a_job_stopped_between_waves_resumes_without_sending_anything_twice() {
+        let release = Arc::new(AtomicBool::new(false));
+        let behaviour = Behaviour {
+            hold: Some(release.clone()),
+            hold_after: 2,
+            ..Behaviour::default()
+        };
+        let fake = batch_support::openai(numbering(), behaviour).await;
+        let client = openai_client(&fake);
+        let dir = dir("waves-resume");
+        let texts: Vec<String> = (0..40).map(|n| format!(" #{n}")).collect();
+        let watch: Watch = Arc::default();
+        let job = client.batch(
+            numbered(&texts, &watch),
+            options(&dir).max_items_in_memory(10),
+        );
+        let stop = job.stop_handle();
+        let stopped = job
+            .on_progress(move |progress| {
+                if progress.batches >= 3 {
+                    stop.stop();
+                }
+            })
+            .run()
+            .await;
+        let Err(BatchError::Stopped { finished, .. }) = stopped else {
+            panic!("the job did not stop");
+        };
+        assert_eq!(finished, 20, "two waves answered, the third held");
+        assert_eq!(fake.state().batches.len(), 3);
+        release.store(true, Ordering::SeqCst);
+        let results = client
+            .batch(
+                numbered(&texts, &watch),
+                options(&dir).max_items_in_memory(10),
+            )
+            .run()
+            .await
+            .unwrap();
+        assert_eq!(values(&results), expected(40));
+        let ids = fake.submitted_ids();
+        let unique: HashSet<&String> = ids.iter().collect();
+        assert_eq!((ids.len(), unique.len()), (40, 40), "{ids:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_item_edited_beyond_the_first_wave_is_refused_and_nothing_is_sent() {
+        let fake = batch_support::openai(numbering(), Behaviour::default()).await;
+        let client = openai_client(&fake);
+        let dir = dir("waves-edited");
+        let watch: Watch = Arc::default();
+        let texts: Vec<String> = (0..30).map(|n| format!(" #{n}")).collect();
+        let bounded = || options(&dir).max_items_in_memory(8);
+        let first = client
+            .batch(numbered(&texts, &watch), bounded())
+            .run()
+            .await
+            .unwrap();
+        let sent = fake.state().batches.len();
+        assert!(sent >= 4, "{sent}");
+        let mut edited = texts.clone();
+        edited[25] = " #25 EDITED".to_owned();
+        let error = client
+            .batch(numbered(&edited, &watch), bounded())
+            .run()
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("item 25's first request"),
+            "{error}"
+        );
+        assert_eq!(fake.state().batches.len(), sent, "nothing was sent");
+        let again = client
+            .batch(numbered(&texts, &watch), bounded())
+            .run()
+            .await
+            .unwrap();
+        assert_eq!(values(&again), values(&first));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

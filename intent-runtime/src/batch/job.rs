@@ -226,8 +226,16 @@ impl<T: Send + 'static> BatchJob<T> {
                 Reread::Gone(keys) => resend.extend(keys),
             }
         }
+        // The items the directory holds something for start first, so that what it
+        // stored for them is checked before anything is sent.
+        let mut known: Vec<u32> = replay
+            .keys()
+            .chain(resend.iter())
+            .map(|&(item, _)| item)
+            .collect();
         let mut pending = HashMap::new();
         for inflight in &inflight {
+            known.extend(inflight.requests.keys().map(|&(item, _)| item));
             pending.extend(
                 inflight
                     .requests
@@ -266,16 +274,33 @@ impl<T: Send + 'static> BatchJob<T> {
                 options.dir.display()
             ));
         }
+        let mut feeder = Feeder::new(items, known);
         let mut tasks = JoinSet::new();
-        for (index, item) in items.into_iter().enumerate() {
-            let item_client = job_client.clone();
-            let router = router.clone();
-            tasks.spawn(async move {
-                let result = as_item(index as u32, (item.run)(item_client)).await;
-                router.item_finished(result.is_success());
-                (index, result)
-            });
-        }
+        let mut results: Vec<Option<AIResult<T>>> =
+            std::iter::repeat_with(|| None).take(count).collect();
+        // Starts items while fewer than the bound are in memory; whether any started.
+        let top_up = |feeder: &mut Feeder<T>, tasks: &mut JoinSet<(u32, AIResult<T>)>| {
+            let mut started = false;
+            while router.in_memory() < options.max_items_in_memory {
+                let Some((index, item)) = feeder.next() else {
+                    break;
+                };
+                router.item_started();
+                let item_client = job_client.clone();
+                let finished = Finished {
+                    router: router.clone(),
+                    succeeded: None,
+                };
+                tasks.spawn(async move {
+                    let mut finished = finished;
+                    let result = as_item(index, (item.run)(item_client)).await;
+                    finished.succeeded = Some(result.is_success());
+                    (index, result)
+                });
+                started = true;
+            }
+            started
+        };
         let mut driver = Driver {
             api: api.as_ref(),
             router: &router,
@@ -292,12 +317,24 @@ impl<T: Send + 'static> BatchJob<T> {
             .map(|limit| driver.state.started_at() + limit);
         let mut wait = options.poll_interval;
         loop {
-            // A stop does not wait for items still being verified or judged here.
-            futures_util::future::select(
-                std::pin::pin!(cancel.stopped()),
-                std::pin::pin!(router.settled()),
-            )
-            .await;
+            // Items start (up to the bound) and run until each finishes or waits for a
+            // batch; those that finish make room for more. A stop does not wait for
+            // items still being verified or judged here.
+            loop {
+                futures_util::future::select(
+                    std::pin::pin!(cancel.stopped()),
+                    std::pin::pin!(router.settled()),
+                )
+                .await;
+                collect(&mut tasks, &mut results);
+                if cancel.is_stopped()
+                    || router.mismatch().is_some()
+                    || router.failure().is_some()
+                    || !top_up(&mut feeder, &mut tasks)
+                {
+                    break;
+                }
+            }
             if cancel.is_stopped() {
                 let counts = router.counts();
                 return Err(BatchError::Stopped {
@@ -333,14 +370,27 @@ impl<T: Send + 'static> BatchJob<T> {
                     continue;
                 }
             }
-            let queued = router.take_queue()?;
-            if !queued.queued.is_empty() {
-                driver
-                    .submit(queued, &cancel, options.poll_interval)
-                    .await?;
-                driver.report();
-                wait = options.poll_interval;
-                continue;
+            // Nothing is sent while items the directory holds something for are still to
+            // be checked, unless nothing else can move: every item in memory waits for
+            // the next submission (a bound lower than an earlier run's).
+            let hold = feeder.unchecked() && router.counts().queued > 0;
+            if hold && !driver.running.is_empty() {
+                // Wait for the running batches instead: their items finish and make room.
+            } else {
+                if hold {
+                    tracing::warn!(
+                        "every item in memory waits for a submission while items the job's directory holds something for are still unchecked (the bound is lower than an earlier run's); submitting before checking them"
+                    );
+                }
+                let queued = router.take_queue()?;
+                if !queued.queued.is_empty() {
+                    driver
+                        .submit(queued, &cancel, options.poll_interval)
+                        .await?;
+                    driver.report();
+                    wait = options.poll_interval;
+                    continue;
+                }
             }
             if driver.running.is_empty() {
                 // Every item waits, yet nothing is queued or submitted: cannot happen, but
@@ -361,13 +411,8 @@ impl<T: Send + 'static> BatchJob<T> {
                 (wait * 2).min(options.max_poll_interval)
             };
         }
-        let mut results: Vec<Option<AIResult<T>>> =
-            std::iter::repeat_with(|| None).take(count).collect();
         while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok((index, result)) => results[index] = Some(result),
-                Err(error) => tracing::error!(%error, "a batch item's call panicked"),
-            }
+            keep(joined, &mut results);
         }
         let mut results: Vec<AIResult<T>> = results
             .into_iter()
@@ -393,6 +438,97 @@ impl<T: Send + 'static> BatchJob<T> {
         );
         driver.report();
         Ok(results)
+    }
+}
+
+/// The items not started yet, handed out in the order the job starts them: first those
+/// its directory holds something for (so that what it stored for them is checked before
+/// anything is sent), then the others, each in the items' order.
+struct Feeder<T> {
+    items: Vec<Option<BatchItem<T>>>,
+    /// The items the directory holds something for, in order, without repeats.
+    known: Vec<u32>,
+    next_known: usize,
+    next: usize,
+}
+
+impl<T> Feeder<T> {
+    fn new(items: Vec<BatchItem<T>>, mut known: Vec<u32>) -> Self {
+        known.sort_unstable();
+        known.dedup();
+        known.retain(|&item| (item as usize) < items.len());
+        Self {
+            items: items.into_iter().map(Some).collect(),
+            known,
+            next_known: 0,
+            next: 0,
+        }
+    }
+
+    /// The next item to start, with its index.
+    fn next(&mut self) -> Option<(u32, BatchItem<T>)> {
+        while let Some(&index) = self.known.get(self.next_known) {
+            self.next_known += 1;
+            if let Some(item) = self.items.get_mut(index as usize).and_then(Option::take) {
+                return Some((index, item));
+            }
+        }
+        while let Some(slot) = self.items.get_mut(self.next) {
+            let index = self.next as u32;
+            self.next += 1;
+            if let Some(item) = slot.take() {
+                return Some((index, item));
+            }
+        }
+        None
+    }
+
+    /// Whether items the directory holds something for are still to start.
+    fn unchecked(&self) -> bool {
+        self.next_known < self.known.len()
+    }
+}
+
+/// Tells the router that an item's call ended, when its task ends: with its result, or
+/// failed when the call panicked (it was running here then); a task dropped unfinished
+/// (the job ended early: stopped, another job's directory) only leaves memory.
+struct Finished {
+    router: Arc<Router>,
+    succeeded: Option<bool>,
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        match self.succeeded {
+            Some(succeeded) => self.router.item_finished(succeeded),
+            None if std::thread::panicking() => self.router.item_finished(false),
+            None => self.router.item_dropped(),
+        }
+    }
+}
+
+/// Moves the results of the items' tasks that ended into `results`, freeing the tasks.
+fn collect<T: 'static>(
+    tasks: &mut JoinSet<(u32, AIResult<T>)>,
+    results: &mut [Option<AIResult<T>>],
+) {
+    while let Some(joined) = tasks.try_join_next() {
+        keep(joined, results);
+    }
+}
+
+fn keep<T>(
+    joined: Result<(u32, AIResult<T>), tokio::task::JoinError>,
+    results: &mut [Option<AIResult<T>>],
+) {
+    match joined {
+        Ok((index, result)) => {
+            if let Some(slot) = results.get_mut(index as usize) {
+                *slot = Some(result);
+            }
+        }
+        // Its slot stays empty: the item's result says that its call panicked.
+        Err(error) => tracing::error!(%error, "a batch item's call panicked"),
     }
 }
 
@@ -625,6 +761,8 @@ impl Driver<'_> {
             failed: counts.failed,
             batches: self.state.batches(),
             resubmitted: counts.resubmitted,
+            in_memory: counts.in_memory,
+            peak_in_memory: counts.peak_in_memory,
         });
     }
 
@@ -879,6 +1017,23 @@ mod tests {
                 len: size as u64 + 1,
             },
         }
+    }
+
+    #[test]
+    fn items_the_directory_knows_start_first_then_the_others_in_order() {
+        let items = (0..6)
+            .map(|_| BatchItem::<u32>::from_fn(|_| Box::pin(async { panicked() })))
+            .collect();
+        let mut feeder = Feeder::new(items, vec![4, 1, 4, 9]);
+        assert!(feeder.unchecked());
+        let mut order = Vec::new();
+        while let Some((index, _)) = feeder.next() {
+            order.push(index);
+            if index == 4 {
+                assert!(!feeder.unchecked());
+            }
+        }
+        assert_eq!(order, [1, 4, 0, 2, 3, 5]);
     }
 
     #[test]

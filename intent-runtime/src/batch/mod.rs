@@ -72,6 +72,23 @@
 //!
 //! # Memory
 //!
+//! A job's memory is bounded by a setting, not by its number of items:
+//! [`BatchOptions::max_items_in_memory`] (default [`DEFAULT_MAX_ITEMS_IN_MEMORY`], 10,000)
+//! is the most items whose calls are in memory at once. An item in memory has started
+//! and not finished: it runs here, or waits for its batch, holding its call's state and
+//! its request (about 6.5 KB for a small item). The others stay as they were given (the
+//! [`BatchItem`]s, not started) until an item that finishes makes room; the new items'
+//! requests go out in the next submission, with the retries. A job of more items than
+//! the bound so runs in waves, at least `items / bound` batch turnarounds: raise the
+//! bound for fewer rounds, memory allowing. [`BatchProgress::in_memory`] and
+//! [`BatchProgress::peak_in_memory`] say where a job stands. The finished items' results
+//! are kept until the job returns them all, in the items' order.
+//!
+//! On a resume, the items the directory holds something for start first, so that what
+//! it stored for them is checked before anything is sent (see above). A run given a lower
+//! bound than the run before it may find every item in memory waiting for a submission
+//! while some of those items are still to start; it then submits, and checks them after.
+//!
 //! The requests waiting for a submission are written to files in the job's directory as
 //! the items make them, and each submission is uploaded as a stream read from there: a
 //! job holds its items' calls, not a second copy of their requests nor the upload.
@@ -233,7 +250,12 @@ pub struct BatchOptions {
     pub(crate) time_limit: Option<Duration>,
     pub(crate) live_from_attempt: Option<u32>,
     pub(crate) limits: Option<BatchLimits>,
+    pub(crate) max_items_in_memory: usize,
 }
+
+/// The default of [`BatchOptions::max_items_in_memory`]: about 65 MB of waiting calls
+/// for small items.
+pub const DEFAULT_MAX_ITEMS_IN_MEMORY: usize = 10_000;
 
 impl BatchOptions {
     /// A job whose state is kept in `dir` (created when missing; give the same directory
@@ -247,6 +269,7 @@ impl BatchOptions {
             time_limit: None,
             live_from_attempt: None,
             limits: None,
+            max_items_in_memory: DEFAULT_MAX_ITEMS_IN_MEMORY,
         }
     }
 
@@ -291,6 +314,24 @@ impl BatchOptions {
         self.limits = Some(limits);
         self
     }
+
+    /// The most items whose calls are in memory at once (default
+    /// [`DEFAULT_MAX_ITEMS_IN_MEMORY`], 10,000; at least 1; `usize::MAX` for no bound):
+    /// the job's memory is bounded by this, not by its number of items. See
+    /// [the module's section on memory](crate::batch#memory).
+    ///
+    /// An item in memory is one whose call has started and not finished: it runs here,
+    /// or waits for its batch. It holds its call's state and its request (about 6.5 KB
+    /// for a small item, more for a long input). The other items stay as they were
+    /// given, not started. A job of more items than this runs in waves: an item that
+    /// finishes makes room for the next, whose request goes out in the next submission
+    /// with the retries; so such a job takes at least `items / max` batch turnarounds.
+    /// Raise it (memory allowing) for fewer rounds: one OpenAI batch holds up to
+    /// 50,000 requests, one Anthropic batch 100,000.
+    pub fn max_items_in_memory(mut self, max: usize) -> Self {
+        self.max_items_in_memory = max.max(1);
+        self
+    }
 }
 
 /// Where a batch job stands, handed to [`BatchJob::on_progress`] after every step.
@@ -314,6 +355,11 @@ pub struct BatchProgress {
     /// Requests sent again because the job's directory lost their stored results and the
     /// provider no longer had them (billed again); each such item says so in its issues.
     pub resubmitted: usize,
+    /// Items whose calls are in memory now: started and not finished (running here or
+    /// waiting for a batch); never more than [`BatchOptions::max_items_in_memory`].
+    pub in_memory: usize,
+    /// The most items in memory at once so far in this run.
+    pub peak_in_memory: usize,
 }
 
 impl BatchProgress {

@@ -78,6 +78,10 @@ struct Shared {
     resent: Vec<(u32, u32)>,
     /// Items running locally: neither finished nor waiting for a batch.
     running: usize,
+    /// Items started and not finished: running locally or waiting for a batch.
+    in_memory: usize,
+    /// The most items in memory at once so far.
+    peak_in_memory: usize,
     done: usize,
     failed: usize,
 }
@@ -103,6 +107,8 @@ pub(crate) struct Counts {
     pub done: usize,
     pub failed: usize,
     pub resubmitted: usize,
+    pub in_memory: usize,
+    pub peak_in_memory: usize,
 }
 
 /// Routes a job's requests into its batches.
@@ -152,13 +158,15 @@ impl Router {
             failure: None,
             resend,
             resent: Vec::new(),
-            running: items,
+            running: 0,
+            in_memory: 0,
+            peak_in_memory: 0,
             done: 0,
             failed: 0,
         };
         Self {
             shared: Mutex::new(shared),
-            running: watch::Sender::new(items),
+            running: watch::Sender::new(0),
             api,
             live,
             live_from,
@@ -227,7 +235,25 @@ impl Router {
             done: shared.done,
             failed: shared.failed,
             resubmitted: shared.resent.len(),
+            in_memory: shared.in_memory,
+            peak_in_memory: shared.peak_in_memory,
         }
+    }
+
+    /// Items started and not finished.
+    pub(crate) fn in_memory(&self) -> usize {
+        self.lock().in_memory
+    }
+
+    /// Records that an item's call is about to start: it runs locally until it waits for
+    /// a batch or finishes. Counted before the item's task is spawned, so that the job
+    /// does not find its items settled before the new one made its request.
+    pub(crate) fn item_started(&self) {
+        let mut shared = self.lock();
+        shared.running += 1;
+        shared.in_memory += 1;
+        shared.peak_in_memory = shared.peak_in_memory.max(shared.in_memory);
+        self.publish(&shared);
     }
 
     /// The requests sent again because their stored results were lost for good.
@@ -271,10 +297,18 @@ impl Router {
         self.publish(&shared);
     }
 
+    /// Records that an item's call was dropped unfinished, the job having ended: it
+    /// leaves memory, and nothing else is counted.
+    pub(crate) fn item_dropped(&self) {
+        let mut shared = self.lock();
+        shared.in_memory = shared.in_memory.saturating_sub(1);
+    }
+
     /// Records that an item's call ended.
     pub(crate) fn item_finished(&self, succeeded: bool) {
         let mut shared = self.lock();
         shared.running -= 1;
+        shared.in_memory -= 1;
         if succeeded {
             shared.done += 1;
         } else {

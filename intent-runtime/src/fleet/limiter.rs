@@ -7,6 +7,10 @@
 //! released in the order they were admitted, each after exactly the wait its reservation
 //! needs; nobody polls. A quota of `n` a minute allows a burst of `n` and then one every
 //! `60 s / n`, like the local limiter.
+//!
+//! A booking is not taken back: a caller that gives up during its wait leaves its place
+//! booked, and the quota is that much smaller until the booked time has passed (see
+//! `RateLimiter::acquire`).
 
 use std::sync::LazyLock;
 use std::time::Duration;
