@@ -100,7 +100,7 @@ impl Deadline {
 ///
 /// By default a token bucket in this process: clones share one bucket, so every clone of
 /// an `IntentClient` (and its judge calls) draws from the same allowance. With the `redis`
-/// feature, [`shared`](Self::shared) puts the quota in Redis, so that every replica of a
+/// feature, `RateLimiter::shared` puts the quota in Redis, so that every replica of a
 /// fleet draws from one allowance.
 ///
 /// The token quota counts input and output tokens, as providers count them: a request
