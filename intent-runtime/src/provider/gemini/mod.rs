@@ -12,7 +12,6 @@ mod stream;
 
 use std::borrow::Cow;
 use std::fmt;
-use std::time::{Duration, Instant};
 
 pub use schema::{GEMINI_SCHEMA_KEYWORDS, GeminiSchema, gemini_schema};
 
@@ -22,9 +21,8 @@ use self::request::{BodySettings, GenerateBody, request_body};
 use self::schema::gemini_schema_json;
 use self::stream::GeminiStream;
 use crate::media::{MediaLimits, MediaType};
-use crate::provider::http::sse::{decode, sse_events};
 use crate::provider::http::{
-    HttpTransport, ProviderConfigError, RawResponse, Route, RouteCell, trim_base_url,
+    Connection, ProviderConfigError, Route, RouteCell, WireApi, base_kind, transport_settings,
 };
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ReplyStream,
@@ -68,29 +66,37 @@ pub const GEMINI_MEDIA_LIMITS: MediaLimits = MediaLimits {
 /// in the `x-goog-api-key` header, never in the URL.
 #[derive(Clone)]
 pub struct Gemini {
-    api_key: String,
-    base_url: String,
-    model: String,
-    media_limits: MediaLimits,
+    connection: Connection,
     max_top_logprobs: Option<u8>,
     thinking_budget: Option<i32>,
-    transport: HttpTransport,
-    /// The routes of the default model (other models' routes are built per call).
+    /// The routes of the default model (other models' routes are built per call): the
+    /// model is in the URL, so the connection's one route does not serve.
     generate_route: RouteCell,
     stream_route: RouteCell,
 }
+
+/// `generateContent` as the shared send path sees it. Gemini reads its own error replies
+/// (Google's status names, `RetryInfo`, quota details: [`errors`]), so `classify` only
+/// serves a caller that has nothing better.
+const GENERATE_CONTENT: WireApi = WireApi {
+    call: "generateContent request",
+    request_id_header: REQUEST_ID_HEADER,
+    classify: |status, _| base_kind(status),
+};
 
 impl Gemini {
     /// A provider for the Gemini API with this key, the default base URL and model.
     pub fn new(api_key: impl Into<String>) -> Self {
         Self {
-            api_key: api_key.into(),
-            base_url: GEMINI_DEFAULT_BASE_URL.to_owned(),
-            model: GEMINI_DEFAULT_MODEL.to_owned(),
-            media_limits: GEMINI_MEDIA_LIMITS,
+            connection: Connection::new(
+                GEMINI_PROVIDER_NAME,
+                GEMINI_DEFAULT_BASE_URL,
+                GEMINI_DEFAULT_MODEL,
+                Some(api_key.into()),
+                GEMINI_MEDIA_LIMITS,
+            ),
             max_top_logprobs: Some(GEMINI_MAX_TOP_LOGPROBS),
             thinking_budget: None,
-            transport: HttpTransport::default(),
             generate_route: RouteCell::default(),
             stream_route: RouteCell::default(),
         }
@@ -138,7 +144,7 @@ impl Gemini {
     /// Sends requests to another API root, its version included
     /// (`http://localhost:8080/v1beta`).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = trim_base_url(base_url);
+        self.connection.set_base_url(base_url);
         self.generate_route.reset();
         self.stream_route.reset();
         self
@@ -147,7 +153,7 @@ impl Gemini {
     /// Uses this model when a request names none: a bare id (`gemini-2.5-pro`), or a
     /// resource name with its collection (`models/gemini-2.5-pro`, `tunedModels/my-model`).
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
+        self.connection.model = model.into();
         self.generate_route.reset();
         self.stream_route.reset();
         self
@@ -156,7 +162,7 @@ impl Gemini {
     /// What the API takes of images and PDFs (default [`GEMINI_MEDIA_LIMITS`]); a request
     /// over a limit is refused before it is sent.
     pub fn with_media_limits(mut self, limits: MediaLimits) -> Self {
-        self.media_limits = limits;
+        self.connection.media_limits = limits;
         self
     }
 
@@ -178,41 +184,21 @@ impl Gemini {
         self
     }
 
-    /// How long to wait for a connection (default 10 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.transport.set_connect_timeout(timeout);
-        self
-    }
-
-    /// The most bytes read from one response (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES), 32 MiB);
-    /// a longer reply fails the call at once with a non-transient
-    /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-        self.transport.set_max_response_bytes(bytes);
-        self
-    }
-
-    /// How long one whole request may take (default 120 s).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.transport.set_request_timeout(timeout);
-        self
-    }
-
-    /// Uses this `reqwest` client instead of building one.
-    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-        self.transport.set_client(client);
-        self
-    }
+    transport_settings!(connection);
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        self.connection.base_url()
     }
 
     /// The model `request` goes to: its own, else the provider's default.
     fn model_of<'a>(&'a self, request: &'a ProviderRequest) -> &'a str {
-        request.model.as_deref().unwrap_or(&self.model)
+        self.connection.model_of(request)
+    }
+
+    /// The key, sent in its header and redacted from anything a server echoes back.
+    fn secret(&self) -> Option<&str> {
+        self.connection.secret()
     }
 
     /// The route of `model`'s `generateContent` (or, with `stream`,
@@ -224,11 +210,19 @@ impl Gemini {
             } else {
                 "generateContent"
             };
-            let url = format!("{}/{}:{method}", self.base_url, model_path(model)?);
-            let key = Route::secret_header(GEMINI_PROVIDER_NAME, "x-goog-api-key", &self.api_key)?;
+            let url = format!(
+                "{}/{}:{method}",
+                self.connection.base_url(),
+                model_path(model)?
+            );
+            let key = Route::secret_header(
+                GEMINI_PROVIDER_NAME,
+                "x-goog-api-key",
+                self.secret().unwrap_or_default(),
+            )?;
             Route::new(GEMINI_PROVIDER_NAME, &url, vec![key])
         };
-        if model != self.model {
+        if model != self.connection.model {
             return build().map(Cow::Owned);
         }
         let cell = if stream {
@@ -246,7 +240,7 @@ impl Gemini {
         request: &'a ProviderRequest,
         schema: Option<&'a serde_json::value::RawValue>,
     ) -> Result<GenerateBody<'a>, ProviderError> {
-        request.check_media(GEMINI_PROVIDER_NAME, &self.media_limits)?;
+        self.connection.check_media(request)?;
         Ok(request_body(
             request,
             schema,
@@ -292,13 +286,9 @@ fn model_path(model: &str) -> Result<Cow<'_, str>, ProviderError> {
 impl fmt::Debug for Gemini {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Gemini")
-            .field("api_key", &"[redacted]")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("media_limits", &self.media_limits)
+            .field("connection", &self.connection)
             .field("max_top_logprobs", &self.max_top_logprobs)
             .field("thinking_budget", &self.thinking_budget)
-            .field("transport", &self.transport)
             .finish()
     }
 }
@@ -321,7 +311,7 @@ impl Provider for Gemini {
     }
 
     fn default_model(&self) -> &str {
-        &self.model
+        &self.connection.model
     }
 
     fn server_url(&self) -> Option<&str> {
@@ -333,26 +323,11 @@ impl Provider for Gemini {
         let route = self.route(model, false)?;
         let schema = response_schema(request);
         let body = self.body(request, schema.as_ref().map(|(text, _)| &**text))?;
-        let secret = Some(self.api_key.as_str());
-        tracing::debug!(provider = GEMINI_PROVIDER_NAME, %model, url = %route.url(), "sending a generateContent request");
-        let started = Instant::now();
+        let secret = self.secret();
         let raw = self
-            .transport
-            .post_json(
-                GEMINI_PROVIDER_NAME,
-                &route,
-                &body,
-                body.size_hint(),
-                secret,
-            )
+            .connection
+            .send(&route, &body, body.size_hint(), &GENERATE_CONTENT, model)
             .await?;
-        tracing::debug!(
-            provider = GEMINI_PROVIDER_NAME,
-            status = raw.status.as_u16(),
-            request_id = raw.request_id(REQUEST_ID_HEADER),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "generateContent request answered"
-        );
         if !raw.status.is_success() {
             return Err(error_reply(&raw, secret));
         }
@@ -366,29 +341,17 @@ impl Provider for Gemini {
         let route = self.route(model, true)?;
         let schema = response_schema(request);
         let body = self.body(request, schema.as_ref().map(|(text, _)| &**text))?;
-        let secret = Some(self.api_key.as_str());
-        tracing::debug!(provider = GEMINI_PROVIDER_NAME, %model, url = %route.url(), "streaming a generateContent request");
+        let secret = self.secret();
         let response = self
-            .transport
-            .post_json_streaming(
-                GEMINI_PROVIDER_NAME,
-                &route,
-                &body,
-                body.size_hint(),
-                secret,
-            )
-            .await?;
-        let response = response.map_err(|raw| error_reply(&raw, secret))?;
-        let request_id = RawResponse::head(&response)
-            .request_id(REQUEST_ID_HEADER)
-            .map(str::to_owned);
-        let events = sse_events(
-            GEMINI_PROVIDER_NAME,
-            response,
-            self.transport.max_response_bytes(),
-            secret,
-        );
-        Ok(decode(events, GeminiStream::new(model, request_id, secret)))
+            .connection
+            .open_stream(&route, &body, body.size_hint(), &GENERATE_CONTENT, model)
+            .await?
+            .map_err(|raw| error_reply(&raw, secret))?;
+        Ok(self
+            .connection
+            .decode_stream(response, &GENERATE_CONTENT, |request_id| {
+                GeminiStream::new(model, request_id, secret)
+            }))
     }
 
     /// `true` for a strict-schema request whose schema Gemini is shown whole: the rewrite
@@ -430,13 +393,13 @@ mod tests {
         .unwrap();
         assert_eq!(provider.base_url(), "http://localhost:9/v1beta");
         assert_eq!(provider.default_model(), "gemini-test");
-        assert_eq!(provider.api_key, "g-key");
+        assert_eq!(provider.secret(), Some("g-key"));
         let both = Gemini::from_lookup(&lookup(&[
             ("GEMINI_API_KEY", "g-key"),
             ("GOOGLE_API_KEY", "google-key"),
         ]))
         .unwrap();
-        assert_eq!(both.api_key, "google-key");
+        assert_eq!(both.secret(), Some("google-key"));
         assert_eq!(both.base_url(), GEMINI_DEFAULT_BASE_URL);
         assert_eq!(both.default_model(), GEMINI_DEFAULT_MODEL);
         let err = Gemini::from_lookup(&lookup(&[("GEMINI_API_KEY", "  ")])).unwrap_err();
