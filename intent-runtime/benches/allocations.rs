@@ -3,7 +3,10 @@
 //! and the same figures for each stage of a call on its own (input preparation, cached
 //! schema lookup, prompt rendering, verification), so a miss can be traced to its stage.
 //! A last row runs the call through a bare provider that records nothing, which leaves
-//! out the scripted provider's own bookkeeping.
+//! out the scripted provider's own bookkeeping. The `http/` rows make the same call over
+//! HTTP through each HTTP provider (OpenAI's Chat Completions, Azure OpenAI, OpenAI's
+//! Responses API, Gemini) against a loopback server answering in that API's shape, next
+//! to a raw `reqwest` post: time, the client's CPU time and allocations per call.
 //!
 //! `cargo bench -p intent-rs --bench allocations` (2,000 calls per row);
 //! `-- --quick` (or `--test`) for 50.
@@ -19,14 +22,13 @@ use std::time::{Duration, Instant};
 use intent_rs::input::prepare_input;
 use intent_rs::parse::repair_against_schema;
 use intent_rs::prompt::{OutputTarget, PromptPlan, render};
-use intent_rs::provider::OpenAi;
 use intent_rs::provider::{ProviderReply, ScriptedProvider};
 use intent_rs::schema::target_schema;
 use intent_rs::verify::verify_typed;
 use intent_rs::{IntentClient, IntentOptions, Validator};
 use serde::Deserialize;
 use serde_json::Value;
-use support::loopback::{Loopback, chat_completion};
+use support::loopback::{Api, Loopback, chat_completion, thread_cpu};
 use support::{
     INVOICE_DOCUMENT, InstantProvider, Invoice, broken_invoice_reply, invoice_reply, totals_add_up,
 };
@@ -81,6 +83,8 @@ static GLOBAL: Counting = Counting;
 #[derive(Clone, Copy)]
 struct Medians {
     nanos: u64,
+    /// This thread's CPU time (read around the timed work, not inside it).
+    cpu_nanos: u64,
     allocations: u64,
     bytes: u64,
 }
@@ -96,20 +100,25 @@ fn measure(repetitions: usize, mut work: impl FnMut()) -> Medians {
     let mut allocations = Vec::with_capacity(repetitions);
     let mut bytes = Vec::with_capacity(repetitions);
     let mut nanos = Vec::with_capacity(repetitions);
+    let mut cpu_nanos = Vec::with_capacity(repetitions);
     for _ in 0..repetitions {
         let (a0, b0) = (
             ALLOCATIONS.load(Ordering::Relaxed),
             BYTES.load(Ordering::Relaxed),
         );
+        let cpu_before = thread_cpu();
         let started = Instant::now();
         work();
         let elapsed = started.elapsed();
+        let cpu = thread_cpu().saturating_sub(cpu_before);
         allocations.push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
         bytes.push(BYTES.load(Ordering::Relaxed) - b0);
         nanos.push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+        cpu_nanos.push(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX));
     }
     Medians {
         nanos: median(&mut nanos),
+        cpu_nanos: median(&mut cpu_nanos),
         allocations: median(&mut allocations),
         bytes: median(&mut bytes),
     }
@@ -237,9 +246,10 @@ fn stage_rows(calls: usize, whole: &Medians) {
             }),
         ),
     ];
-    let (mut nanos, mut allocations, mut bytes) = (0, 0, 0);
+    let (mut nanos, mut cpu_nanos, mut allocations, mut bytes) = (0, 0, 0, 0);
     for (name, medians) in &stages {
         nanos += medians.nanos;
+        cpu_nanos += medians.cpu_nanos;
         allocations += medians.allocations;
         bytes += medians.bytes;
         print_row(name, medians);
@@ -248,6 +258,7 @@ fn stage_rows(calls: usize, whole: &Medians) {
         "rest (loop, records, provider)",
         &Medians {
             nanos: whole.nanos.saturating_sub(nanos),
+            cpu_nanos: whole.cpu_nanos.saturating_sub(cpu_nanos),
             allocations: whole.allocations.saturating_sub(allocations),
             bytes: whole.bytes.saturating_sub(bytes),
         },
@@ -291,6 +302,7 @@ fn verify_rows(calls: usize, full: &Value, reply: &str) {
             "  verify/repair walk (no repair)",
             Medians {
                 nanos: parse_and_repair.nanos.saturating_sub(parse.nanos),
+                cpu_nanos: parse_and_repair.cpu_nanos.saturating_sub(parse.cpu_nanos),
                 allocations: parse_and_repair
                     .allocations
                     .saturating_sub(parse.allocations),
@@ -315,14 +327,31 @@ fn verify_rows(calls: usize, full: &Value, reply: &str) {
     }
 }
 
+/// A row of one call over HTTP: the median time, the client's CPU time and allocations.
+fn print_http_row(name: &str, m: &Medians) {
+    println!(
+        "{name:<42} median {:>7.1} us  client CPU {:>7.1} us  {:>5} allocations  {:>7} bytes allocated",
+        Duration::from_nanos(m.nanos).as_secs_f64() * 1e6,
+        Duration::from_nanos(m.cpu_nanos).as_secs_f64() * 1e6,
+        m.allocations,
+        m.bytes,
+    );
+}
+
+/// The loopback server's thread is left out of the counts.
+fn uncounted() {
+    COUNTED.with(|counted| counted.set(false));
+}
+
 /// One call over HTTP to a loopback server on another thread (not counted): the raw
-/// `reqwest` post of the same body, and `transform` through the `OpenAi` provider. The
-/// client runs on a current-thread runtime, so every allocation of the call (hyper's
-/// connection task included) is on this thread and counted.
+/// `reqwest` post of the same body, then `transform` through each HTTP provider (OpenAI's
+/// Chat Completions, Azure OpenAI, OpenAI's Responses API, Gemini), each against a server
+/// answering the invoice in its own API's shape. The client runs on a current-thread
+/// runtime, so every allocation of the call (hyper's connection task included) is on this
+/// thread and counted, and this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) is the
+/// client's whole CPU time per call.
 fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
-    let server = Loopback::start_with(chat_completion(&invoice_reply()), None, || {
-        COUNTED.with(|counted| counted.set(false));
-    });
+    let server = Loopback::start_with(chat_completion(&invoice_reply()), None, uncounted);
     let http = reqwest::Client::new();
     let url = server.completions_url();
     let body = hyper::body::Bytes::from(support::invoice_request_body());
@@ -337,17 +366,20 @@ fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
         let bytes = rt.block_on(response.expect("reply").bytes());
         black_box(bytes.expect("body"));
     });
-    print_row("http/raw reqwest post", &raw);
-    let client = IntentClient::builder()
-        .provider(OpenAi::new("sk-bench").with_base_url(server.base_url()))
-        .build()
-        .expect("client");
-    let intent = measure(calls, || {
-        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
-        let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
-        assert!(result.is_success(), "{:?}", result.issues);
-    });
-    print_row("http/transform through OpenAi", &intent);
+    print_http_row("http/raw reqwest post", &raw);
+    for api in Api::ALL {
+        let server = Loopback::start_with(api.reply(&invoice_reply()), None, uncounted);
+        let client = IntentClient::builder()
+            .shared_provider(api.provider(&server))
+            .build()
+            .expect("client");
+        let intent = measure(calls, || {
+            let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+            let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
+            assert!(result.is_success(), "{}: {:?}", api.label(), result.issues);
+        });
+        print_http_row(&format!("http/transform through {}", api.label()), &intent);
+    }
 }
 
 fn main() {
