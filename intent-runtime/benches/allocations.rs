@@ -36,6 +36,8 @@ use support::{
 const INTENT: &str = "Extract the invoice";
 const TARGET_ALLOCATIONS: u64 = 300;
 const TARGET_MICROS: f64 = 50.0;
+/// The HTTP rows are measured in this many rounds, each row in turn.
+const HTTP_ROUNDS: usize = 10;
 
 struct Counting;
 
@@ -94,34 +96,54 @@ fn median(values: &mut [u64]) -> u64 {
     values.get(values.len() / 2).copied().unwrap_or(0)
 }
 
+/// Per-repetition figures of one piece of work.
+#[derive(Default)]
+struct Samples {
+    nanos: Vec<u64>,
+    cpu_nanos: Vec<u64>,
+    allocations: Vec<u64>,
+    bytes: Vec<u64>,
+}
+
+impl Samples {
+    /// Runs `work` `repetitions` times and adds each run's figures.
+    fn add(&mut self, repetitions: usize, mut work: impl FnMut()) {
+        for _ in 0..repetitions {
+            let (a0, b0) = (
+                ALLOCATIONS.load(Ordering::Relaxed),
+                BYTES.load(Ordering::Relaxed),
+            );
+            let cpu_before = thread_cpu();
+            let started = Instant::now();
+            work();
+            let elapsed = started.elapsed();
+            let cpu = thread_cpu().saturating_sub(cpu_before);
+            self.allocations
+                .push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
+            self.bytes.push(BYTES.load(Ordering::Relaxed) - b0);
+            self.nanos
+                .push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+            self.cpu_nanos
+                .push(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX));
+        }
+    }
+
+    fn medians(mut self) -> Medians {
+        Medians {
+            nanos: median(&mut self.nanos),
+            cpu_nanos: median(&mut self.cpu_nanos),
+            allocations: median(&mut self.allocations),
+            bytes: median(&mut self.bytes),
+        }
+    }
+}
+
 /// Runs `work` `repetitions` times (after one warm-up run) and takes the medians.
 fn measure(repetitions: usize, mut work: impl FnMut()) -> Medians {
     work();
-    let mut allocations = Vec::with_capacity(repetitions);
-    let mut bytes = Vec::with_capacity(repetitions);
-    let mut nanos = Vec::with_capacity(repetitions);
-    let mut cpu_nanos = Vec::with_capacity(repetitions);
-    for _ in 0..repetitions {
-        let (a0, b0) = (
-            ALLOCATIONS.load(Ordering::Relaxed),
-            BYTES.load(Ordering::Relaxed),
-        );
-        let cpu_before = thread_cpu();
-        let started = Instant::now();
-        work();
-        let elapsed = started.elapsed();
-        let cpu = thread_cpu().saturating_sub(cpu_before);
-        allocations.push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
-        bytes.push(BYTES.load(Ordering::Relaxed) - b0);
-        nanos.push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
-        cpu_nanos.push(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX));
-    }
-    Medians {
-        nanos: median(&mut nanos),
-        cpu_nanos: median(&mut cpu_nanos),
-        allocations: median(&mut allocations),
-        bytes: median(&mut bytes),
-    }
+    let mut samples = Samples::default();
+    samples.add(repetitions, work);
+    samples.medians()
 }
 
 fn print_row(name: &str, m: &Medians) {
@@ -349,13 +371,14 @@ fn uncounted() {
 /// answering the invoice in its own API's shape. The client runs on a current-thread
 /// runtime, so every allocation of the call (hyper's connection task included) is on this
 /// thread and counted, and this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) is the
-/// client's whole CPU time per call.
+/// client's whole CPU time per call. The rows are measured in [`HTTP_ROUNDS`] rounds of
+/// `calls / HTTP_ROUNDS`, each round in another order, and the medians taken over all.
 fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
-    let server = Loopback::start_with(chat_completion(&invoice_reply()), None, uncounted);
+    let raw_server = Loopback::start_with(chat_completion(&invoice_reply()), None, uncounted);
     let http = reqwest::Client::new();
-    let url = server.completions_url();
+    let url = raw_server.completions_url();
     let body = hyper::body::Bytes::from(support::invoice_request_body());
-    let raw = measure(calls, || {
+    let raw = || {
         let response = rt.block_on(
             http.post(&url)
                 .header("content-type", "application/json")
@@ -365,20 +388,53 @@ fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
         );
         let bytes = rt.block_on(response.expect("reply").bytes());
         black_box(bytes.expect("body"));
-    });
-    print_http_row("http/raw reqwest post", &raw);
-    for api in Api::ALL {
-        let server = Loopback::start_with(api.reply(&invoice_reply()), None, uncounted);
-        let client = IntentClient::builder()
-            .shared_provider(api.provider(&server))
-            .build()
-            .expect("client");
-        let intent = measure(calls, || {
-            let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
-            let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
-            assert!(result.is_success(), "{}: {:?}", api.label(), result.issues);
-        });
-        print_http_row(&format!("http/transform through {}", api.label()), &intent);
+    };
+    let clients: Vec<(Api, Loopback, IntentClient)> = Api::ALL
+        .into_iter()
+        .map(|api| {
+            let server = Loopback::start_with(api.reply(&invoice_reply()), None, uncounted);
+            let client = IntentClient::builder()
+                .shared_provider(api.provider(&server))
+                .build()
+                .expect("client");
+            (api, server, client)
+        })
+        .collect();
+    let call = |api: Api, client: &IntentClient| {
+        let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
+        let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
+        assert!(result.is_success(), "{}: {:?}", api.label(), result.issues);
+    };
+    // One call each first (connections, schema caches), then the rows in rounds, each
+    // round in another order, so that other work on the machine weighs on all alike.
+    raw();
+    for (api, _, client) in &clients {
+        call(*api, client);
+    }
+    let rows = clients.len() + 1;
+    let mut samples: Vec<Samples> = (0..rows).map(|_| Samples::default()).collect();
+    let chunk = (calls / HTTP_ROUNDS).max(1);
+    for round in 0..HTTP_ROUNDS {
+        for turn in 0..rows {
+            let row = (turn + round) % rows;
+            match row.checked_sub(1) {
+                None => samples[row].add(chunk, raw),
+                Some(i) => {
+                    let (api, _, client) = &clients[i];
+                    samples[row].add(chunk, || call(*api, client));
+                }
+            }
+        }
+    }
+    let mut samples = samples.into_iter();
+    if let Some(raw) = samples.next() {
+        print_http_row("http/raw reqwest post", &raw.medians());
+    }
+    for ((api, _, _), intent) in clients.iter().zip(samples) {
+        print_http_row(
+            &format!("http/transform through {}", api.label()),
+            &intent.medians(),
+        );
     }
 }
 

@@ -23,7 +23,7 @@
 //! 4. The same calls through the real `OpenAi` provider against a loopback server that
 //!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
 //!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
-//! 5. The invoice call of part 1 through each HTTP provider (OpenAI's Chat Completions,
+//! 5. Two typed calls of part 1, the invoice and the enum, through each HTTP provider (OpenAI's Chat Completions,
 //!    Azure OpenAI, OpenAI's Responses API, Gemini) against a loopback server answering in
 //!    that API's shape: the tokens of the request body each API's wire format costs, by
 //!    part (the prompts' text, the member that carries the schema: `response_format`,
@@ -79,6 +79,7 @@ const REVIEW: &str =
     "The battery lasts two days and the screen is sharp, but the case scratches easily.";
 const SIGNATURE: &str = "Best regards,\nMaria Lopez\nHead of Procurement, Example Industries Ltd\n+44 20 7946 0000 | maria.lopez@example.com";
 const INVOICE_INTENT: &str = "Extract the invoice.";
+const SENTIMENT_INTENT: &str = "Classify the sentiment of the review.";
 
 fn product_schema() -> Value {
     json!({
@@ -502,11 +503,7 @@ fn print_targets(bpe: &CoreBPE) {
         [
             (
                 "enum (Sentiment)",
-                typed_request::<Sentiment, str>(
-                    enforced,
-                    REVIEW,
-                    "Classify the sentiment of the review.",
-                ),
+                typed_request::<Sentiment, str>(enforced, REVIEW, SENTIMENT_INTENT),
             ),
             (
                 "flat struct (Contact)",
@@ -758,11 +755,15 @@ fn body_parts(api: Api, body: &Value) -> (Vec<String>, Option<Value>) {
     }
 }
 
-/// The request body one provider sends for the invoice call of part 1, and the path it
-/// posts to, captured by a loopback server answering in the provider's API's shape.
-fn provider_body(api: Api) -> (String, String, bool) {
+/// The request body one provider sends for a typed call of part 1, the path it posts to
+/// and whether the provider enforces the call's schema, captured by a loopback server
+/// answering `reply` in the provider's API's shape.
+fn provider_body<T>(api: Api, input: &str, intent: &str, reply: &str) -> (String, String, bool)
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
     let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let reply = api.reply(&support::invoice_reply());
+    let reply = api.reply(reply);
     let server = {
         let seen = Arc::clone(&seen);
         Loopback::start_routed(move |_, path, body| {
@@ -773,7 +774,7 @@ fn provider_body(api: Api) -> (String, String, bool) {
         })
     };
     let provider = api.provider(&server);
-    let enforced = provider.enforces_schema(&support::invoice_request());
+    let enforced = provider.enforces_schema(&typed_request::<T, str>(true, input, intent));
     let client = IntentClient::builder()
         .shared_provider(provider)
         .max_attempts(1)
@@ -783,11 +784,8 @@ fn provider_body(api: Api) -> (String, String, bool) {
         .enable_all()
         .build()
         .expect("runtime");
-    let result: AIResult<Invoice> = rt.block_on(client.transform(
-        INVOICE_DOCUMENT,
-        INVOICE_INTENT,
-        IntentOptions::<Invoice>::new(),
-    ));
+    let result: AIResult<T> =
+        rt.block_on(client.transform(input, intent, IntentOptions::<T>::new()));
     assert!(result.is_success(), "{}: {:?}", api.label(), result.issues);
     let (path, body) = seen
         .lock()
@@ -801,10 +799,11 @@ fn provider_body(api: Api) -> (String, String, bool) {
 fn print_providers(bpe: &CoreBPE, quick: bool) {
     println!();
     println!(
-        "## 5. the invoice call through each HTTP provider: tokens of the request body as sent"
+        "## 5. typed calls of part 1 through each HTTP provider: tokens of the request body as sent"
     );
     println!(
-        "{:<16} {:>6} {:>8} {:>7} {:>7} {:>5} {:>6} {:>6} {:>9}  {}",
+        "{:<17} {:<16} {:>6} {:>8} {:>7} {:>7} {:>5} {:>6} {:>6} {:>9}  {}",
+        "target",
         "provider",
         "body",
         "prompts",
@@ -818,8 +817,20 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
     );
     let count = |text: &str| bpe.encode_ordinary(text).len();
     let mut schemas = Vec::new();
-    for api in Api::ALL {
-        let (path, body, enforced) = provider_body(api);
+    let sentiment = json!({"value": "Positive"}).to_string();
+    let targets = [
+        ("invoice (Invoice)", INVOICE_DOCUMENT, INVOICE_INTENT),
+        ("enum (Sentiment)", REVIEW, SENTIMENT_INTENT),
+    ];
+    let calls = targets
+        .iter()
+        .flat_map(|target| Api::ALL.map(|api| (*target, api)));
+    for ((target, input, intent), api) in calls {
+        let (path, body, enforced) = if target.starts_with("invoice") {
+            provider_body::<Invoice>(api, input, intent, &support::invoice_reply())
+        } else {
+            provider_body::<Sentiment>(api, input, intent, &sentiment)
+        };
         let parsed: Value = serde_json::from_str(&body).expect("the body is JSON");
         let (prompts, schema) = body_parts(api, &parsed);
         let total = count(&body);
@@ -838,17 +849,17 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
         // Counted as part 1 counts a request: the prompts, OpenAI's chat framing, the schema.
         let as_part_1 = prompt_tokens + 4 * prompts.len() + 3 + schema_tokens;
         println!(
-            "{:<16} {total:>6} {prompt_tokens:>8} {schema_tokens:>7} {bare_tokens:>7} {:>5} {as_part_1:>6} {:>6} {:>9}  {path}",
+            "{target:<17} {:<16} {total:>6} {prompt_tokens:>8} {schema_tokens:>7} {bare_tokens:>7} {:>5} {as_part_1:>6} {:>6} {:>9}  {path}",
             api.label(),
             total.saturating_sub(prompt_tokens + schema_tokens),
             body.len(),
             if enforced { "yes" } else { "no" },
         );
-        schemas.push((api, body));
+        schemas.push((target, api, body));
     }
     if !quick {
-        for (api, body) in schemas {
-            println!("\n=== {} ===\n{body}", api.label());
+        for (target, api, body) in schemas {
+            println!("\n=== {target}, {} ===\n{body}", api.label());
         }
     }
 }
