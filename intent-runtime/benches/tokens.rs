@@ -802,7 +802,7 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
         "## 5. typed calls of part 1 through each HTTP provider: tokens of the request body as sent"
     );
     println!(
-        "{:<17} {:<16} {:>6} {:>8} {:>7} {:>7} {:>5} {:>6} {:>6} {:>9}  {}",
+        "{:<17} {:<16} {:>6} {:>8} {:>7} {:>7} {:>5} {:>6} {:>6} {:>9}  path",
         "target",
         "provider",
         "body",
@@ -813,7 +813,6 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
         "as 1.",
         "bytes",
         "enforced",
-        "path"
     );
     let count = |text: &str| bpe.encode_ordinary(text).len();
     let mut schemas = Vec::new();
