@@ -23,12 +23,12 @@
 //! 4. The same calls through the real `OpenAi` provider against a loopback server that
 //!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
 //!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
-//! 5. Two typed calls of part 1, the invoice and the enum, through each HTTP provider (OpenAI's Chat Completions,
-//!    Azure OpenAI, OpenAI's Responses API, Gemini) against a loopback server answering in
-//!    that API's shape: the tokens of the request body each API's wire format costs, by
-//!    part (the prompts' text, the member that carries the schema: `response_format`,
-//!    `text` with its flat `format`, or Gemini's rewritten `responseJsonSchema`; the rest
-//!    of the body), counted over the JSON text as sent.
+//! 5. Two typed calls of part 1, the invoice and the enum, through each HTTP provider
+//!    (OpenAI's Chat Completions, Azure OpenAI, OpenAI's Responses API, Gemini) against a
+//!    loopback server answering in that API's shape: the tokens of the request body each
+//!    API's wire format costs, by part (the prompts' text, the member that carries the
+//!    schema: `response_format`, `text` with its flat `format`, or Gemini's rewritten
+//!    `responseJsonSchema`; the rest of the body), counted over the JSON text as sent.
 //!
 //! `cargo bench -p intent-rs --bench tokens`; `-- --quick` (or `--test`) prints the
 //! same tables (it is fast) without the rendered requests.
@@ -815,7 +815,7 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
         "enforced",
     );
     let count = |text: &str| bpe.encode_ordinary(text).len();
-    let mut schemas = Vec::new();
+    let mut bodies = Vec::new();
     let sentiment = json!({"value": "Positive"}).to_string();
     let targets = [
         ("invoice (Invoice)", INVOICE_DOCUMENT, INVOICE_INTENT),
@@ -854,10 +854,10 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
             body.len(),
             if enforced { "yes" } else { "no" },
         );
-        schemas.push((target, api, body));
+        bodies.push((target, api, body));
     }
     if !quick {
-        for (target, api, body) in schemas {
+        for (target, api, body) in bodies {
             println!("\n=== {target}, {} ===\n{body}", api.label());
         }
     }
