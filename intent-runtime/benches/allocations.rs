@@ -3,7 +3,10 @@
 //! and the same figures for each stage of a call on its own (input preparation, cached
 //! schema lookup, prompt rendering, verification), so a miss can be traced to its stage.
 //! A last row runs the call through a bare provider that records nothing, which leaves
-//! out the scripted provider's own bookkeeping.
+//! out the scripted provider's own bookkeeping. The `http/` rows make the same call over
+//! HTTP through each HTTP provider (OpenAI's Chat Completions, Azure OpenAI, OpenAI's
+//! Responses API, Gemini) against a loopback server answering in that API's shape, next
+//! to a raw `reqwest` post: time, the client's CPU time and allocations per call.
 //!
 //! `cargo bench -p intent-rs --bench allocations` (2,000 calls per row);
 //! `-- --quick` (or `--test`) for 50.
@@ -19,14 +22,13 @@ use std::time::{Duration, Instant};
 use intent_rs::input::prepare_input;
 use intent_rs::parse::repair_against_schema;
 use intent_rs::prompt::{OutputTarget, PromptPlan, render};
-use intent_rs::provider::OpenAi;
 use intent_rs::provider::{ProviderReply, ScriptedProvider};
 use intent_rs::schema::target_schema;
 use intent_rs::verify::verify_typed;
 use intent_rs::{IntentClient, IntentOptions, Validator};
 use serde::Deserialize;
 use serde_json::Value;
-use support::loopback::{Loopback, chat_completion};
+use support::loopback::{Api, Loopback, chat_completion, thread_cpu};
 use support::{
     INVOICE_DOCUMENT, InstantProvider, Invoice, broken_invoice_reply, invoice_reply, totals_add_up,
 };
@@ -34,6 +36,8 @@ use support::{
 const INTENT: &str = "Extract the invoice";
 const TARGET_ALLOCATIONS: u64 = 300;
 const TARGET_MICROS: f64 = 50.0;
+/// The HTTP rows are measured in this many rounds, each row in turn.
+const HTTP_ROUNDS: usize = 10;
 
 struct Counting;
 
@@ -81,6 +85,8 @@ static GLOBAL: Counting = Counting;
 #[derive(Clone, Copy)]
 struct Medians {
     nanos: u64,
+    /// This thread's CPU time (read around the timed work, not inside it).
+    cpu_nanos: u64,
     allocations: u64,
     bytes: u64,
 }
@@ -90,29 +96,54 @@ fn median(values: &mut [u64]) -> u64 {
     values.get(values.len() / 2).copied().unwrap_or(0)
 }
 
+/// Per-repetition figures of one piece of work.
+#[derive(Default)]
+struct Samples {
+    nanos: Vec<u64>,
+    cpu_nanos: Vec<u64>,
+    allocations: Vec<u64>,
+    bytes: Vec<u64>,
+}
+
+impl Samples {
+    /// Runs `work` `repetitions` times and adds each run's figures.
+    fn add(&mut self, repetitions: usize, mut work: impl FnMut()) {
+        for _ in 0..repetitions {
+            let (a0, b0) = (
+                ALLOCATIONS.load(Ordering::Relaxed),
+                BYTES.load(Ordering::Relaxed),
+            );
+            let cpu_before = thread_cpu();
+            let started = Instant::now();
+            work();
+            let elapsed = started.elapsed();
+            let cpu = thread_cpu().saturating_sub(cpu_before);
+            self.allocations
+                .push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
+            self.bytes.push(BYTES.load(Ordering::Relaxed) - b0);
+            self.nanos
+                .push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+            self.cpu_nanos
+                .push(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX));
+        }
+    }
+
+    fn medians(mut self) -> Medians {
+        Medians {
+            nanos: median(&mut self.nanos),
+            cpu_nanos: median(&mut self.cpu_nanos),
+            allocations: median(&mut self.allocations),
+            bytes: median(&mut self.bytes),
+        }
+    }
+}
+
 /// Runs `work` `repetitions` times (after one warm-up run) and takes the medians.
 fn measure(repetitions: usize, mut work: impl FnMut()) -> Medians {
     work();
-    let mut allocations = Vec::with_capacity(repetitions);
-    let mut bytes = Vec::with_capacity(repetitions);
-    let mut nanos = Vec::with_capacity(repetitions);
-    for _ in 0..repetitions {
-        let (a0, b0) = (
-            ALLOCATIONS.load(Ordering::Relaxed),
-            BYTES.load(Ordering::Relaxed),
-        );
-        let started = Instant::now();
-        work();
-        let elapsed = started.elapsed();
-        allocations.push(ALLOCATIONS.load(Ordering::Relaxed) - a0);
-        bytes.push(BYTES.load(Ordering::Relaxed) - b0);
-        nanos.push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
-    }
-    Medians {
-        nanos: median(&mut nanos),
-        allocations: median(&mut allocations),
-        bytes: median(&mut bytes),
-    }
+    let mut samples = Samples::default();
+    samples.add(repetitions, work);
+    samples.medians()
 }
 
 fn print_row(name: &str, m: &Medians) {
@@ -237,9 +268,10 @@ fn stage_rows(calls: usize, whole: &Medians) {
             }),
         ),
     ];
-    let (mut nanos, mut allocations, mut bytes) = (0, 0, 0);
+    let (mut nanos, mut cpu_nanos, mut allocations, mut bytes) = (0, 0, 0, 0);
     for (name, medians) in &stages {
         nanos += medians.nanos;
+        cpu_nanos += medians.cpu_nanos;
         allocations += medians.allocations;
         bytes += medians.bytes;
         print_row(name, medians);
@@ -248,6 +280,7 @@ fn stage_rows(calls: usize, whole: &Medians) {
         "rest (loop, records, provider)",
         &Medians {
             nanos: whole.nanos.saturating_sub(nanos),
+            cpu_nanos: whole.cpu_nanos.saturating_sub(cpu_nanos),
             allocations: whole.allocations.saturating_sub(allocations),
             bytes: whole.bytes.saturating_sub(bytes),
         },
@@ -291,6 +324,7 @@ fn verify_rows(calls: usize, full: &Value, reply: &str) {
             "  verify/repair walk (no repair)",
             Medians {
                 nanos: parse_and_repair.nanos.saturating_sub(parse.nanos),
+                cpu_nanos: parse_and_repair.cpu_nanos.saturating_sub(parse.cpu_nanos),
                 allocations: parse_and_repair
                     .allocations
                     .saturating_sub(parse.allocations),
@@ -315,18 +349,36 @@ fn verify_rows(calls: usize, full: &Value, reply: &str) {
     }
 }
 
+/// A row of one call over HTTP: the median time, the client's CPU time and allocations.
+fn print_http_row(name: &str, m: &Medians) {
+    println!(
+        "{name:<42} median {:>7.1} us  client CPU {:>7.1} us  {:>5} allocations  {:>7} bytes allocated",
+        Duration::from_nanos(m.nanos).as_secs_f64() * 1e6,
+        Duration::from_nanos(m.cpu_nanos).as_secs_f64() * 1e6,
+        m.allocations,
+        m.bytes,
+    );
+}
+
+/// The loopback server's thread is left out of the counts.
+fn uncounted() {
+    COUNTED.with(|counted| counted.set(false));
+}
+
 /// One call over HTTP to a loopback server on another thread (not counted): the raw
-/// `reqwest` post of the same body, and `transform` through the `OpenAi` provider. The
-/// client runs on a current-thread runtime, so every allocation of the call (hyper's
-/// connection task included) is on this thread and counted.
+/// `reqwest` post of the same body, then `transform` through each HTTP provider (OpenAI's
+/// Chat Completions, Azure OpenAI, OpenAI's Responses API, Gemini), each against a server
+/// answering the invoice in its own API's shape. The client runs on a current-thread
+/// runtime, so every allocation of the call (hyper's connection task included) is on this
+/// thread and counted, and this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) is the
+/// client's whole CPU time per call. The rows are measured in [`HTTP_ROUNDS`] rounds of
+/// `calls / HTTP_ROUNDS`, each round in another order, and the medians taken over all.
 fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
-    let server = Loopback::start_with(chat_completion(&invoice_reply()), None, || {
-        COUNTED.with(|counted| counted.set(false));
-    });
+    let raw_server = Loopback::start_with(chat_completion(&invoice_reply()), None, uncounted);
     let http = reqwest::Client::new();
-    let url = server.completions_url();
+    let url = raw_server.completions_url();
     let body = hyper::body::Bytes::from(support::invoice_request_body());
-    let raw = measure(calls, || {
+    let raw = || {
         let response = rt.block_on(
             http.post(&url)
                 .header("content-type", "application/json")
@@ -336,18 +388,54 @@ fn http_rows(rt: &tokio::runtime::Runtime, calls: usize) {
         );
         let bytes = rt.block_on(response.expect("reply").bytes());
         black_box(bytes.expect("body"));
-    });
-    print_row("http/raw reqwest post", &raw);
-    let client = IntentClient::builder()
-        .provider(OpenAi::new("sk-bench").with_base_url(server.base_url()))
-        .build()
-        .expect("client");
-    let intent = measure(calls, || {
+    };
+    let clients: Vec<(Api, Loopback, IntentClient)> = Api::ALL
+        .into_iter()
+        .map(|api| {
+            let server = Loopback::start_with(api.reply(&invoice_reply()), None, uncounted);
+            let client = IntentClient::builder()
+                .shared_provider(api.provider(&server))
+                .build()
+                .expect("client");
+            (api, server, client)
+        })
+        .collect();
+    let call = |api: Api, client: &IntentClient| {
         let options = IntentOptions::<Invoice>::new().validate(totals_add_up);
         let result = rt.block_on(client.transform(INVOICE_DOCUMENT, INTENT, options));
-        assert!(result.is_success(), "{:?}", result.issues);
-    });
-    print_row("http/transform through OpenAi", &intent);
+        assert!(result.is_success(), "{}: {:?}", api.label(), result.issues);
+    };
+    // One call each first (connections, schema caches), then the rows in rounds, each
+    // round in another order, so that other work on the machine weighs on all alike.
+    raw();
+    for (api, _, client) in &clients {
+        call(*api, client);
+    }
+    let rows = clients.len() + 1;
+    let mut samples: Vec<Samples> = (0..rows).map(|_| Samples::default()).collect();
+    let chunk = (calls / HTTP_ROUNDS).max(1);
+    for round in 0..HTTP_ROUNDS {
+        for turn in 0..rows {
+            let row = (turn + round) % rows;
+            match row.checked_sub(1) {
+                None => samples[row].add(chunk, raw),
+                Some(i) => {
+                    let (api, _, client) = &clients[i];
+                    samples[row].add(chunk, || call(*api, client));
+                }
+            }
+        }
+    }
+    let mut samples = samples.into_iter();
+    if let Some(raw) = samples.next() {
+        print_http_row("http/raw reqwest post", &raw.medians());
+    }
+    for ((api, _, _), intent) in clients.iter().zip(samples) {
+        print_http_row(
+            &format!("http/transform through {}", api.label()),
+            &intent.medians(),
+        );
+    }
 }
 
 fn main() {

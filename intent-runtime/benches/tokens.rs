@@ -23,6 +23,12 @@
 //! 4. The same calls through the real `OpenAi` provider against a loopback server that
 //!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
 //!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
+//! 5. Two typed calls of part 1, the invoice and the enum, through each HTTP provider
+//!    (OpenAI's Chat Completions, Azure OpenAI, OpenAI's Responses API, Gemini) against a
+//!    loopback server answering in that API's shape: the tokens of the request body each
+//!    API's wire format costs, by part (the prompts' text, the member that carries the
+//!    schema: `response_format`, `text` with its flat `format`, or Gemini's rewritten
+//!    `responseJsonSchema`; the rest of the body), counted over the JSON text as sent.
 //!
 //! `cargo bench -p intent-rs --bench tokens`; `-- --quick` (or `--test`) prints the
 //! same tables (it is fast) without the rendered requests.
@@ -32,14 +38,14 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use intent_rs::IntentOptions;
-use intent_rs::provider::{OpenAi, ProviderRequest, Role, ScriptedProvider};
+use intent_rs::provider::{OpenAi, Provider, ProviderRequest, Role, ScriptedProvider};
 use intent_rs::schema::target_schema;
 use intent_rs::{AIResult, IntentClient};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::loopback::Loopback;
+use support::loopback::{Api, Loopback};
 use support::{INVOICE_DOCUMENT, Invoice, Line, captured, invoice, totals_add_up};
 use tiktoken_rs::CoreBPE;
 
@@ -73,6 +79,7 @@ const REVIEW: &str =
     "The battery lasts two days and the screen is sharp, but the case scratches easily.";
 const SIGNATURE: &str = "Best regards,\nMaria Lopez\nHead of Procurement, Example Industries Ltd\n+44 20 7946 0000 | maria.lopez@example.com";
 const INVOICE_INTENT: &str = "Extract the invoice.";
+const SENTIMENT_INTENT: &str = "Classify the sentiment of the review.";
 
 fn product_schema() -> Value {
     json!({
@@ -496,11 +503,7 @@ fn print_targets(bpe: &CoreBPE) {
         [
             (
                 "enum (Sentiment)",
-                typed_request::<Sentiment, str>(
-                    enforced,
-                    REVIEW,
-                    "Classify the sentiment of the review.",
-                ),
+                typed_request::<Sentiment, str>(enforced, REVIEW, SENTIMENT_INTENT),
             ),
             (
                 "flat struct (Contact)",
@@ -713,11 +716,159 @@ where
     );
 }
 
+/// The prompts' texts in a request body and the member that carries the schema, as each
+/// API writes them.
+fn body_parts(api: Api, body: &Value) -> (Vec<String>, Option<Value>) {
+    let texts = |items: Option<&Value>, key: &str| -> Vec<String> {
+        items
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item[key].as_str().map(str::to_owned))
+            .collect()
+    };
+    match api {
+        Api::OpenAi | Api::AzureOpenAi => (
+            texts(body.get("messages"), "content"),
+            body.get("response_format").cloned(),
+        ),
+        Api::OpenAiResponses => {
+            let mut prompts: Vec<String> = body["instructions"]
+                .as_str()
+                .map(str::to_owned)
+                .into_iter()
+                .collect();
+            prompts.extend(texts(body.get("input"), "content"));
+            (prompts, body.get("text").cloned())
+        }
+        Api::Gemini => {
+            let mut prompts = texts(body.pointer("/systemInstruction/parts"), "text");
+            for content in body["contents"].as_array().into_iter().flatten() {
+                prompts.extend(texts(content.get("parts"), "text"));
+            }
+            (
+                prompts,
+                body.pointer("/generationConfig/responseJsonSchema")
+                    .cloned(),
+            )
+        }
+    }
+}
+
+/// The request body one provider sends for a typed call of part 1, the path it posts to
+/// and whether the provider enforces the call's schema, captured by a loopback server
+/// answering `reply` in the provider's API's shape.
+fn provider_body<T>(api: Api, input: &str, intent: &str, reply: &str) -> (String, String, bool)
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let reply = api.reply(reply);
+    let server = {
+        let seen = Arc::clone(&seen);
+        Loopback::start_routed(move |_, path, body| {
+            seen.lock()
+                .expect("lock")
+                .push((path.to_owned(), String::from_utf8_lossy(body).into_owned()));
+            reply.clone()
+        })
+    };
+    let provider = api.provider(&server);
+    let enforced = provider.enforces_schema(&typed_request::<T, str>(true, input, intent));
+    let client = IntentClient::builder()
+        .shared_provider(provider)
+        .max_attempts(1)
+        .build()
+        .expect("client");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result: AIResult<T> =
+        rt.block_on(client.transform(input, intent, IntentOptions::<T>::new()));
+    assert!(result.is_success(), "{}: {:?}", api.label(), result.issues);
+    let (path, body) = seen
+        .lock()
+        .expect("lock")
+        .pop()
+        .expect("the call sent a request");
+    assert_eq!(path, api.path(), "{} posts to its API's path", api.label());
+    (path, body, enforced)
+}
+
+fn print_providers(bpe: &CoreBPE, quick: bool) {
+    println!();
+    println!(
+        "## 5. typed calls of part 1 through each HTTP provider: tokens of the request body as sent"
+    );
+    println!(
+        "{:<17} {:<16} {:>6} {:>8} {:>7} {:>7} {:>5} {:>6} {:>6} {:>9}  path",
+        "target",
+        "provider",
+        "body",
+        "prompts",
+        "schema",
+        "(alone)",
+        "rest",
+        "as 1.",
+        "bytes",
+        "enforced",
+    );
+    let count = |text: &str| bpe.encode_ordinary(text).len();
+    let mut bodies = Vec::new();
+    let sentiment = json!({"value": "Positive"}).to_string();
+    let targets = [
+        ("invoice (Invoice)", INVOICE_DOCUMENT, INVOICE_INTENT),
+        ("enum (Sentiment)", REVIEW, SENTIMENT_INTENT),
+    ];
+    let calls = targets
+        .iter()
+        .flat_map(|target| Api::ALL.map(|api| (*target, api)));
+    for ((target, input, intent), api) in calls {
+        let (path, body, enforced) = if target.starts_with("invoice") {
+            provider_body::<Invoice>(api, input, intent, &support::invoice_reply())
+        } else {
+            provider_body::<Sentiment>(api, input, intent, &sentiment)
+        };
+        let parsed: Value = serde_json::from_str(&body).expect("the body is JSON");
+        let (prompts, schema) = body_parts(api, &parsed);
+        let total = count(&body);
+        let prompt_tokens: usize = prompts.iter().map(|text| count(text)).sum();
+        let schema_text = schema.as_ref().map(Value::to_string).unwrap_or_default();
+        let schema_tokens = count(&schema_text);
+        // The schema object alone, without the member's wrapping (name, strict, type).
+        let bare = match api {
+            Api::OpenAi | Api::AzureOpenAi => schema
+                .as_ref()
+                .and_then(|s| s.pointer("/json_schema/schema")),
+            Api::OpenAiResponses => schema.as_ref().and_then(|s| s.pointer("/format/schema")),
+            Api::Gemini => schema.as_ref(),
+        };
+        let bare_tokens = bare.map_or(0, |bare| count(&bare.to_string()));
+        // Counted as part 1 counts a request: the prompts, OpenAI's chat framing, the schema.
+        let as_part_1 = prompt_tokens + 4 * prompts.len() + 3 + schema_tokens;
+        println!(
+            "{target:<17} {:<16} {total:>6} {prompt_tokens:>8} {schema_tokens:>7} {bare_tokens:>7} {:>5} {as_part_1:>6} {:>6} {:>9}  {path}",
+            api.label(),
+            total.saturating_sub(prompt_tokens + schema_tokens),
+            body.len(),
+            if enforced { "yes" } else { "no" },
+        );
+        bodies.push((target, api, body));
+    }
+    if !quick {
+        for (target, api, body) in bodies {
+            println!("\n=== {target}, {} ===\n{body}", api.label());
+        }
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick" || a == "--test");
     let bpe = Arc::new(tiktoken_rs::o200k_base().expect("the o200k encoding is embedded"));
     print_targets(&bpe);
     print_peers(&bpe, quick);
     print_retries(&bpe, quick);
-    print_cached(bpe);
+    print_cached(Arc::clone(&bpe));
+    print_providers(&bpe, quick);
 }

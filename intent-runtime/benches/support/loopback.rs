@@ -213,6 +213,149 @@ pub fn chat_completion(content: &str) -> String {
     .to_string()
 }
 
+/// An Azure OpenAI Chat Completions reply whose message content is `content`: the Chat
+/// Completions shape with the content filter's verdicts on the prompt and the choice (the
+/// reply of example B1 in `tests/tests/provider_azure.rs`).
+pub fn azure_chat_completion(content: &str) -> String {
+    let clean = serde_json::json!({
+        "hate": {"filtered": false, "severity": "safe"},
+        "self_harm": {"filtered": false, "severity": "safe"},
+        "sexual": {"filtered": false, "severity": "safe"},
+        "violence": {"filtered": false, "severity": "safe"}
+    });
+    serde_json::json!({
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1_764_000_000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": clean}],
+        "choices": [{
+            "index": 0,
+            "finish_reason": "stop",
+            "logprobs": null,
+            "message": {"role": "assistant", "content": content, "refusal": null},
+            "content_filter_results": clean
+        }],
+        "system_fingerprint": "fp_bench",
+        "usage": {"prompt_tokens": 480, "completion_tokens": 610, "total_tokens": 1090,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0}}
+    })
+    .to_string()
+}
+
+/// An OpenAI Responses API reply (a `response` object) with one message whose output text
+/// is `content` (the shape of example C1 in `tests/tests/provider_responses.rs`).
+pub fn responses_reply(content: &str) -> String {
+    serde_json::json!({
+        "id": "resp_bench", "object": "response", "created_at": 1_764_000_000,
+        "status": "completed", "error": null, "incomplete_details": null,
+        "instructions": null, "max_output_tokens": null,
+        "model": "gpt-4o-mini-2024-07-18",
+        "output": [{
+            "id": "msg_bench", "type": "message", "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": content}]
+        }],
+        "parallel_tool_calls": true, "previous_response_id": null, "store": false,
+        "temperature": 1.0, "tool_choice": "auto", "tools": [], "top_p": 1.0, "metadata": {},
+        "usage": {"input_tokens": 480, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 610, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 1090}
+    })
+    .to_string()
+}
+
+/// A Gemini `generateContent` reply with one candidate whose text is `content` (the shape
+/// of example A1 in `tests/tests/provider_gemini.rs`).
+pub fn gemini_reply(content: &str) -> String {
+    serde_json::json!({
+        "candidates": [{
+            "content": {"role": "model", "parts": [{"text": content}]},
+            "finishReason": "STOP",
+            "index": 0
+        }],
+        "usageMetadata": {
+            "promptTokenCount": 480, "candidatesTokenCount": 610, "thoughtsTokenCount": 0,
+            "totalTokenCount": 1090, "cachedContentTokenCount": 0,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 480}]
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "bench-response"
+    })
+    .to_string()
+}
+
+/// The HTTP providers the benches call through a loopback server, each answered in its
+/// own API's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `OpenAi`, Chat Completions.
+    OpenAi,
+    /// `AzureOpenAi`, the v1 API of a resource (Chat Completions with an `api-key`).
+    AzureOpenAi,
+    /// `OpenAiResponses`, the Responses API.
+    OpenAiResponses,
+    /// `Gemini`, `generateContent`.
+    Gemini,
+}
+
+impl Api {
+    /// Every provider, OpenAI's Chat Completions first (the reference row).
+    pub const ALL: [Api; 4] = [
+        Api::OpenAi,
+        Api::AzureOpenAi,
+        Api::OpenAiResponses,
+        Api::Gemini,
+    ];
+
+    /// The provider's type name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::OpenAi => "OpenAi",
+            Api::AzureOpenAi => "AzureOpenAi",
+            Api::OpenAiResponses => "OpenAiResponses",
+            Api::Gemini => "Gemini",
+        }
+    }
+
+    /// The path the provider posts to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::OpenAi => "/v1/chat/completions",
+            Api::AzureOpenAi => "/openai/v1/chat/completions",
+            Api::OpenAiResponses => "/v1/responses",
+            Api::Gemini => "/v1beta/models/gemini-2.5-flash:generateContent",
+        }
+    }
+
+    /// The provider, pointed at `server`.
+    pub fn provider(self, server: &Loopback) -> Arc<dyn intent_rs::provider::Provider> {
+        use intent_rs::provider::{AzureOpenAi, Gemini, OpenAi, OpenAiResponses};
+        let root = format!("http://{}", server.addr);
+        match self {
+            Api::OpenAi => Arc::new(OpenAi::new("sk-bench").with_base_url(server.base_url())),
+            Api::AzureOpenAi => Arc::new(AzureOpenAi::new(root, "bench-key", "gpt-4o-mini")),
+            Api::OpenAiResponses => {
+                Arc::new(OpenAiResponses::new("sk-bench").with_base_url(server.base_url()))
+            }
+            Api::Gemini => {
+                Arc::new(Gemini::new("bench-key").with_base_url(format!("{root}/v1beta")))
+            }
+        }
+    }
+
+    /// A successful reply of the provider's API whose text is `content`.
+    pub fn reply(self, content: &str) -> String {
+        match self {
+            Api::OpenAi => chat_completion(content),
+            Api::AzureOpenAi => azure_chat_completion(content),
+            Api::OpenAiResponses => responses_reply(content),
+            Api::Gemini => gemini_reply(content),
+        }
+    }
+}
+
 /// Peak resident memory of this process since the last [`reset_peak_rss`], in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
