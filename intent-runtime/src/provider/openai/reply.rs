@@ -3,6 +3,7 @@
 
 use reqwest::StatusCode;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::provider::error::bounded_message;
@@ -33,9 +34,10 @@ struct Choice {
     finish_reason: Option<String>,
     #[serde(default)]
     logprobs: Option<ChoiceLogprobs>,
-    /// Azure OpenAI's verdict on the choice, per category.
+    /// Azure OpenAI's verdict on the choice, per category: kept as text and read only
+    /// when the filter withheld the reply (every Azure reply carries one).
     #[serde(default)]
-    content_filter_results: Option<Map<String, Value>>,
+    content_filter_results: Option<Box<RawValue>>,
 }
 
 /// `choices[0].logprobs`: `content` holds one entry per output token.
@@ -82,6 +84,14 @@ pub(crate) fn parse_reply(
     let Some(choice) = parsed.choices.into_iter().next() else {
         return Err(invalid("the reply has no choices".to_owned()));
     };
+    let filtered = match (&choice.finish_reason, &choice.content_filter_results) {
+        (Some(reason), Some(results)) if reason == "content_filter" => {
+            serde_json::from_str::<Map<String, Value>>(results.get())
+                .map(|results| filtered_categories(&results))
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     let parts = ChatParts {
         content: choice.message.content,
         refusal: choice.message.refusal,
@@ -90,11 +100,7 @@ pub(crate) fn parse_reply(
         model: parsed.model,
         logprobs: choice.logprobs.and_then(|logprobs| logprobs.content),
         id: parsed.id,
-        filtered: choice
-            .content_filter_results
-            .as_ref()
-            .map(filtered_categories)
-            .unwrap_or_default(),
+        filtered,
     };
     Ok(parts.into_reply(
         requested_model,
