@@ -1,21 +1,29 @@
 //! OpenAI's Batch API: the requests as a JSONL file uploaded with `purpose` `batch`, one
-//! batch per file for `/v1/chat/completions` within 24 hours, polled, its output and error
-//! files read back line by line.
+//! batch per file within 24 hours, polled, its output and error files read back line by
+//! line.
+//!
+//! One adapter, [`OpenAiBatch`], speaks it for every endpoint a batch can ask for; what
+//! differs between them (the connection, the `url` of each line and the batch's
+//! `endpoint`, the line's body, the reply's parser) is a [`BatchEndpoint`]: Chat
+//! Completions' ([`ChatEndpoint`], `/v1/chat/completions`, used by OpenAI and Azure
+//! OpenAI) here, the Responses API's (`/v1/responses`) in its own folder.
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use std::fmt;
+
+use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::OpenAi;
 use super::endpoint::ChatEndpoint;
-use super::reply::parse_reply;
+use super::reply::{REQUEST_ID_HEADER, parse_reply};
 use super::request::ChatBody;
 use crate::provider::batch::{
     BatchApi, BatchLimits, BatchProvider, BatchState, Input, Lines, Outcome, Sink, Submitting,
 };
-use crate::provider::http::{self, RawResponse};
-use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
+use crate::provider::http::{self, Connection, RawResponse};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
 
 /// OpenAI's limits on one batch's input file: 50,000 requests and 200 MB.
 pub(crate) const OPENAI_BATCH_LIMITS: BatchLimits = BatchLimits {
@@ -23,17 +31,94 @@ pub(crate) const OPENAI_BATCH_LIMITS: BatchLimits = BatchLimits {
     max_bytes: 200 * 1024 * 1024,
 };
 
+/// What one endpoint a batch asks for brings to [`OpenAiBatch`]: the files and batches
+/// calls are the same for every endpoint; the lines and their results are the endpoint's.
+pub(crate) trait BatchEndpoint: fmt::Debug + Send + Sync + 'static {
+    /// The body of one request, as a live call sends it.
+    type Body<'a>: Serialize
+    where
+        Self: 'a;
+
+    /// The connection (API root, key, model, transport) the batch shares with live calls;
+    /// its provider name is the batch's.
+    fn connection(&self) -> &Connection;
+
+    /// The headers that carry the key, marked sensitive.
+    fn auth_headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError>;
+
+    /// The `url` every line asks for and the batch's `endpoint` (the path as the Batch API
+    /// names it: `/v1/chat/completions`, `/v1/responses`).
+    fn line_url(&self) -> &'static str;
+
+    /// The body of `request` in a line; `schema` is `http::schema_json` of its schema. A
+    /// request the endpoint would refuse before sending is refused here.
+    fn line_body<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        schema: Option<&'a RawValue>,
+    ) -> Result<Self::Body<'a>, ProviderError>;
+
+    /// About how many bytes `body` serialises to (the line's buffer is sized by it).
+    fn body_size_hint(body: &Self::Body<'_>) -> usize;
+
+    /// A result line's body with a success status, read as a live reply is.
+    fn parse_result(&self, raw: &RawResponse) -> Result<ProviderReply, ProviderError>;
+
+    /// The classified error of a reply with an error status (a batch call's, or a result
+    /// line's).
+    fn error_reply(&self, raw: &RawResponse) -> ProviderError;
+}
+
+/// Chat Completions: the line's `url` is the address's (`/v1/chat/completions` on OpenAI,
+/// `/chat/completions` on Azure's v1 API), its body a live call's.
+impl BatchEndpoint for ChatEndpoint {
+    type Body<'a> = ChatBody<'a>;
+
+    fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    fn auth_headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError> {
+        ChatEndpoint::auth_headers(self)
+    }
+
+    fn line_url(&self) -> &'static str {
+        self.address.batch_line_url
+    }
+
+    fn line_body<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        schema: Option<&'a RawValue>,
+    ) -> Result<ChatBody<'a>, ProviderError> {
+        self.body(request, schema)
+    }
+
+    fn body_size_hint(body: &ChatBody<'_>) -> usize {
+        body.size_hint()
+    }
+
+    fn parse_result(&self, raw: &RawResponse) -> Result<ProviderReply, ProviderError> {
+        parse_reply(&self.connection.provider, raw, "", self.connection.secret())
+    }
+
+    fn error_reply(&self, raw: &RawResponse) -> ProviderError {
+        ChatEndpoint::error_reply(self, raw)
+    }
+}
+
+/// The Batch API for one endpoint.
 #[derive(Debug)]
-pub(crate) struct OpenAiBatch {
-    endpoint: ChatEndpoint,
+pub(crate) struct OpenAiBatch<E> {
+    endpoint: E,
 }
 
 #[derive(Serialize)]
-struct Line<'a> {
+struct Line<'a, B> {
     custom_id: &'a str,
     method: &'static str,
     url: &'static str,
-    body: ChatBody<'a>,
+    body: B,
 }
 
 #[derive(Deserialize)]
@@ -88,8 +173,10 @@ struct BatchErrorLine {
     line: Option<u64>,
 }
 
+/// One line of a batch's output or error file (crate-visible for the Responses adapter's
+/// tests, which read lines through [`OpenAiBatch::outcome`]).
 #[derive(Deserialize)]
-struct OutputLine {
+pub(crate) struct OutputLine {
     custom_id: String,
     response: Option<OutputResponse>,
     error: Option<OutputError>,
@@ -108,27 +195,21 @@ struct OutputError {
     message: Option<String>,
 }
 
-impl OpenAiBatch {
-    pub(crate) fn new(endpoint: ChatEndpoint) -> Self {
+impl<E: BatchEndpoint> OpenAiBatch<E> {
+    pub(crate) fn new(endpoint: E) -> Self {
         Self { endpoint }
     }
 
     fn name(&self) -> &str {
-        &self.endpoint.connection.provider
+        &self.endpoint.connection().provider
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.endpoint.connection().secret()
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.endpoint.connection.base_url())
-    }
-
-    fn invalid(&self, raw: &RawResponse, what: &str) -> ProviderError {
-        http::invalid_response(
-            self.name(),
-            raw,
-            what,
-            "x-request-id",
-            self.endpoint.connection.secret(),
-        )
+        format!("{}{path}", self.endpoint.connection().base_url())
     }
 
     /// Sends a request and reads its JSON reply as `R`, a non-success status classified
@@ -138,23 +219,29 @@ impl OpenAiBatch {
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
         what: &str,
     ) -> Result<R, ProviderError> {
-        let endpoint = &self.endpoint;
-        let headers = endpoint.auth_headers()?;
-        let raw = endpoint
-            .connection
+        let headers = self.endpoint.auth_headers()?;
+        let raw = self
+            .endpoint
+            .connection()
             .transport
-            .send_built(self.name(), build, &headers, endpoint.connection.secret())
+            .send_built(self.name(), build, &headers, self.secret())
             .await?;
         if !raw.status.is_success() {
-            return Err(endpoint.error_reply(&raw));
+            return Err(self.endpoint.error_reply(&raw));
         }
-        serde_json::from_slice(&raw.body)
-            .map_err(|error| self.invalid(&raw, &format!("the reply is not {what} ({error})")))
+        serde_json::from_slice(&raw.body).map_err(|error| {
+            http::invalid_response(
+                self.name(),
+                &raw,
+                &format!("the reply is not {what} ({error})"),
+                REQUEST_ID_HEADER,
+                self.secret(),
+            )
+        })
     }
 
     /// One output or error line as the item's outcome.
-    fn outcome(&self, line: OutputLine) -> (String, Outcome) {
-        let name = self.name();
+    pub(crate) fn outcome(&self, line: OutputLine) -> (String, Outcome) {
         let outcome = match (line.response, line.error) {
             (Some(response), _) => {
                 let raw = RawResponse {
@@ -163,31 +250,30 @@ impl OpenAiBatch {
                     headers: reqwest::header::HeaderMap::new(),
                     body: bytes::Bytes::copy_from_slice(response.body.get().as_bytes()),
                 };
-                let endpoint = &self.endpoint;
                 let outcome = if raw.status.is_success() {
-                    parse_reply(name, &raw, "", endpoint.connection.secret())
+                    self.endpoint.parse_result(&raw)
                 } else {
-                    Err(endpoint.error_reply(&raw))
+                    Err(self.endpoint.error_reply(&raw))
                 };
-                outcome
-                    .map(|mut reply| {
-                        reply.request_id = response.request_id.clone();
-                        reply
-                    })
-                    .map_err(|error| match response.request_id {
-                        Some(id) => error.with_request_id(id),
-                        None => error,
-                    })
+                match response.request_id {
+                    Some(id) => outcome
+                        .map(|mut reply| {
+                            reply.request_id = Some(id.clone());
+                            reply
+                        })
+                        .map_err(|error| error.with_request_id(id)),
+                    None => outcome,
+                }
             }
             (None, Some(error)) => Err(line_error(
-                name,
+                self.name(),
                 error.code.as_deref(),
                 error.message,
-                self.endpoint.connection.secret(),
+                self.secret(),
             )),
             (None, None) => Err(ProviderError::new(
                 ProviderErrorKind::InvalidResponse,
-                name,
+                self.name(),
                 "the batch's result line holds neither a response nor an error",
             )),
         };
@@ -219,7 +305,7 @@ fn line_error(
 }
 
 #[async_trait::async_trait]
-impl BatchApi for OpenAiBatch {
+impl<E: BatchEndpoint> BatchApi for OpenAiBatch<E> {
     fn name(&self) -> &str {
         OpenAiBatch::name(self)
     }
@@ -229,11 +315,11 @@ impl BatchApi for OpenAiBatch {
     }
 
     fn secret(&self) -> Option<&str> {
-        self.endpoint.connection.secret()
+        OpenAiBatch::secret(self)
     }
 
     fn model_of(&self, request: &ProviderRequest) -> String {
-        self.endpoint.connection.model_of(request).to_owned()
+        self.endpoint.connection().model_of(request).to_owned()
     }
 
     async fn line(
@@ -241,16 +327,15 @@ impl BatchApi for OpenAiBatch {
         custom_id: &str,
         request: &ProviderRequest,
     ) -> Result<Vec<u8>, ProviderError> {
-        let endpoint = &self.endpoint;
         let schema = request.schema.as_ref().map(http::schema_json);
-        let body = endpoint.body(request, schema.as_deref())?;
-        let mut line = Vec::with_capacity(body.size_hint() + 96);
+        let body = self.endpoint.line_body(request, schema.as_deref())?;
+        let mut line = Vec::with_capacity(E::body_size_hint(&body) + 96);
         serde_json::to_writer(
             &mut line,
             &Line {
                 custom_id,
                 method: "POST",
-                url: self.endpoint.address.batch_line_url,
+                url: self.endpoint.line_url(),
                 body,
             },
         )
@@ -302,7 +387,7 @@ impl BatchApi for OpenAiBatch {
         // the reply is recorded (`find`).
         let body = json!({
             "input_file_id": uploaded.id,
-            "endpoint": self.endpoint.address.batch_line_url,
+            "endpoint": self.endpoint.line_url(),
             "completion_window": "24h",
             "metadata": {TAG_KEY: tag},
         })
@@ -392,10 +477,7 @@ impl BatchApi for OpenAiBatch {
                 } else {
                     format!("the batch failed: {}", reasons.join("; "))
                 };
-                return Ok(BatchState::Failed(http::redact(
-                    &reason,
-                    self.endpoint.connection.secret(),
-                )));
+                return Ok(BatchState::Failed(http::redact(&reason, self.secret())));
             }
             "expired" => (
                 ProviderErrorKind::Timeout,
@@ -424,16 +506,14 @@ impl BatchApi for OpenAiBatch {
         handles: &[String],
         sink: &mut Sink<'_>,
     ) -> Result<(), ProviderError> {
-        let endpoint = &self.endpoint;
-        let headers = endpoint.auth_headers()?;
-        let transport = &endpoint.connection.transport;
+        let (name, secret) = (self.name(), self.secret());
+        let headers = self.endpoint.auth_headers()?;
+        let transport = &self.endpoint.connection().transport;
         for file in handles {
             let url = self.url(&format!("/files/{file}/content"));
-            let mut response = transport
-                .open_get(self.name(), &url, &headers, endpoint.connection.secret())
-                .await?;
+            let mut response = transport.open_get(name, &url, &headers, secret).await?;
             if !response.status().is_success() {
-                return Err(endpoint.error_reply(&http::read_error(response).await));
+                return Err(self.endpoint.error_reply(&http::read_error(response).await));
             }
             let mut lines = Lines::default();
             let mut each = |line: &[u8]| {
@@ -446,16 +526,13 @@ impl BatchApi for OpenAiBatch {
                         sink(&custom_id, outcome);
                     }
                     Err(error) => tracing::warn!(
-                        provider = self.name(),
+                        provider = name,
                         %error,
                         "a batch result line could not be read; its item is reported as unanswered"
                     ),
                 }
             };
-            while let Some(chunk) = transport
-                .next_chunk(self.name(), &mut response, endpoint.connection.secret())
-                .await?
-            {
+            while let Some(chunk) = transport.next_chunk(name, &mut response, secret).await? {
                 lines.push(&chunk, &mut each);
             }
             lines.finish(&mut each);

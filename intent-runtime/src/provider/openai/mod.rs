@@ -1,7 +1,7 @@
 //! OpenAI's Chat Completions API as a [`Provider`]: strict `json_schema`, `json_object` and
 //! text replies, refusals, truncation and classified errors.
 
-mod batch;
+pub(crate) mod batch;
 pub(crate) mod endpoint;
 pub(crate) mod reply;
 pub(crate) mod request;
