@@ -1,6 +1,6 @@
 //! What a provider's batch API offers batch jobs (`IntentClient::batch`): one request as a
 //! line of a submission, a submission, its state, its results, its cancellation. Each
-//! wire API's folder implements [`BatchApi`] for its own batch endpoint (OpenAI's Batch
+//! wire API's folder implements `BatchApi` for its own batch endpoint (OpenAI's Batch
 //! API in `openai/batch.rs`, Anthropic's Message Batches in `anthropic/batch.rs`, the
 //! offline one in `scripted/batch.rs`) and adds its [`BatchProvider`] constructor there.
 

@@ -41,7 +41,7 @@ pub enum ProviderConfigError {
         /// What it may hold.
         accepted: &'static str,
     },
-    /// No provider is configured in the environment ([`from_env`](super::from_env)).
+    /// No provider is configured in the environment ([`from_env`](crate::provider::from_env)).
     #[error(
         "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \
          (Anthropic), GEMINI_API_KEY (Gemini), AZURE_OPENAI_ENDPOINT (Azure OpenAI) or \

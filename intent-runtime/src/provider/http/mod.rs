@@ -1,9 +1,16 @@
-//! Shared HTTP plumbing of the HTTP providers: the pooled `reqwest` client, timeouts, turning
-//! transport failures and error replies into [`ProviderError`]s, `retry-after` parsing and
-//! short body excerpts.
+//! The HTTP layer every provider sends through, which knows no wire API: the pooled
+//! `reqwest` client, timeouts and the response size limit (`transport`), one reply as read
+//! (`response`), turning transport failures and error replies into
+//! [`ProviderError`](crate::provider::ProviderError)s with `retry-after` advice and key
+//! redaction (`classify`), server-sent-event framing (`sse`), the settings every HTTP
+//! provider has and the one send path they use (`connection`), and reading settings from
+//! the environment (`variables`). Each wire API's folder above it builds its bodies and
+//! reads its replies; Gemini reads its own error bodies (Google's status names and
+//! `RetryInfo`, see `gemini/errors.rs`). The same expectations are tested against every
+//! provider in `tests/tests/provider_conformance.rs`.
 //!
 //! How failures are classified (every provider; `x-should-retry: true|false` overrides the
-//! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`]):
+//! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`](crate::provider::ProviderError::retry_after)):
 //!
 //! | kind | OpenAI and compatible servers | Anthropic | transient |
 //! | --- | --- | --- | --- |
