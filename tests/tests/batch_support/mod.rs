@@ -1,4 +1,5 @@
-//! Loopback servers speaking OpenAI's Batch API and Anthropic's Message Batches, with the
+//! Loopback servers speaking OpenAI's Batch API, Anthropic's Message Batches and Gemini's
+//! Batch Mode, with the
 //! behaviours the batch tests need: results out of order, per-item errors, a failed batch,
 //! cancellation, batches held back until released, and a record of every submitted
 //! request.
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use intent_rs::IntentClient;
-use intent_rs::provider::{Anthropic, OpenAi};
+use intent_rs::provider::{Anthropic, Gemini, OpenAi};
 use serde_json::{Value, json};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -117,6 +118,9 @@ pub struct Behaviour {
     /// The provider has forgotten this many of the first batches and their results (404),
     /// as it does some days after a batch ended.
     pub forget: Option<Arc<AtomicUsize>>,
+    /// Gemini: a done batch shows its results only under the operation's `response`,
+    /// not under `metadata.output`.
+    pub results_in_response: bool,
 }
 
 impl Behaviour {
@@ -201,9 +205,13 @@ impl Fake {
             .batches
             .iter()
             .flat_map(|(_, lines)| {
-                lines
-                    .iter()
-                    .map(|l| l["custom_id"].as_str().unwrap().to_owned())
+                lines.iter().map(|l| {
+                    l["custom_id"]
+                        .as_str()
+                        .or(l["metadata"]["key"].as_str())
+                        .unwrap()
+                        .to_owned()
+                })
             })
             .collect()
     }
@@ -216,6 +224,7 @@ impl Fake {
             .map(|line| {
                 line.get("body")
                     .or_else(|| line.get("params"))
+                    .or_else(|| line.get("request"))
                     .cloned()
                     .unwrap()
             })
@@ -677,6 +686,229 @@ pub async fn anthropic(answer: Answer, behaviour: Behaviour) -> Fake {
             answer,
             behaviour,
             uri: server.uri(),
+        })
+        .mount(&server)
+        .await;
+    Fake { server, state }
+}
+
+// ---------------------------------------------------------------------------------------
+// Gemini
+
+/// A client of Gemini's Batch Mode at the fake `fake`.
+pub fn gemini_client(fake: &Fake) -> IntentClient {
+    let provider = Gemini::new(KEY)
+        .with_base_url(format!("{}/v1beta", fake.server.uri()))
+        .with_model("gemini-test");
+    IntentClient::builder().provider(provider).build().unwrap()
+}
+
+/// The first user turn of a `GenerateContentRequest`.
+pub fn gemini_user(body: &Value) -> String {
+    body["contents"]
+        .as_array()
+        .and_then(|contents| contents.iter().find(|c| c["role"] == "user"))
+        .and_then(|content| content["parts"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Whether a `GenerateContentRequest` continues an earlier attempt.
+pub fn gemini_is_retry(body: &Value) -> bool {
+    body["contents"]
+        .as_array()
+        .is_some_and(|contents| contents.iter().any(|c| c["role"] == "model"))
+}
+
+fn generate_response(text: &str) -> Value {
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+            "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 4, "totalTokenCount": 24},
+        "modelVersion": "gemini-test-2025",
+        "responseId": "resp-b"
+    })
+}
+
+struct GeminiFake {
+    state: Arc<Mutex<FakeState>>,
+    answer: Answer,
+    behaviour: Behaviour,
+}
+
+impl GeminiFake {
+    /// Answers batch `id`'s requests (the first `answered` only, when canceled); an
+    /// error of status 0 is written with a `google.rpc.Code` (3) rather than an HTTP
+    /// status.
+    fn finish(&self, state: &mut FakeState, id: &str, answered: Option<usize>) {
+        let lines = state
+            .batches
+            .iter()
+            .find(|(batch, _)| batch == id)
+            .map(|(_, lines)| lines.clone())
+            .unwrap_or_default();
+        let mut output: Vec<Value> = lines
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| answered.is_none_or(|answered| *index < answered))
+            .map(|(_, line)| {
+                let metadata = line["metadata"].clone();
+                match (self.answer)(&line["request"]) {
+                    Ok(text) => json!({"response": generate_response(&text), "metadata": metadata}),
+                    Err((0, message)) => {
+                        json!({"error": {"code": 3, "message": message}, "metadata": metadata})
+                    }
+                    Err((status, message)) => json!({"error": {"code": status, "message": message,
+                        "status": "INVALID_ARGUMENT"}, "metadata": metadata}),
+                }
+            })
+            .collect();
+        if self.behaviour.reversed {
+            output.reverse();
+        }
+        state.outputs.insert(id.to_owned(), (output, Vec::new()));
+    }
+
+    fn operation(&self, state: &FakeState, id: &str) -> Value {
+        let status = state.status[id].clone();
+        let mut batch = state.metadata[id].clone();
+        batch["state"] = json!(status);
+        let mut operation = json!({"name": format!("batches/{id}"), "metadata": batch});
+        match status.as_str() {
+            "BATCH_STATE_PENDING" | "BATCH_STATE_RUNNING" => {}
+            "BATCH_STATE_FAILED" => {
+                operation["done"] = json!(true);
+                operation["error"] = json!({"code": 3,
+                    "message": format!("Request payload is invalid: the key {KEY} is not a model")});
+            }
+            _ => {
+                operation["done"] = json!(true);
+                let inlined = json!({"inlinedResponses": {"inlinedResponses":
+                    state.outputs.get(id).map(|(output, _)| output.clone()).unwrap_or_default()}});
+                if self.behaviour.results_in_response {
+                    let mut response = inlined;
+                    response["@type"] = json!(
+                        "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
+                    );
+                    operation["response"] = response;
+                } else {
+                    operation["metadata"]["output"] = inlined;
+                }
+            }
+        }
+        operation
+    }
+}
+
+impl Respond for GeminiFake {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let key = request
+            .headers
+            .get("x-goog-api-key")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if key != KEY || request.url.query().is_some_and(|q| q.contains(KEY)) {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {"code": 400,
+                "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}}));
+        }
+        let path = request.url.path().to_owned();
+        let method = request.method.as_str().to_owned();
+        let mut state = self.state.lock().unwrap();
+        let rest = path.strip_prefix("/v1beta/").unwrap_or(&path).to_owned();
+        match (method.as_str(), rest.as_str()) {
+            ("POST", p) if p.starts_with("models/") && p.ends_with(":generateContent") => {
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                let text = (self.answer)(&body).unwrap_or_default();
+                state.live.push(body);
+                ResponseTemplate::new(200).set_body_json(generate_response(&text))
+            }
+            ("POST", p) if p.starts_with("models/") && p.ends_with(":batchGenerateContent") => {
+                let model = p.trim_end_matches(":batchGenerateContent").to_owned();
+                state
+                    .submitted
+                    .push((request.body.len(), announced_length(request)));
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                let lines = body["batch"]["inputConfig"]["requests"]["requests"]
+                    .as_array()
+                    .unwrap()
+                    .clone();
+                let id = format!("gb{}", state.batches.len() + 1);
+                state.batches.push((id.clone(), lines));
+                state.created_at.insert(id.clone(), now_s());
+                state.metadata.insert(id.clone(), json!({
+                    "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                    "model": model, "displayName": body["batch"]["displayName"]}));
+                let status = if self.behaviour.fail {
+                    "BATCH_STATE_FAILED"
+                } else {
+                    "BATCH_STATE_PENDING"
+                };
+                state.status.insert(id.clone(), status.to_owned());
+                self.behaviour
+                    .created(ResponseTemplate::new(200).set_body_json(self.operation(&state, &id)))
+            }
+            ("POST", p) if p.starts_with("batches/") && p.ends_with(":cancel") => {
+                let id = p
+                    .trim_start_matches("batches/")
+                    .trim_end_matches(":cancel")
+                    .to_owned();
+                state.canceled.push(id.clone());
+                if state.status[&id] != "BATCH_STATE_SUCCEEDED" {
+                    state
+                        .status
+                        .insert(id.clone(), "BATCH_STATE_CANCELLED".to_owned());
+                    let answered = self.behaviour.answered_on_cancel;
+                    self.finish(&mut state, &id, Some(answered));
+                }
+                ResponseTemplate::new(200).set_body_json(json!({}))
+            }
+            ("GET", p) if p.starts_with("batches/") => {
+                let id = p.trim_start_matches("batches/").to_owned();
+                if !state.status.contains_key(&id) {
+                    return ResponseTemplate::new(404).set_body_json(json!({"error": {"code": 404,
+                        "message": "Requested entity was not found.", "status": "NOT_FOUND"}}));
+                }
+                state.polls += 1;
+                let looks = {
+                    let looks = state.looks.entry(id.clone()).or_default();
+                    *looks += 1;
+                    *looks
+                };
+                let held = self.behaviour.holds(&state, &id);
+                let status = state.status[&id].clone();
+                if (status == "BATCH_STATE_PENDING" || status == "BATCH_STATE_RUNNING")
+                    && !held
+                    && looks > self.behaviour.looks
+                {
+                    state
+                        .status
+                        .insert(id.clone(), "BATCH_STATE_SUCCEEDED".to_owned());
+                    self.finish(&mut state, &id, None);
+                } else if status == "BATCH_STATE_PENDING" {
+                    state
+                        .status
+                        .insert(id.clone(), "BATCH_STATE_RUNNING".to_owned());
+                }
+                if state.status[&id] == "BATCH_STATE_SUCCEEDED" {
+                    state.result_reads += 1;
+                }
+                ResponseTemplate::new(200).set_body_json(self.operation(&state, &id))
+            }
+            _ => ResponseTemplate::new(404).set_body_json(json!({"error": {"code": 404,
+                "message": format!("no route {method} {path}"), "status": "NOT_FOUND"}})),
+        }
+    }
+}
+
+/// A loopback Gemini API at `<uri>/v1beta`.
+pub async fn gemini(answer: Answer, behaviour: Behaviour) -> Fake {
+    let server = MockServer::start().await;
+    let state = Arc::new(Mutex::new(FakeState::default()));
+    Mock::given(any())
+        .respond_with(GeminiFake {
+            state: state.clone(),
+            answer,
+            behaviour,
         })
         .mount(&server)
         .await;

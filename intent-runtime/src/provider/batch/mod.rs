@@ -1,8 +1,9 @@
 //! What a provider's batch API offers batch jobs (`IntentClient::batch`): one request as a
 //! line of a submission, a submission, its state, its results, its cancellation. Each
 //! wire API's folder implements `BatchApi` for its own batch endpoint (OpenAI's Batch
-//! API in `openai/batch.rs`, Anthropic's Message Batches in `anthropic/batch.rs`, the
-//! offline one in `scripted/batch.rs`) and adds its [`BatchProvider`] constructor there.
+//! API in `openai/batch.rs`, Anthropic's Message Batches in `anthropic/batch.rs`, Gemini's
+//! Batch Mode in `gemini/batch.rs`, the offline one in `scripted/batch.rs`) and adds its
+//! [`BatchProvider`] constructor there.
 
 pub(crate) mod outcome;
 

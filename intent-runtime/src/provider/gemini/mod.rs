@@ -4,6 +4,7 @@
 //! instruction, finish reasons and blocked prompts mapped onto refusal and truncation,
 //! usage with cached and thinking tokens, log-probabilities, and Google's error bodies.
 
+mod batch;
 mod errors;
 mod reply;
 mod request;
@@ -363,6 +364,11 @@ impl Provider for Gemini {
 
     fn max_top_logprobs(&self) -> Option<u8> {
         self.max_top_logprobs
+    }
+
+    /// Gemini's Batch Mode, with this provider's key, base URL and model.
+    fn batch(&self) -> Option<crate::provider::batch::BatchProvider> {
+        Some(crate::provider::batch::BatchProvider::gemini(self.clone()))
     }
 }
 
