@@ -1,5 +1,6 @@
 //! Batch jobs: many calls sent through a provider's batch API (OpenAI's Batch API,
-//! Anthropic's Message Batches: half the price, answered within a day), every reply
+//! Anthropic's Message Batches, Gemini's Batch Mode: half the price, answered within a
+//! day), every reply
 //! verified, judged and retried exactly as a live call's, and the job's progress kept in a
 //! directory so that a stopped process resumes where it was.
 //!

@@ -15,7 +15,7 @@
 //! | [`compatible`] | [`OpenAiCompatible`]: other servers speaking Chat Completions, through the same folder |
 //! | [`responses`] | OpenAI's Responses API: request bodies, replies, the stream decoder, the Batch API adapter for `/v1/responses`, and [`OpenAiResponses`] |
 //! | [`azure`] | [`AzureOpenAi`]: Azure OpenAI's addresses, keys and content filter over the Chat Completions folder |
-//! | [`gemini`] | Google's Gemini API: request bodies, the schema rewritten to what it honours, replies, errors with `RetryInfo`, the stream decoder, and [`Gemini`] |
+//! | [`gemini`] | Google's Gemini API: request bodies, the schema rewritten to what it honours, replies, errors with `RetryInfo`, the stream decoder, Batch Mode, and [`Gemini`] |
 //! | [`anthropic`] | Messages: request bodies, schema acceptance, replies, the stream decoder, Message Batches, and [`Anthropic`] |
 //! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
 //! | [`batch`] | what a batch API offers batch jobs, whatever the API |
