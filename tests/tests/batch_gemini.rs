@@ -283,3 +283,59 @@ async fn gemini_cancel_cancels_the_batch_and_records_unfinished_items() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn gemini_job_stopped_between_creating_a_batch_and_recording_it_finds_it_by_its_display_name()
+{
+    let stall = Arc::new(AtomicBool::new(true));
+    let fake = batch_support::gemini(
+        answer(),
+        Behaviour {
+            stall_creates: Some(stall.clone()),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = gemini_client(&fake);
+    let dir = dir("create-stop");
+    let texts = [" a", " a b", " a b c"];
+    // The creation reaches the provider, but the process stops before its reply.
+    let first = {
+        let client = client.clone();
+        let options = options(&dir);
+        tokio::spawn(async move { client.batch(items(&texts), options).run().await })
+    };
+    for _ in 0..1000 {
+        if !fake.state().batches.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    assert_eq!(fake.state().batches.len(), 1);
+    stall.store(false, Ordering::SeqCst);
+    // Another job's batch of the same size comes after it (on an earlier page of the
+    // list, newest first): only the display name tells them apart.
+    let other_dir = self::dir("create-stop-other");
+    let other = client
+        .batch(items(&[" x y z w", " x", " y"]), options(&other_dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&other), [Some(4), Some(1), Some(1)]);
+    assert_eq!(fake.state().batches.len(), 2);
+    let results = client
+        .batch(items(&texts), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2), Some(3)]);
+    assert_eq!(
+        fake.state().batches.len(),
+        2,
+        "the batch created before the stop was found, not created again"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&other_dir).unwrap();
+}

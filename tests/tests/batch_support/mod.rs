@@ -847,6 +847,17 @@ impl Respond for GeminiFake {
                 self.behaviour
                     .created(ResponseTemplate::new(200).set_body_json(self.operation(&state, &id)))
             }
+            ("GET", "batches") => {
+                let ids: Vec<String> = state.batches.iter().map(|(id, _)| id.clone()).collect();
+                let (ids, has_more) = page(ids.iter(), query(request, "pageToken").as_deref());
+                let operations: Vec<Value> =
+                    ids.iter().map(|id| self.operation(&state, id)).collect();
+                let mut list = json!({"operations": operations});
+                if has_more {
+                    list["nextPageToken"] = json!(ids.last());
+                }
+                ResponseTemplate::new(200).set_body_json(list)
+            }
             ("POST", p) if p.starts_with("batches/") && p.ends_with(":cancel") => {
                 let id = p
                     .trim_start_matches("batches/")

@@ -17,7 +17,9 @@ use super::errors::{GoogleError, REQUEST_ID_HEADER, error_reply, stream_error};
 use super::reply::parse_reply;
 use super::request::GenerateBody;
 use super::{GEMINI_PROVIDER_NAME, Gemini, model_path, response_schema};
-use crate::provider::batch::{BatchApi, BatchLimits, BatchProvider, BatchState, Input, Sink};
+use crate::provider::batch::{
+    BatchApi, BatchLimits, BatchProvider, BatchState, Input, Sink, Submitting,
+};
 use crate::provider::http::{self, RawResponse, Route};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
 
@@ -38,6 +40,13 @@ const SUFFIX: &[u8] = b"]}}}}";
 /// The most bytes read of one batch operation (its inlined responses included): far
 /// more than a live reply, as a batch's answers come back in one body.
 const MAX_BATCH_REPLY_BYTES: usize = 1024 * 1024 * 1024;
+
+/// Batches on one page of a list (each done one carries its inlined responses, so pages
+/// are kept small).
+const PAGE_SIZE: usize = 20;
+
+/// The most pages a restarted job reads looking for its batch.
+const MAX_PAGES: usize = 50;
 
 /// Gemini's Batch Mode (`models/{model}:batchGenerateContent`, `batches/{id}`).
 #[derive(Debug)]
@@ -74,11 +83,25 @@ struct Operation {
     error: Option<GoogleError>,
 }
 
-/// The `GenerateContentBatch` of an operation's metadata (or response): its state.
+/// The `GenerateContentBatch` of an operation's metadata (or response): its state and
+/// display name.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct BatchStatus {
     #[serde(default)]
     state: Option<String>,
+    #[serde(default)]
+    display_name: Option<String>,
+}
+
+/// A page of `GET batches`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchList {
+    #[serde(default, alias = "batches")]
+    operations: Vec<Operation>,
+    #[serde(default)]
+    next_page_token: Option<String>,
 }
 
 /// An operation read for its results.
@@ -200,6 +223,51 @@ fn failure_reason(error: Option<&GoogleError>, secret: Option<&str>) -> String {
     http::redact(&reason, secret)
 }
 
+/// Where the batch `operation` stands: its state (under `metadata`, or under `response`
+/// once done; `BATCH_STATE_*` or `JOB_STATE_*`), else whether it is done and how.
+fn state_of(operation: &Operation, secret: Option<&str>) -> BatchState {
+    let state = [&operation.metadata, &operation.response]
+        .into_iter()
+        .flatten()
+        .find_map(|batch| batch.state.as_deref())
+        .map(|state| {
+            state
+                .trim_start_matches("BATCH_STATE_")
+                .trim_start_matches("JOB_STATE_")
+                .to_owned()
+        });
+    let missing = match state.as_deref() {
+        Some("SUCCEEDED") => (
+            ProviderErrorKind::InvalidResponse,
+            "the batch's results do not name this request".to_owned(),
+        ),
+        Some("CANCELLED") => (
+            ProviderErrorKind::Canceled,
+            "the batch was canceled before this request was answered".to_owned(),
+        ),
+        Some("EXPIRED") => (
+            ProviderErrorKind::Timeout,
+            "the batch expired before this request was answered".to_owned(),
+        ),
+        Some("FAILED") => {
+            return BatchState::Failed(failure_reason(operation.error.as_ref(), secret));
+        }
+        _ if operation.done && operation.error.is_some() => {
+            return BatchState::Failed(failure_reason(operation.error.as_ref(), secret));
+        }
+        _ if operation.done => (
+            ProviderErrorKind::InvalidResponse,
+            "the batch's results do not name this request".to_owned(),
+        ),
+        _ => return BatchState::Running,
+    };
+    // The results are in the operation itself: `results` reads it again.
+    BatchState::Ended {
+        handles: Vec::new(),
+        missing,
+    }
+}
+
 /// `batches/{id}` (or a bare id) as the id, refused unless it is one path segment of
 /// letters, digits, `-` and `_`, so an id can never change a URL's meaning.
 fn batch_id(name: &str) -> Option<&str> {
@@ -265,11 +333,17 @@ impl GeminiBatch {
     /// than a live reply, so the body is read here with its own bound).
     async fn get(&self, id: &str) -> Result<RawResponse, ProviderError> {
         let url = self.batch_url(id, "")?;
+        self.fetch(&url).await
+    }
+
+    /// Reads `url` whole, up to [`MAX_BATCH_REPLY_BYTES`] (or the response limit, if
+    /// larger).
+    async fn fetch(&self, url: &str) -> Result<RawResponse, ProviderError> {
         let headers = self.headers()?;
         let secret = self.provider.secret();
         let transport = &self.provider.connection.transport;
         let mut response = transport
-            .open_get(GEMINI_PROVIDER_NAME, &url, &headers, secret)
+            .open_get(GEMINI_PROVIDER_NAME, url, &headers, secret)
             .await?;
         if !response.status().is_success() {
             return Err(error_reply(&http::read_error(response).await, secret));
@@ -441,56 +515,53 @@ impl BatchApi for GeminiBatch {
             })
     }
 
+    async fn find(&self, submission: &Submitting<'_>) -> Result<Option<String>, ProviderError> {
+        // A batch keeps its display name, the submission's tag (unique to the job and the
+        // submission): the batch created before the stop is the one that carries it.
+        let list = format!("{}/batches", self.provider.base_url());
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut url = reqwest::Url::parse(&list).map_err(|error| {
+                ProviderError::new(
+                    ProviderErrorKind::Configuration,
+                    GEMINI_PROVIDER_NAME,
+                    format!("the base URL does not make a URL of batches: {error}"),
+                )
+                .not_sent()
+            })?;
+            url.query_pairs_mut()
+                .append_pair("pageSize", &PAGE_SIZE.to_string());
+            if let Some(token) = &token {
+                url.query_pairs_mut().append_pair("pageToken", token);
+            }
+            let raw = self.fetch(url.as_str()).await?;
+            let page: BatchList = self.read(&raw, "a list of batches")?;
+            for operation in &page.operations {
+                let tagged = operation
+                    .metadata
+                    .as_ref()
+                    .and_then(|batch| batch.display_name.as_deref())
+                    == Some(submission.tag);
+                let id = operation.name.as_deref().and_then(batch_id);
+                if let Some(id) = id
+                    && tagged
+                    && !submission.known.iter().any(|known| known == id)
+                {
+                    return Ok(Some(id.to_owned()));
+                }
+            }
+            token = page.next_page_token.filter(|token| !token.is_empty());
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
     async fn state(&self, id: &str) -> Result<BatchState, ProviderError> {
         let raw = self.get(id).await?;
         let operation: Operation = self.read(&raw, "a batch operation")?;
-        let state = [&operation.metadata, &operation.response]
-            .into_iter()
-            .flatten()
-            .find_map(|batch| batch.state.as_deref())
-            .map(|state| {
-                state
-                    .trim_start_matches("BATCH_STATE_")
-                    .trim_start_matches("JOB_STATE_")
-                    .to_owned()
-            });
-        let secret = self.provider.secret();
-        let missing = match state.as_deref() {
-            Some("SUCCEEDED") => (
-                ProviderErrorKind::InvalidResponse,
-                "the batch's results do not name this request".to_owned(),
-            ),
-            Some("CANCELLED") => (
-                ProviderErrorKind::Canceled,
-                "the batch was canceled before this request was answered".to_owned(),
-            ),
-            Some("EXPIRED") => (
-                ProviderErrorKind::Timeout,
-                "the batch expired before this request was answered".to_owned(),
-            ),
-            Some("FAILED") => {
-                return Ok(BatchState::Failed(failure_reason(
-                    operation.error.as_ref(),
-                    secret,
-                )));
-            }
-            _ if operation.done && operation.error.is_some() => {
-                return Ok(BatchState::Failed(failure_reason(
-                    operation.error.as_ref(),
-                    secret,
-                )));
-            }
-            _ if operation.done => (
-                ProviderErrorKind::InvalidResponse,
-                "the batch's results do not name this request".to_owned(),
-            ),
-            _ => return Ok(BatchState::Running),
-        };
-        // The results are in the operation itself: `results` reads it again.
-        Ok(BatchState::Ended {
-            handles: Vec::new(),
-            missing,
-        })
+        Ok(state_of(&operation, self.provider.secret()))
     }
 
     async fn results(
@@ -570,6 +641,56 @@ impl BatchProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn state(operation: serde_json::Value) -> BatchState {
+        let operation: Operation = serde_json::from_value(operation).unwrap();
+        state_of(&operation, Some("k-123"))
+    }
+
+    #[test]
+    fn states_are_read_from_the_metadata_or_the_response() {
+        use serde_json::json;
+        let running = json!({"name": "batches/b", "metadata": {"state": "BATCH_STATE_RUNNING"}});
+        assert_eq!(state(running), BatchState::Running);
+        assert_eq!(state(json!({"name": "batches/b"})), BatchState::Running);
+        let ended = |kind| BatchState::Ended {
+            handles: Vec::new(),
+            missing: (
+                kind,
+                match kind {
+                    ProviderErrorKind::Canceled => {
+                        "the batch was canceled before this request was answered"
+                    }
+                    ProviderErrorKind::Timeout => {
+                        "the batch expired before this request was answered"
+                    }
+                    _ => "the batch's results do not name this request",
+                }
+                .to_owned(),
+            ),
+        };
+        let succeeded = json!({"done": true, "metadata": {"state": "BATCH_STATE_SUCCEEDED"}});
+        assert_eq!(state(succeeded), ended(ProviderErrorKind::InvalidResponse));
+        let in_response =
+            json!({"done": true, "metadata": {}, "response": {"state": "JOB_STATE_CANCELLED"}});
+        assert_eq!(state(in_response), ended(ProviderErrorKind::Canceled));
+        let expired = json!({"done": true, "metadata": {"state": "BATCH_STATE_EXPIRED"}});
+        assert_eq!(state(expired), ended(ProviderErrorKind::Timeout));
+        let done = json!({"done": true, "response": {}});
+        assert_eq!(state(done), ended(ProviderErrorKind::InvalidResponse));
+        let failed = json!({"done": true, "error": {"code": 9, "message": "key k-123 refused"}});
+        assert_eq!(
+            state(failed),
+            BatchState::Failed(
+                "the batch failed: key [redacted] refused (FAILED_PRECONDITION)".to_owned()
+            )
+        );
+        let failed = json!({"done": true, "metadata": {"state": "BATCH_STATE_FAILED"}});
+        assert_eq!(
+            state(failed),
+            BatchState::Failed("the batch failed".to_owned())
+        );
+    }
 
     #[test]
     fn batch_ids_are_one_safe_path_segment() {
