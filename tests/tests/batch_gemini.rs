@@ -164,6 +164,32 @@ async fn gemini_results_under_the_operations_response_are_read_too() {
 }
 
 #[tokio::test]
+async fn gemini_results_in_a_responses_file_are_downloaded_and_read_by_key() {
+    let fake = batch_support::gemini(
+        answer(),
+        Behaviour {
+            reversed: true,
+            results_in_file: true,
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = gemini_client(&fake);
+    let dir = dir("file");
+    let results = client
+        .batch(items(&[" a b", " a", " reject", " a b c"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(2), Some(1), None, Some(3)]);
+    let message = &results[2].issues[0].message;
+    assert!(message.contains("this request is refused"), "{message}");
+    assert_eq!(results[3].attempts[0].model, "gemini-test-2025");
+    assert_eq!(fake.state().result_reads, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
 async fn gemini_per_item_errors_are_issues_on_their_items_redacted_of_the_key() {
     let fake = batch_support::gemini(
         answer(),

@@ -121,6 +121,8 @@ pub struct Behaviour {
     /// Gemini: a done batch shows its results only under the operation's `response`,
     /// not under `metadata.output`.
     pub results_in_response: bool,
+    /// Gemini: a done batch's results are in a responses file to download (JSONL).
+    pub results_in_file: bool,
 }
 
 impl Behaviour {
@@ -785,7 +787,10 @@ impl GeminiFake {
                 operation["done"] = json!(true);
                 let inlined = json!({"inlinedResponses": {"inlinedResponses":
                     state.outputs.get(id).map(|(output, _)| output.clone()).unwrap_or_default()}});
-                if self.behaviour.results_in_response {
+                if self.behaviour.results_in_file {
+                    operation["metadata"]["output"] =
+                        json!({"responsesFile": format!("files/out-{id}")});
+                } else if self.behaviour.results_in_response {
                     let mut response = inlined;
                     response["@type"] = json!(
                         "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
@@ -814,6 +819,28 @@ impl Respond for GeminiFake {
         let path = request.url.path().to_owned();
         let method = request.method.as_str().to_owned();
         let mut state = self.state.lock().unwrap();
+        if let Some(file) = path
+            .strip_prefix("/download/v1beta/files/out-")
+            .and_then(|rest| rest.strip_suffix(":download"))
+        {
+            assert_eq!(query(request, "alt").as_deref(), Some("media"));
+            // The file's lines carry the key beside the response, not in metadata.
+            let lines: Vec<Value> = state.outputs[file]
+                .0
+                .iter()
+                .map(|item| {
+                    let mut line = item.clone();
+                    let key = line["metadata"]["key"].clone();
+                    if let Some(line) = line.as_object_mut() {
+                        line.remove("metadata");
+                        line.insert("key".to_owned(), key);
+                    }
+                    line
+                })
+                .collect();
+            state.result_reads += 1;
+            return ResponseTemplate::new(200).set_body_string(jsonl(&lines));
+        }
         let rest = path.strip_prefix("/v1beta/").unwrap_or(&path).to_owned();
         match (method.as_str(), rest.as_str()) {
             ("POST", p) if p.starts_with("models/") && p.ends_with(":generateContent") => {
@@ -899,9 +926,6 @@ impl Respond for GeminiFake {
                     state
                         .status
                         .insert(id.clone(), "BATCH_STATE_RUNNING".to_owned());
-                }
-                if state.status[&id] == "BATCH_STATE_SUCCEEDED" {
-                    state.result_reads += 1;
                 }
                 ResponseTemplate::new(200).set_body_json(self.operation(&state, &id))
             }

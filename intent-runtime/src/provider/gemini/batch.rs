@@ -5,7 +5,7 @@
 //!
 //! Only inline input is sent (a batch stays under Gemini's 20 MB inline limit, see
 //! [`GEMINI_BATCH_LIMITS`]), so results come back inline too; a batch whose results were
-//! written to a responses file instead is read as having answered nothing.
+//! written to a responses file instead has that file downloaded and read line by line.
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
@@ -18,7 +18,7 @@ use super::reply::parse_reply;
 use super::request::GenerateBody;
 use super::{GEMINI_PROVIDER_NAME, Gemini, model_path, response_schema};
 use crate::provider::batch::{
-    BatchApi, BatchLimits, BatchProvider, BatchState, Input, Sink, Submitting,
+    BatchApi, BatchLimits, BatchProvider, BatchState, Input, Lines, Sink, Submitting,
 };
 use crate::provider::http::{self, RawResponse, Route};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
@@ -389,6 +389,86 @@ impl GeminiBatch {
         })
     }
 
+    /// Hands one answer to `sink` under its key; an answer without one is only logged
+    /// (its item is reported as unanswered).
+    fn deliver(&self, model: &str, mut item: InlinedResponse, sink: &mut Sink<'_>) {
+        let key = item
+            .metadata
+            .take()
+            .and_then(|metadata| metadata.key)
+            .or_else(|| item.key.take());
+        match key {
+            Some(key) => sink(&key, self.outcome(model, item)),
+            None => tracing::warn!(
+                provider = GEMINI_PROVIDER_NAME,
+                "a batch answer carries no key; its item is reported as unanswered"
+            ),
+        }
+    }
+
+    /// The download URL of `file` (`files/{id}`): the API root with `/download` before
+    /// its version (`https://generativelanguage.googleapis.com/download/v1beta/files/x:download?alt=media`).
+    fn download_url(&self, file: &str) -> Result<String, ProviderError> {
+        let id = file
+            .strip_prefix("files/")
+            .filter(|id| batch_id(id) == Some(*id));
+        let base = self.provider.base_url();
+        match (id, base.rsplit_once('/')) {
+            (Some(id), Some((root, version))) if !root.ends_with('/') => Ok(format!(
+                "{root}/download/{version}/files/{id}:download?alt=media"
+            )),
+            _ => Err(ProviderError::new(
+                ProviderErrorKind::InvalidResponse,
+                GEMINI_PROVIDER_NAME,
+                format!(
+                    "the batch's responses file `{}` cannot be downloaded from {base}",
+                    file.chars().take(100).collect::<String>()
+                ),
+            )),
+        }
+    }
+
+    /// Reads the responses file `file` line by line, each answer handed to `sink`.
+    async fn read_file(
+        &self,
+        file: &str,
+        model: &str,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), ProviderError> {
+        let url = self.download_url(file)?;
+        let headers = self.headers()?;
+        let secret = self.provider.secret();
+        let transport = &self.provider.connection.transport;
+        let mut response = transport
+            .open_get(GEMINI_PROVIDER_NAME, &url, &headers, secret)
+            .await?;
+        if !response.status().is_success() {
+            return Err(error_reply(&http::read_error(response).await, secret));
+        }
+        let mut lines = Lines::default();
+        let mut each = |line: &[u8]| {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                return;
+            }
+            match serde_json::from_slice::<InlinedResponse>(line) {
+                Ok(item) => self.deliver(model, item, sink),
+                Err(error) => tracing::warn!(
+                    provider = GEMINI_PROVIDER_NAME,
+                    %error,
+                    "a batch result line could not be read; its item is reported as unanswered"
+                ),
+            }
+        };
+        while let Some(chunk) = transport
+            .next_chunk(GEMINI_PROVIDER_NAME, &mut response, secret)
+            .await?
+        {
+            lines.push(&chunk, &mut each);
+        }
+        lines.finish(&mut each);
+        Ok(())
+    }
+
     /// One answer as a live call's reply would be read, or its error status classified
     /// (and redacted of the key: it can quote the request).
     fn outcome(&self, model: &str, item: InlinedResponse) -> crate::provider::batch::Outcome {
@@ -597,27 +677,17 @@ impl BatchApi for GeminiBatch {
             }
             let Some(inlined) = inlined else { continue };
             answered = !inlined.inlined_responses.is_empty();
-            for mut item in inlined.inlined_responses {
-                let key = item
-                    .metadata
-                    .take()
-                    .and_then(|metadata| metadata.key)
-                    .or_else(|| item.key.take());
-                match key {
-                    Some(key) => sink(&key, self.outcome(model, item)),
-                    None => tracing::warn!(
-                        provider = GEMINI_PROVIDER_NAME,
-                        "a batch answer carries no key; its item is reported as unanswered"
-                    ),
-                }
+            for item in inlined.inlined_responses {
+                self.deliver(model, item, sink);
             }
         }
-        if !answered && let Some(file) = files.first() {
-            tracing::warn!(
-                provider = GEMINI_PROVIDER_NAME,
-                file = file.as_str(),
-                "the batch wrote its results to a responses file, which this provider does not download; its items are reported as unanswered"
-            );
+        if !answered {
+            // Results too large to inline are in a JSONL file (`{"key", "response" |
+            // "error"}` per line), downloaded and read line by line.
+            files.dedup();
+            for file in &files {
+                self.read_file(file, model, sink).await?;
+            }
         }
         Ok(())
     }
@@ -690,6 +760,20 @@ mod tests {
             state(failed),
             BatchState::Failed("the batch failed".to_owned())
         );
+    }
+
+    #[test]
+    fn responses_files_are_downloaded_from_beside_the_api_root() {
+        let batch = GeminiBatch::new(Gemini::new("k").with_base_url("http://h:1/v1beta"));
+        assert_eq!(
+            batch.download_url("files/batch-out_1").unwrap(),
+            "http://h:1/download/v1beta/files/batch-out_1:download?alt=media"
+        );
+        for bad in ["files/../x", "files/a?b", "other/x", "files/"] {
+            assert!(batch.download_url(bad).is_err(), "{bad}");
+        }
+        let bare = GeminiBatch::new(Gemini::new("k").with_base_url("http://h:1"));
+        assert!(bare.download_url("files/x").is_err());
     }
 
     #[test]
