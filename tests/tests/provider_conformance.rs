@@ -45,6 +45,21 @@ struct Subject {
     logged_as: &'static str,
 }
 
+/// A provider built by `$provider`, with the row's settings applied (every HTTP provider
+/// has the same `with_timeout` and `with_max_response_bytes`).
+macro_rules! configured {
+    ($provider:expr, $settings:expr) => {{
+        let mut provider = $provider;
+        if let Some(timeout) = $settings.timeout {
+            provider = provider.with_timeout(timeout);
+        }
+        if let Some(bytes) = $settings.max_response_bytes {
+            provider = provider.with_max_response_bytes(bytes);
+        }
+        Arc::new(provider) as Arc<dyn Provider>
+    }};
+}
+
 fn openai_error(status: u16, message: &str) -> Value {
     let error_type = match status {
         429 => "requests",
@@ -120,14 +135,10 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "openai",
             build: |base_url, settings| {
-                let mut provider = OpenAi::new(SECRET_KEY).with_base_url(format!("{base_url}/v1"));
-                if let Some(timeout) = settings.timeout {
-                    provider = provider.with_timeout(timeout);
-                }
-                if let Some(bytes) = settings.max_response_bytes {
-                    provider = provider.with_max_response_bytes(bytes);
-                }
-                Arc::new(provider)
+                configured!(
+                    OpenAi::new(SECRET_KEY).with_base_url(format!("{base_url}/v1")),
+                    settings
+                )
             },
             success: openai_success,
             error: openai_error,
@@ -137,16 +148,12 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "openai-compatible",
             build: |base_url, settings| {
-                let mut provider = OpenAiCompatible::openrouter(SECRET_KEY, "m")
-                    .with_name("openai-compatible")
-                    .with_base_url(format!("{base_url}/v1"));
-                if let Some(timeout) = settings.timeout {
-                    provider = provider.with_timeout(timeout);
-                }
-                if let Some(bytes) = settings.max_response_bytes {
-                    provider = provider.with_max_response_bytes(bytes);
-                }
-                Arc::new(provider)
+                configured!(
+                    OpenAiCompatible::openrouter(SECRET_KEY, "m")
+                        .with_name("openai-compatible")
+                        .with_base_url(format!("{base_url}/v1")),
+                    settings
+                )
             },
             success: openai_success,
             error: openai_error,
@@ -156,15 +163,10 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "openai-responses",
             build: |base_url, settings| {
-                let mut provider =
-                    OpenAiResponses::new(SECRET_KEY).with_base_url(format!("{base_url}/v1"));
-                if let Some(timeout) = settings.timeout {
-                    provider = provider.with_timeout(timeout);
-                }
-                if let Some(bytes) = settings.max_response_bytes {
-                    provider = provider.with_max_response_bytes(bytes);
-                }
-                Arc::new(provider)
+                configured!(
+                    OpenAiResponses::new(SECRET_KEY).with_base_url(format!("{base_url}/v1")),
+                    settings
+                )
             },
             success: responses_success,
             error: openai_error,
@@ -174,15 +176,10 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "gcp.gemini",
             build: |base_url, settings| {
-                let mut provider =
-                    Gemini::new(SECRET_KEY).with_base_url(format!("{base_url}/v1beta"));
-                if let Some(timeout) = settings.timeout {
-                    provider = provider.with_timeout(timeout);
-                }
-                if let Some(bytes) = settings.max_response_bytes {
-                    provider = provider.with_max_response_bytes(bytes);
-                }
-                Arc::new(provider)
+                configured!(
+                    Gemini::new(SECRET_KEY).with_base_url(format!("{base_url}/v1beta")),
+                    settings
+                )
             },
             success: gemini_success,
             error: gemini_error,
@@ -192,14 +189,10 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "azure.ai.openai",
             build: |base_url, settings| {
-                let mut provider = AzureOpenAi::new(base_url, SECRET_KEY, "deployment-1");
-                if let Some(timeout) = settings.timeout {
-                    provider = provider.with_timeout(timeout);
-                }
-                if let Some(bytes) = settings.max_response_bytes {
-                    provider = provider.with_max_response_bytes(bytes);
-                }
-                Arc::new(provider)
+                configured!(
+                    AzureOpenAi::new(base_url, SECRET_KEY, "deployment-1"),
+                    settings
+                )
             },
             success: openai_success,
             error: openai_error,
@@ -209,14 +202,7 @@ fn subjects() -> Vec<Subject> {
         Subject {
             name: "anthropic",
             build: |base_url, settings| {
-                let mut provider = Anthropic::new(SECRET_KEY).with_base_url(base_url);
-                if let Some(timeout) = settings.timeout {
-                    provider = provider.with_timeout(timeout);
-                }
-                if let Some(bytes) = settings.max_response_bytes {
-                    provider = provider.with_max_response_bytes(bytes);
-                }
-                Arc::new(provider)
+                configured!(Anthropic::new(SECRET_KEY).with_base_url(base_url), settings)
             },
             success: anthropic_success,
             error: anthropic_error,

@@ -19,8 +19,8 @@ pub use self::schema::anthropic_accepts_schema;
 use self::schema::{output_schema, schema_verdict};
 use self::stream::MessagesStream;
 use super::http::{
-    Connection, HttpTransport, ProviderConfigError, RawResponse, Route, WireApi, base_url_variable,
-    set_variable, transport_settings,
+    Connection, HttpTransport, ProviderConfigError, ProviderVariables, RawResponse, Route, WireApi,
+    transport_settings,
 };
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
@@ -42,6 +42,14 @@ const MESSAGES: WireApi = WireApi {
     call: "message request",
     request_id_header: REQUEST_ID_HEADER,
     classify,
+};
+
+/// The variables Anthropic's provider reads.
+const ANTHROPIC_VARIABLES: ProviderVariables = ProviderVariables {
+    provider: "Anthropic",
+    key: "ANTHROPIC_API_KEY",
+    base_url: "ANTHROPIC_BASE_URL",
+    model: "ANTHROPIC_MODEL",
 };
 
 /// Anthropic Messages (`POST {base}/v1/messages`).
@@ -80,16 +88,12 @@ impl Anthropic {
     pub(crate) fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
-        let set = |name: &str| set_variable(lookup, name);
-        let api_key = set("ANTHROPIC_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
-            variable: "ANTHROPIC_API_KEY",
-            provider: "Anthropic",
-        })?;
-        let mut provider = Self::new(api_key);
-        if let Some(base_url) = base_url_variable(lookup, "ANTHROPIC_BASE_URL") {
+        let settings = ANTHROPIC_VARIABLES.read(lookup)?;
+        let mut provider = Self::new(settings.key);
+        if let Some(base_url) = settings.base_url {
             provider = provider.with_base_url(base_url);
         }
-        if let Some(model) = set("ANTHROPIC_MODEL") {
+        if let Some(model) = settings.model {
             provider = provider.with_model(model);
         }
         Ok(provider)

@@ -56,4 +56,4 @@ pub use response::REQUEST_ID_HEADERS;
 pub(crate) use response::RawResponse;
 pub use transport::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT};
 pub(crate) use transport::{HttpTransport, Route, RouteCell, read_error};
-pub(crate) use variables::{base_url_variable, set_variable};
+pub(crate) use variables::{ProviderVariables, set_variable};

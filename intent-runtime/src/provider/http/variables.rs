@@ -2,6 +2,50 @@
 //! another SDK's variable for the same setting is named in a warning rather than ignored
 //! in silence.
 
+use super::config_error::ProviderConfigError;
+
+/// The variables a keyed provider reads: its key (required), base URL and model.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProviderVariables {
+    /// The provider as the missing-key error names it (`"OpenAI"`).
+    pub(crate) provider: &'static str,
+    /// The key's variable (`OPENAI_API_KEY`).
+    pub(crate) key: &'static str,
+    /// The base URL's variable (`OPENAI_BASE_URL`).
+    pub(crate) base_url: &'static str,
+    /// The model's variable (`OPENAI_MODEL`).
+    pub(crate) model: &'static str,
+}
+
+/// What a provider's variables hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProviderSettings {
+    /// The key.
+    pub(crate) key: String,
+    /// The base URL, when set.
+    pub(crate) base_url: Option<String>,
+    /// The model, when set.
+    pub(crate) model: Option<String>,
+}
+
+impl ProviderVariables {
+    /// Reads the variables from `lookup`; a missing key is an error naming its variable.
+    pub(crate) fn read(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ProviderSettings, ProviderConfigError> {
+        let key = set_variable(lookup, self.key).ok_or(ProviderConfigError::MissingApiKey {
+            variable: self.key,
+            provider: self.provider,
+        })?;
+        Ok(ProviderSettings {
+            key,
+            base_url: base_url_variable(lookup, self.base_url),
+            model: set_variable(lookup, self.model),
+        })
+    }
+}
+
 /// The value of `name`, unless it is unset or blank.
 pub(crate) fn set_variable(lookup: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
     lookup(name).filter(|value| !value.trim().is_empty())

@@ -12,7 +12,7 @@ pub(crate) use self::batch::batch_for_endpoint;
 use std::fmt;
 
 use self::endpoint::ChatEndpoint;
-use super::http::{ProviderConfigError, base_url_variable, set_variable, transport_settings};
+use super::http::{ProviderConfigError, ProviderVariables, transport_settings};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
 
@@ -21,6 +21,14 @@ pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// The model used when neither the request nor `OPENAI_MODEL` names one.
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// The variables OpenAI's providers read (Chat Completions and Responses alike).
+pub(crate) const OPENAI_VARIABLES: ProviderVariables = ProviderVariables {
+    provider: "OpenAI",
+    key: "OPENAI_API_KEY",
+    base_url: "OPENAI_BASE_URL",
+    model: "OPENAI_MODEL",
+};
 
 /// OpenAI Chat Completions (`POST {base}/chat/completions`).
 ///
@@ -55,16 +63,12 @@ impl OpenAi {
     pub(crate) fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
-        let set = |name: &str| set_variable(lookup, name);
-        let api_key = set("OPENAI_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
-            variable: "OPENAI_API_KEY",
-            provider: "OpenAI",
-        })?;
-        let mut provider = Self::new(api_key);
-        if let Some(base_url) = base_url_variable(lookup, "OPENAI_BASE_URL") {
+        let settings = OPENAI_VARIABLES.read(lookup)?;
+        let mut provider = Self::new(settings.key);
+        if let Some(base_url) = settings.base_url {
             provider = provider.with_base_url(base_url);
         }
-        if let Some(model) = set("OPENAI_MODEL") {
+        if let Some(model) = settings.model {
             provider = provider.with_model(model);
         }
         Ok(provider)

@@ -21,11 +21,10 @@ use self::reply::REQUEST_ID_HEADER;
 use self::request::ResponsesBody;
 use self::stream::ResponsesStream;
 use super::http::{
-    self, Connection, ProviderConfigError, RawResponse, Route, WireApi, base_url_variable,
-    set_variable, transport_settings,
+    self, Connection, ProviderConfigError, RawResponse, Route, WireApi, transport_settings,
 };
 use super::openai::reply::classify;
-use super::openai::{OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL};
+use super::openai::{OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, OPENAI_VARIABLES};
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream, ResponseFormat};
 use crate::media::MediaLimits;
 
@@ -101,16 +100,12 @@ impl OpenAiResponses {
     pub(crate) fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
-        let set = |name: &str| set_variable(lookup, name);
-        let api_key = set("OPENAI_API_KEY").ok_or(ProviderConfigError::MissingApiKey {
-            variable: "OPENAI_API_KEY",
-            provider: "OpenAI",
-        })?;
-        let mut provider = Self::new(api_key);
-        if let Some(base_url) = base_url_variable(lookup, "OPENAI_BASE_URL") {
+        let settings = OPENAI_VARIABLES.read(lookup)?;
+        let mut provider = Self::new(settings.key);
+        if let Some(base_url) = settings.base_url {
             provider = provider.with_base_url(base_url);
         }
-        if let Some(model) = set("OPENAI_MODEL") {
+        if let Some(model) = settings.model {
             provider = provider.with_model(model);
         }
         Ok(provider)
