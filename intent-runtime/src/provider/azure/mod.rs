@@ -7,7 +7,9 @@ use super::batch::BatchProvider;
 use super::http::{ProviderConfigError, set_variable, transport_settings};
 use super::openai::batch_for_endpoint;
 use super::openai::endpoint::{ChatAddress, ChatEndpoint, KeyHeader};
-use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
+use super::{
+    Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ReplyStream,
+};
 use crate::media::MediaLimits;
 
 /// The name Azure OpenAI goes by in errors, logs and telemetry (`gen_ai.provider.name`,
@@ -213,16 +215,38 @@ impl AzureOpenAi {
     }
 
     /// The endpoint a request is sent to: on deployment URLs, a request naming another
-    /// deployment goes to that deployment's URL.
-    fn endpoint_for(&self, request: &ProviderRequest) -> std::borrow::Cow<'_, ChatEndpoint> {
-        match (&self.addressing, request.model.as_deref()) {
-            (Addressing::Deployment { .. }, Some(other))
-                if other != self.endpoint.connection.model =>
-            {
-                std::borrow::Cow::Owned(self.clone().with_deployment(other).endpoint)
-            }
-            _ => std::borrow::Cow::Borrowed(&self.endpoint),
+    /// deployment goes to that deployment's URL. A deployment name that could change the
+    /// URL's meaning (a `/`, `?`, `#`, `..`) is refused before anything is sent.
+    fn endpoint_for(
+        &self,
+        request: &ProviderRequest,
+    ) -> Result<std::borrow::Cow<'_, ChatEndpoint>, ProviderError> {
+        let Addressing::Deployment { .. } = self.addressing else {
+            return Ok(std::borrow::Cow::Borrowed(&self.endpoint));
+        };
+        let deployment = self.endpoint.connection.model_of(request);
+        let valid = !deployment.is_empty()
+            && deployment != ".."
+            && deployment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid {
+            return Err(ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                AZURE_OPENAI_PROVIDER_NAME,
+                format!(
+                    "the deployment name `{}` cannot go in a deployment URL; use the name \
+                     of an Azure OpenAI deployment (letters, digits, `-`, `_`, `.`)",
+                    deployment.chars().take(100).collect::<String>()
+                ),
+            )
+            .not_sent());
         }
+        Ok(if deployment == self.endpoint.connection.model {
+            std::borrow::Cow::Borrowed(&self.endpoint)
+        } else {
+            std::borrow::Cow::Owned(self.clone().with_deployment(deployment).endpoint)
+        })
     }
 }
 
@@ -241,13 +265,13 @@ impl Provider for AzureOpenAi {
     }
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
-        self.endpoint_for(request).complete(request).await
+        self.endpoint_for(request)?.complete(request).await
     }
 
     /// Streams with `"stream": true` and `stream_options.include_usage`; chunks that carry
     /// only the content filter's results (no choices) are read past.
     async fn stream(&self, request: &ProviderRequest) -> Result<ReplyStream, ProviderError> {
-        self.endpoint_for(request).stream(request).await
+        self.endpoint_for(request)?.stream(request).await
     }
 
     /// `true` for a strict-schema request, as on OpenAI.
