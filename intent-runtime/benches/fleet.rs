@@ -13,10 +13,13 @@
 //! `cargo bench -p intent-rs --features redis --bench fleet` (5,000 operations per row;
 //! quotas of 1,200 and 60,000 a minute, 3 s of warm-up, a 20 s window); `-- --test` runs
 //! 50 per row once, and the four processes at 1,200 a minute for 1 s after 1 s, for CI.
-//! Needs `redis-server` on the PATH.
+//! Needs `redis-server` on the PATH, or the one the integration tests install under the
+//! target folder (`target/test-servers/bin/redis-server`; `cargo test -p intent-tests
+//! --test fleet_redis` installs it where the PATH has none).
 
 use std::hint::black_box;
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,17 +38,34 @@ impl Drop for Server {
     }
 }
 
+/// `redis-server` from the PATH when it runs there, else the integration tests' own.
+fn redis_executable() -> PathBuf {
+    let on_path = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent();
+    match target.map(|target| target.join("test-servers/bin/redis-server")) {
+        Some(installed) if !on_path && installed.is_file() => installed,
+        _ => PathBuf::from("redis-server"),
+    }
+}
+
 fn start_redis() -> (Server, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
         .expect("a free port");
-    let child = Command::new("redis-server")
+    let child = Command::new(redis_executable())
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
         .stdout(Stdio::null())
         .spawn()
-        .expect("redis-server on the PATH (apt-get install redis-server)");
+        .expect(
+            "redis-server on the PATH, or installed by the integration tests \
+             (cargo test -p intent-tests --test fleet_redis)",
+        );
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

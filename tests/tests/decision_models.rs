@@ -3,8 +3,8 @@
 //! and against loopback servers for what a real server cannot be made to do (each host's
 //! error envelopes, rounding, retry headers, the OpenAI-shaped Decisions API).
 
-mod jevcompat_support;
 mod provider_support;
+mod test_servers;
 
 use std::time::Duration;
 
@@ -15,9 +15,9 @@ use intent_rs::decision::{
 };
 use intent_rs::provider::ScriptedProvider;
 use intent_rs::{Binary, Choice, DecisionEnum, GateOutcome, IntentClient, Score, intents};
-use jevcompat_support::{JevMock, MOCK_KEY};
 use provider_support::{CapturedLogs, SECRET_KEY, received_bodies};
 use serde_json::{Value, json};
+use test_servers::jevcompat::{JevMock, MOCK_KEY};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

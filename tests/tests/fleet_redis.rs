@@ -2,12 +2,14 @@
 //! here on a loopback port, stopped at the end): four processes against one loopback
 //! provider that counts arrivals; Redis stopped mid-run and started again.
 //!
-//! Needs `redis-server` on the PATH (Debian's `redis-server` package; `.ci/run` installs
-//! it). `INTENT_SKIP_REDIS_TESTS=1` skips these tests where it cannot be installed.
+//! The server is `redis-server` from the PATH, or one the tests install themselves (see
+//! `test_servers::provision`); where neither can be had, each test prints one line saying
+//! it skipped.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod test_servers;
 
 use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache};
 use intent_rs::limits::RateLimiter;
@@ -17,82 +19,12 @@ use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use test_servers::redis::RedisServer;
+
 #[intents]
 trait Counter {
     #[intent("Count the words")]
     async fn words(&self, text: &str) -> Result<u32, IntentError>;
-}
-
-// ---------------------------------------------------------------------------------------
-// A redis-server of the test's own.
-
-struct RedisServer {
-    port: u16,
-    child: Option<Child>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free loopback port")
-}
-
-impl RedisServer {
-    /// A fresh server on a free port, or `None` when skipping was asked for.
-    fn start() -> Option<Self> {
-        if std::env::var_os("INTENT_SKIP_REDIS_TESTS").is_some() {
-            eprintln!("INTENT_SKIP_REDIS_TESTS is set: skipped");
-            return None;
-        }
-        let mut server = Self {
-            port: free_port(),
-            child: None,
-        };
-        server.run();
-        Some(server)
-    }
-
-    fn run(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!(
-                    "cannot start redis-server ({error}): install it (`apt-get install \
-                     redis-server`) or set INTENT_SKIP_REDIS_TESTS=1"
-                )
-            });
-        self.child = Some(child);
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "redis-server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 /// A Chat Completions server answering `{"value": 3}` with the given usage, counting
@@ -356,12 +288,11 @@ async fn a_cached_reply_is_served_only_to_the_request_it_answers() {
     );
     // The paid entry copied under the other request's key (a collision, a stale writer):
     // it names the request it answers, so it is not handed to another one.
-    let copied = Command::new("redis-cli")
-        .args(["-p", &server.port.to_string(), "COPY"])
-        .arg(format!("intent-rs:cache:{}", paid.to_hex()))
-        .arg(format!("intent-rs:cache:{}", other.to_hex()))
-        .output()
-        .expect("redis-cli, from the redis-server package");
-    assert_eq!(String::from_utf8_lossy(&copied.stdout).trim(), "1");
+    let copied = server.command(&[
+        "COPY",
+        &format!("intent-rs:cache:{}", paid.to_hex()),
+        &format!("intent-rs:cache:{}", other.to_hex()),
+    ]);
+    assert_eq!(copied, ":1");
     assert!(cache.get(&other).await.is_none());
 }
