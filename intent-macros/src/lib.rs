@@ -1,10 +1,17 @@
-//! Procedural macros for intent-rs: `#[intents]` turns a trait of intent methods into a
-//! typed client, and `#[derive(StrictCompatible)]` proves a type has a strict schema.
+//! Procedural macros for intent-rs. Use them through `intent_rs`, which re-exports them
+//! and whose version this crate is pinned to:
 //!
-//! Use them through `intent_rs`, which re-exports them. The stages follow serde's and
-//! thiserror's layout: `attr` reads the attributes, `model` builds the typed model of the
-//! trait, `check` validates it, `expand` writes the client, and `fallback` keeps the trait
-//! compiling next to the errors so that one mistake does not cascade.
+//! - `#[intents]` turns a trait of intent methods into a typed client;
+//! - `#[derive(StrictCompatible)]` proves at compile time that a type has a strict schema;
+//! - `#[derive(DecisionEnum)]` makes an enum the choices or levels of a decision question;
+//! - `#[derive(Partial)]` gives a type the form a streamed call shows while the model is
+//!   still writing it.
+//!
+//! The stages follow serde's and thiserror's layout: `attr` reads the attributes, `model`
+//! builds the typed model of the trait, `check` validates it, `expand` writes the client
+//! (calls of `intent_rs::__private` through absolute paths), and `fallback` keeps the
+//! trait compiling next to the errors so that one mistake does not cascade. The derives
+//! have a module each (`strict`, `decision`, `partial`).
 
 mod attr;
 mod check;
@@ -119,35 +126,6 @@ pub fn intents(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Derives `StrictCompatible` for a struct or enum whose fields are all strict-compatible.
-///
-/// Each field type must be `StrictCompatible` (an error points at the field's type).
-/// A type that names itself, directly or through `Box`, `Vec`, `Option` and the like, is
-/// rejected: a recursive schema has no strict form. Serde attributes are followed:
-/// `skip` / `skip_deserializing` fields are not checked, `flatten` fields must be structs
-/// with named fields, `#[schemars(with = "T")]` checks `T`, `#[serde(from = "T")]`
-/// checks `T`. Tuple structs and variants with several fields are rejected (arrays of
-/// positional items), and so are newtype variants of internally tagged enums.
-///
-/// ```
-/// use intent_rs::StrictCompatible;
-/// use serde::Deserialize;
-///
-/// #[derive(Deserialize, StrictCompatible)]
-/// #[serde(rename_all = "camelCase")]
-/// struct Line { item_name: String, cents: i64, note: Option<String> }
-///
-/// #[derive(Deserialize, StrictCompatible)]
-/// #[serde(tag = "kind", content = "data")]
-/// enum Change { Added(Line), Removed { index: u32 }, Cleared }
-/// ```
-///
-/// ```compile_fail
-/// use intent_rs::StrictCompatible;
-///
-/// #[derive(StrictCompatible)]
-/// struct Counts { by_word: std::collections::HashMap<String, u32> }
-/// ```
 /// Derives `DecisionEnum` for an enum of two or more variants without data: its variants
 /// are the choices of a `Choice<E>` or the levels of a `Score<E>` (lowest first), and
 /// their doc comments describe them to the model.
@@ -178,6 +156,35 @@ pub fn derive_decision_enum(input: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Derives `StrictCompatible` for a struct or enum whose fields are all strict-compatible.
+///
+/// Each field type must be `StrictCompatible` (an error points at the field's type).
+/// A type that names itself, directly or through `Box`, `Vec`, `Option` and the like, is
+/// rejected: a recursive schema has no strict form. Serde attributes are followed:
+/// `skip` / `skip_deserializing` fields are not checked, `flatten` fields must be structs
+/// with named fields, `#[schemars(with = "T")]` checks `T`, `#[serde(from = "T")]`
+/// checks `T`. Tuple structs and variants with several fields are rejected (arrays of
+/// positional items), and so are newtype variants of internally tagged enums.
+///
+/// ```
+/// use intent_rs::StrictCompatible;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, StrictCompatible)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Line { item_name: String, cents: i64, note: Option<String> }
+///
+/// #[derive(Deserialize, StrictCompatible)]
+/// #[serde(tag = "kind", content = "data")]
+/// enum Change { Added(Line), Removed { index: u32 }, Cleared }
+/// ```
+///
+/// ```compile_fail
+/// use intent_rs::StrictCompatible;
+///
+/// #[derive(StrictCompatible)]
+/// struct Counts { by_word: std::collections::HashMap<String, u32> }
+/// ```
 #[proc_macro_derive(StrictCompatible, attributes(serde, schemars))]
 pub fn derive_strict_compatible(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);

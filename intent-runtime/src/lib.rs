@@ -1,11 +1,108 @@
 //! Call language models as typed Rust methods.
 //!
-//! Declare what a model should do as the methods of a trait annotated with
-//! [`intents`]; the macro generates a typed client that plans the prompt, calls a
-//! [`Provider`](provider::Provider), verifies the reply step by step, asks a judge when
-//! told to, and retries with every problem fed back to the model.
+//! You declare what a model should do as the methods of a trait. Each method states an
+//! intent in plain words and returns a Rust type. [`#[intents]`](intents) turns the trait
+//! into a typed client; this crate's runtime builds the prompt, calls a
+//! [`Provider`](provider::Provider), checks the reply step by step against the type's
+//! strict JSON Schema and your validators, asks a judge model when told to, and retries
+//! with every problem fed back to the model until the reply is right or a guardrail stops
+//! the call. You get a value of your type, or a record ([`AIResult`]) of what was checked
+//! and what failed. There is no confidence score: only facts that were checked.
 //!
-//! The crate is organised one module per concept; see each module's documentation.
+//! # A whole program
+//!
+//! It runs offline on a [`ScriptedProvider`](provider::ScriptedProvider) that answers
+//! from a list and records every request; for a real model, build the client with
+//! `.provider(OpenAi::from_env()?)` or [`provider::from_env()`] instead.
+//!
+//! ```
+//! use intent_rs::provider::ScriptedProvider;
+//! use intent_rs::{AIResult, IntentClient, IntentError, StrictCompatible, intents};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Debug, PartialEq, Deserialize, JsonSchema, StrictCompatible)]
+//! pub enum Sentiment {
+//!     Positive,
+//!     Neutral,
+//!     Negative,
+//! }
+//!
+//! #[derive(Debug, Deserialize, JsonSchema, StrictCompatible)]
+//! pub struct Order {
+//!     item: String,
+//!     quantity: u32,
+//! }
+//!
+//! fn at_least_one(order: &Order) -> Result<(), String> {
+//!     if order.quantity > 0 { Ok(()) } else { Err("quantity must be at least 1".into()) }
+//! }
+//!
+//! #[intents]
+//! pub trait Shop {
+//!     #[intent("Classify the sentiment of the review")]
+//!     async fn sentiment(&self, review: &str) -> Result<Sentiment, IntentError>;
+//!
+//!     #[intent("Extract the order from the message", max_attempts = 2)]
+//!     #[validate(at_least_one)]
+//!     async fn order(&self, message: &str) -> AIResult<Order>;
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = ScriptedProvider::new([
+//!     r#"{"value": "Positive"}"#,
+//!     r#"{"value": {"item": "tea", "quantity": 0}}"#, // fails the validator
+//!     r#"{"value": {"item": "tea", "quantity": 2}}"#, // after the problem was fed back
+//! ]);
+//! let shop = ShopClient::new(IntentClient::builder().provider(model.clone()).build()?);
+//!
+//! assert_eq!(shop.sentiment("Loved it").await?, Sentiment::Positive);
+//!
+//! let order = shop.order("Two teas, please").await;
+//! assert_eq!(order.attempts.len(), 2);
+//! assert_eq!(order.into_result()?.quantity, 2);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is where
+//!
+//! | to | look at |
+//! | --- | --- |
+//! | declare methods and read every attribute the macro takes | [`intents`], [`StrictCompatible`], [`strict`] |
+//! | build and configure a client (providers, judge, attempts, guardrails, cache, limiter) | [`IntentClient`], [`client`], [`limits`], [`cache`] |
+//! | choose a model provider, or write your own | [`provider`] (OpenAI Chat Completions and Responses, Anthropic, Gemini, Azure OpenAI, OpenAI-compatible servers, the scripted model) |
+//! | read what a call returns | [`AIResult`], [`ResultIssue`], [`AttemptRecord`], [`Usage`], [`IntentError`] |
+//! | set options per call | [`IntentOptions`], [`Overrides`], [`options`] |
+//! | see how the prompt is built and how replies are checked | [`prompt`], [`verify`], [`parse`], [`schema`], [`judge`] |
+//! | ask yes/no, choice and score questions with probabilities | [`decision`], [`Binary`], [`Choice`], [`Score`] |
+//! | read values while they stream | [`stream`], [`IntentStream`], [`Partial`] |
+//! | send images and PDFs | [`media`] |
+//! | run large jobs through the batch APIs | [`batch`] |
+//! | trace calls with OpenTelemetry's GenAI conventions | [`telemetry`] |
+//!
+//! Evaluations over datasets live in the separate crate `intent-rs-eval`.
+//!
+//! # Cargo features
+//!
+//! None is on by default; the default build keeps only what every program needs.
+//!
+//! - `chrono`: `StrictCompatible` and ISO 8601 descriptions for `chrono`'s date and time
+//!   types.
+//! - `uuid`: `StrictCompatible` for `uuid::Uuid` (a string with the `uuid` format).
+//! - `metrics`: OpenTelemetry GenAI metrics (token usage, operation duration) and the
+//!   library's own (attempts, repairs, verification failures, judge verdicts). Spans need
+//!   no feature.
+//! - `redis`: the `fleet` module, a rate limiter and a response cache shared by many
+//!   replicas through Redis.
+//!
+//! # Where to go next
+//!
+//! The repository's README walks through streaming, batch jobs, images and documents,
+//! decision questions, a fleet of workers, logs and telemetry, and evaluations; its
+//! `examples/` folder holds a program for each, all runnable offline
+//! (`cargo run --example quickstart`).
 
 #![warn(missing_docs)]
 // docs.rs builds every feature and marks the items a feature gates (`[package.metadata.docs.rs]`).
