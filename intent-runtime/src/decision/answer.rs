@@ -11,7 +11,9 @@ use crate::result::Usage;
 pub const SUM_TOLERANCE: f64 = 1e-6;
 
 /// Where the probabilities came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbabilitySource {
     /// Measured: read from the token log-probabilities of the model's one-token answer.

@@ -4,7 +4,13 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::{DecisionError, DecisionOption, ProbabilitySource};
@@ -115,7 +121,9 @@ impl<E> EnumOptions<E> {
 }
 
 /// The answer to a yes/no decision question.
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// It serializes as `{"probability": 0.82, "source": "log_probabilities"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Binary {
     /// The probability of yes.
     pub probability: f64,
@@ -131,6 +139,11 @@ impl Binary {
 }
 
 /// The answer to a choice question over `E`'s variants.
+///
+/// It serializes with the variants' names, so that it can be stored, cached and compared
+/// in evaluations without `E` implementing serde's traits:
+/// `{"selected": "Billing", "probabilities": {"Billing": 0.74, "Support": 0.26},
+/// "source": "stated"}`, the probabilities in declaration order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice<E> {
     /// The probability of each variant, in declaration order.
@@ -144,6 +157,10 @@ pub struct Choice<E> {
 }
 
 /// The answer to a score question over `E`'s variants, the lowest level first.
+///
+/// It serializes with the levels' names, like [`Choice`]: `{"most_likely": "High",
+/// "expected": 1.6, "probabilities": {"Low": 0.1, "Medium": 0.2, "High": 0.7}, "source":
+/// "decision_model"}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Score<E> {
     /// The probability of each level, lowest first.
@@ -155,6 +172,207 @@ pub struct Score<E> {
     pub expected: f64,
     /// Whether the probabilities were measured or stated.
     pub source: ProbabilitySource,
+}
+
+impl<E: DecisionEnum> Choice<E> {
+    /// The selected variant's name, as the model was shown it.
+    pub fn selected_name(&self) -> &'static str {
+        variant_name::<E>(&self.selected)
+    }
+}
+
+impl<E: DecisionEnum> Score<E> {
+    /// The most likely level's name, as the model was shown it.
+    pub fn most_likely_name(&self) -> &'static str {
+        variant_name::<E>(&self.most_likely)
+    }
+}
+
+fn variant_name<E: DecisionEnum>(variant: &E) -> &'static str {
+    E::VARIANTS
+        .get(variant.index())
+        .map_or("", |described| described.name)
+}
+
+/// A distribution written as an object of variant names to probabilities, in order.
+struct NamedDistribution<'a, E>(&'a [(E, f64)]);
+
+impl<E: DecisionEnum> Serialize for NamedDistribution<'_, E> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (variant, probability) in self.0 {
+            map.serialize_entry(variant_name::<E>(variant), probability)?;
+        }
+        map.end()
+    }
+}
+
+/// The variant of `E` named `name`.
+fn variant_named<E: DecisionEnum, Er: serde::de::Error>(name: &str) -> Result<E, Er> {
+    E::VARIANTS
+        .iter()
+        .position(|variant| variant.name == name)
+        .and_then(E::from_index)
+        .ok_or_else(|| {
+            let names: Vec<&str> = E::VARIANTS.iter().map(|v| v.name).collect();
+            Er::custom(format!(
+                "`{name}` is not an option of this question; the options are {}",
+                names.join(", ")
+            ))
+        })
+}
+
+/// A distribution read back: every variant named once, put in declaration order.
+fn read_distribution<E: DecisionEnum, Er: serde::de::Error>(
+    named: BTreeMap<String, f64>,
+) -> Result<Vec<(E, f64)>, Er> {
+    let mut by_index: Vec<Option<f64>> = vec![None; E::VARIANTS.len()];
+    for (name, probability) in named {
+        let variant: E = variant_named(&name)?;
+        by_index[variant.index()] = Some(probability);
+    }
+    by_index
+        .into_iter()
+        .enumerate()
+        .map(|(index, probability)| {
+            let name = E::VARIANTS[index].name;
+            let probability = probability
+                .ok_or_else(|| Er::custom(format!("the probabilities have no `{name}`")))?;
+            let variant = E::from_index(index)
+                .ok_or_else(|| Er::custom(format!("`{name}` has no variant")))?;
+            Ok((variant, probability))
+        })
+        .collect()
+}
+
+impl<E: DecisionEnum> Serialize for Choice<E> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("selected", self.selected_name())?;
+        map.serialize_entry("probabilities", &NamedDistribution(&self.probabilities))?;
+        map.serialize_entry("source", &self.source)?;
+        map.end()
+    }
+}
+
+impl<'de, E: DecisionEnum> Deserialize<'de> for Choice<E> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Stored {
+            selected: String,
+            probabilities: BTreeMap<String, f64>,
+            source: ProbabilitySource,
+        }
+        let stored = Stored::deserialize(deserializer)?;
+        Ok(Choice {
+            selected: variant_named(&stored.selected)?,
+            probabilities: read_distribution(stored.probabilities)?,
+            source: stored.source,
+        })
+    }
+}
+
+impl<E: DecisionEnum> Serialize for Score<E> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("most_likely", self.most_likely_name())?;
+        map.serialize_entry("expected", &self.expected)?;
+        map.serialize_entry("probabilities", &NamedDistribution(&self.probabilities))?;
+        map.serialize_entry("source", &self.source)?;
+        map.end()
+    }
+}
+
+impl<'de, E: DecisionEnum> Deserialize<'de> for Score<E> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Stored {
+            most_likely: String,
+            expected: f64,
+            probabilities: BTreeMap<String, f64>,
+            source: ProbabilitySource,
+        }
+        let stored = Stored::deserialize(deserializer)?;
+        Ok(Score {
+            most_likely: variant_named(&stored.most_likely)?,
+            expected: stored.expected,
+            probabilities: read_distribution(stored.probabilities)?,
+            source: stored.source,
+        })
+    }
+}
+
+/// The schema of a stored distribution: one probability per variant name.
+fn distribution_schema<E: DecisionEnum>() -> Value {
+    let names = names_of::<E>();
+    let properties: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|name| {
+            let probability = serde_json::json!({"type": "number", "minimum": 0, "maximum": 1});
+            ((*name).to_owned(), probability)
+        })
+        .collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": names,
+        "additionalProperties": false,
+    })
+}
+
+fn names_of<E: DecisionEnum>() -> Vec<&'static str> {
+    E::VARIANTS.iter().map(|v| v.name).collect()
+}
+
+// The schemas are inlined: their shape depends on `E`'s variants, so one shared
+// definition name would stand for different shapes.
+impl<E: DecisionEnum> JsonSchema for Choice<E> {
+    fn schema_name() -> Cow<'static, str> {
+        "Choice".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "properties": {
+                "selected": {"type": "string", "enum": names_of::<E>()},
+                "probabilities": distribution_schema::<E>(),
+                "source": generator.subschema_for::<ProbabilitySource>(),
+            },
+            "required": ["selected", "probabilities", "source"],
+            "additionalProperties": false,
+        })
+    }
+}
+
+impl<E: DecisionEnum> JsonSchema for Score<E> {
+    fn schema_name() -> Cow<'static, str> {
+        "Score".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "properties": {
+                "most_likely": {"type": "string", "enum": names_of::<E>()},
+                "expected": {"type": "number", "minimum": 0},
+                "probabilities": distribution_schema::<E>(),
+                "source": generator.subschema_for::<ProbabilitySource>(),
+            },
+            "required": ["most_likely", "expected", "probabilities", "source"],
+            "additionalProperties": false,
+        })
+    }
 }
 
 /// `value` as JSON, for a state.
