@@ -23,7 +23,7 @@ use crate::judge::{Judge, JudgeMode, ModelJudge};
 use crate::limits::{Deadline, RateLimiter, RetryPolicy};
 use crate::options::{Example, IntentOptions, Overrides, Validator};
 use crate::prompt::{OutputTarget, PromptPlan};
-use crate::provider::{Provider, ProviderReply};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
@@ -700,14 +700,44 @@ fn preflight_failure<T>(message: String, started: Instant) -> AIResult<T> {
     }
 }
 
+/// The provider of a client built for decision questions only: every intent call fails
+/// before anything is sent, saying what to configure.
+#[derive(Debug)]
+struct DecisionsOnly;
+
+#[async_trait::async_trait]
+impl Provider for DecisionsOnly {
+    fn name(&self) -> &str {
+        "no provider"
+    }
+
+    // Not empty: the preflight refuses an empty model name with advice about models,
+    // and the advice this client needs is about the missing provider.
+    fn default_model(&self) -> &str {
+        "none"
+    }
+
+    async fn complete(&self, _request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        Err(ProviderError::new(
+            ProviderErrorKind::Configuration,
+            "no provider",
+            "this client was built with a decision client only; give it a provider with \
+             `.provider(...)` on the builder to call intent methods",
+        ))
+    }
+}
+
 crate::error::debug_as_message!(BuildError);
 
 /// A configuration mistake found by [`IntentClientBuilder::build`].
 #[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// No provider was given.
-    #[error("no provider was configured; call `.provider(...)` on the builder")]
+    /// Neither a provider nor a decision client was given.
+    #[error(
+        "no provider was configured; call `.provider(...)` on the builder (or only \
+         `.decision_client(...)` for a client that answers decision questions alone)"
+    )]
     MissingProvider,
     /// A limit was set to zero, which would make every call fail.
     #[error("`{setting}` must be at least 1")]
@@ -931,8 +961,17 @@ impl IntentClientBuilder {
     }
 
     /// Builds the client, or says what is wrong with the configuration.
+    ///
+    /// A client needs a provider, except one given only a
+    /// [`decision_client`](Self::decision_client): it answers decision questions, and an
+    /// intent method called on it fails without sending anything, saying that no
+    /// provider was configured.
     pub fn build(self) -> Result<IntentClient, BuildError> {
-        let provider = self.provider.ok_or(BuildError::MissingProvider)?;
+        let provider = match (self.provider, &self.decisions) {
+            (Some(provider), _) => provider,
+            (None, Some(_)) => Arc::new(DecisionsOnly) as Arc<dyn Provider>,
+            (None, None) => return Err(BuildError::MissingProvider),
+        };
         for (setting, value) in [
             ("max_attempts", self.max_attempts),
             ("max_model_calls", self.max_model_calls),

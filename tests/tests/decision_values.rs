@@ -142,3 +142,43 @@ async fn a_decision_method_runs_through_an_evaluation() {
     let failed: Vec<_> = report.failures().collect();
     assert_eq!(failed.len(), 1);
 }
+
+#[intents]
+pub trait Helpdesk {
+    #[intent("Which team should take the ticket?")]
+    async fn team(&self, ticket: &str) -> Result<Choice<Team>, DecisionError>;
+
+    #[intent("Summarize the ticket")]
+    async fn summary(&self, ticket: &str) -> Result<String, intent_rs::IntentError>;
+}
+
+#[tokio::test]
+async fn a_client_for_decisions_only_needs_no_chat_provider() {
+    let decider = ScriptedProvider::new([ScriptedReply::logprobs([
+        ("A", 0.3f64.ln()),
+        ("B", 0.7f64.ln()),
+    ])])
+    .with_max_top_logprobs(Some(20));
+    let client = IntentClient::builder()
+        .decision_client(intent_rs::decision::decision_client_for(
+            std::sync::Arc::new(decider.clone()),
+        ))
+        .build()
+        .expect("a decision client is enough");
+    let helpdesk = HelpdeskClient::new(client);
+
+    let team = helpdesk.team("The app crashes").await.expect("an answer");
+    assert_eq!(team.selected, Team::Support);
+
+    let error = helpdesk
+        .summary("The app crashes")
+        .await
+        .expect_err("no provider for intent methods");
+    assert!(
+        error
+            .to_string()
+            .contains("give it a provider with `.provider(...)`"),
+        "{error}"
+    );
+    assert_eq!(decider.requests().len(), 1, "only the decision was sent");
+}
