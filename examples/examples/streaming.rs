@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use intent_examples::{choose_provider, print_attempts};
 use intent_rs::provider::ScriptedProvider;
 use intent_rs::stream::StreamEvent;

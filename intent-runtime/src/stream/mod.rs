@@ -399,6 +399,26 @@ impl<T: Partial + Send + 'static> Stream for IntentStream<T> {
 }
 
 impl<T: Partial + Send + 'static> IntentStream<T> {
+    /// The next event, or `None` after the [`StreamEvent::Final`]: the stream read
+    /// without importing a `Stream` extension trait (it is the same as
+    /// `futures_util::StreamExt::next`).
+    pub async fn next(&mut self) -> Option<StreamEvent<T>> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+}
+
+/// Awaiting a stream runs the call to its end without looking at the partials, as
+/// [`IntentStream::finish`] does: `client.invoice(text).await` is the verified record.
+impl<T: Partial + Send + 'static> IntoFuture for IntentStream<T> {
+    type Output = AIResult<T>;
+    type IntoFuture = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.finish())
+    }
+}
+
+impl<T: Partial + Send + 'static> IntentStream<T> {
     /// Handles the queued events up to the first that makes an event for the caller.
     fn take_events(&mut self) -> Option<StreamEvent<T>> {
         while let Some(event) = self.events.next() {
