@@ -63,11 +63,7 @@ impl<T: Serialize> TaskOutput for AIResult<T> {
         let answer = match &self.value {
             Some(value) => serde_json::to_value(value)
                 .map_err(|error| format!("the answer cannot be written as JSON: {error}")),
-            None => Err(if self.issues.is_empty() {
-                "the call produced no value".to_owned()
-            } else {
-                self.failure_summary()
-            }),
+            None => Err(self.failure_summary()),
         };
         TaskOutcome {
             answer,

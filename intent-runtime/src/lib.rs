@@ -33,6 +33,7 @@ pub mod schema;
 mod shared;
 pub mod stream;
 pub mod strict;
+mod summary;
 pub mod telemetry;
 pub mod verify;
 
