@@ -3,8 +3,9 @@
 //! `cargo run --example telemetry` (offline: the scripted model is rate limited once, then
 //! its first answer fails a validator). It prints the span tree of that retried call as a
 //! `tracing` subscriber sees it (`RUST_LOG` filters it; by default `intent_rs=trace`, every
-//! step; `intent_rs=info` prints one line per attempt), then runs the call again with `tracing-opentelemetry` exporting the same spans through
-//! OpenTelemetry's stdout exporter.
+//! step; `intent_rs=info` prints one line per attempt), then runs the call again with
+//! `tracing-opentelemetry` exporting the same spans through OpenTelemetry's stdout
+//! exporter.
 
 use std::time::Duration;
 
