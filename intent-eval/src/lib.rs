@@ -45,6 +45,7 @@
 
 mod compare;
 pub mod dataset;
+mod diff;
 mod error;
 pub mod external;
 pub mod grade;
