@@ -228,7 +228,9 @@ impl<I: DeserializeOwned> Dataset<I> {
     }
 
     /// Reads a file as [`Dataset::from_file`] does, and checks every case's `expected`
-    /// and `expected_any` values against `O`, the answer type of the method evaluated:
+    /// and `expected_any` values against `O`, the answer type of the method evaluated, as
+    /// [`Evaluation::run`](crate::Evaluation::run) does for any dataset (this reports it
+    /// as the file is read, before a run is set up):
     /// a value no `O` can equal (a misspelt field, an unknown enum member, a string
     /// where a number belongs) is an error naming the file, the line (or case) and the
     /// field, before any case runs.
