@@ -552,7 +552,10 @@ async fn expected_values_no_answer_can_equal_stop_the_run_before_any_task_naming
     assert_eq!(at, &file);
     assert_eq!(*location, intent_rs_eval::Location::Line(2));
     assert_eq!(field.as_deref(), Some("expected.nmae"), "{error}");
-    assert!(message.contains("not a field of the answer type"), "{error}");
+    assert!(
+        message.contains("not a field of the answer type"),
+        "{error}"
+    );
 
     // An enum member that does not exist, in a list of answers read from text.
     let text = r#"{"name": "member", "input": "Cy", "expected_any": [{"name": "Cy", "sentiment": "Neutral"}, {"name": "Cy", "sentiment": "Meh"}]}"#;
@@ -569,8 +572,16 @@ async fn expected_values_no_answer_can_equal_stop_the_run_before_any_task_naming
     let dataset = Dataset::new(
         "built",
         vec![
-            Case::new("fine", "Ann".to_owned(), json!({"name": "Ann", "sentiment": "Positive"})),
-            Case::new("wrong", "Bo".to_owned(), json!({"name": 7, "sentiment": "Positive"})),
+            Case::new(
+                "fine",
+                "Ann".to_owned(),
+                json!({"name": "Ann", "sentiment": "Positive"}),
+            ),
+            Case::new(
+                "wrong",
+                "Bo".to_owned(),
+                json!({"name": 7, "sentiment": "Positive"}),
+            ),
         ],
     );
     let error = Evaluation::new("e").run(&dataset, task).await.unwrap_err();

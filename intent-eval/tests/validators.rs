@@ -97,7 +97,12 @@ async fn a_value_match_names_the_field_that_differs_before_values_too_long_to_sh
         miss.explanation
     );
     // Both values are cut where they are too long, at the same point: the field tells.
-    assert_eq!(miss.explanation.matches('…').count(), 2, "{}", miss.explanation);
+    assert_eq!(
+        miss.explanation.matches('…').count(),
+        2,
+        "{}",
+        miss.explanation
+    );
 }
 
 #[tokio::test]

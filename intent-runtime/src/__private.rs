@@ -509,8 +509,12 @@ where
 /// The live call and the batch item of a target checked by [`typed_target`].
 pub struct TargetCall<T> {
     transform: Transform<T>,
-    batch_item: fn(Result<PreparedInput, InputError>, &'static str, IntentOptions<T>) -> BatchItem<T>,
+    batch_item: MakeBatchItem<T>,
 }
+
+/// [`batch_item`]'s signature.
+type MakeBatchItem<T> =
+    fn(Result<PreparedInput, InputError>, &'static str, IntentOptions<T>) -> BatchItem<T>;
 
 /// [`IntentClient::transform_input`], boxed so that a function pointer can name it.
 type Transform<T> = for<'a> fn(

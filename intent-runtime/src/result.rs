@@ -353,7 +353,6 @@ impl<T> AIResult<T> {
         self.value.is_some()
     }
 
-
     /// Total model calls made, judge calls included.
     pub fn model_calls(&self) -> u32 {
         self.attempts.iter().map(|a| a.model_calls).sum()

@@ -93,7 +93,10 @@ fn reasons<'a>(issues: impl Iterator<Item = &'a ResultIssue>) -> String {
     let mut by_source: Vec<(IssueSource, Vec<&str>)> = Vec::new();
     for issue in issues {
         let message = issue.message.trim();
-        match by_source.iter_mut().find(|(source, _)| *source == issue.source) {
+        match by_source
+            .iter_mut()
+            .find(|(source, _)| *source == issue.source)
+        {
             Some((_, messages)) => {
                 if !messages.contains(&message) {
                     messages.push(message);
@@ -189,7 +192,11 @@ mod tests {
         let result = failed(
             1,
             vec![
-                issue(IssueSource::Validator, "3 is odd; return an even number.", 1),
+                issue(
+                    IssueSource::Validator,
+                    "3 is odd; return an even number.",
+                    1,
+                ),
                 issue(IssueSource::Judge, "The total is wrong.", 1),
                 issue(
                     IssueSource::Guardrail,
@@ -226,6 +233,9 @@ mod tests {
             result.failure_summary(),
             "the one attempt failed: the provider failed: timed out"
         );
-        assert_eq!(failed(0, vec![]).failure_summary(), "the call produced no value");
+        assert_eq!(
+            failed(0, vec![]).failure_summary(),
+            "the call produced no value"
+        );
     }
 }

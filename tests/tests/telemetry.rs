@@ -955,16 +955,12 @@ async fn at_info_and_debug_an_attempt_is_one_line_and_its_steps_are_at_trace() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(completion(r#"{"value": "Angry"}"#)),
-        )
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(r#"{"value": "Angry"}"#)))
         .up_to_n_times(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(completion(r#"{"value": "Happy"}"#)),
-        )
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(r#"{"value": "Happy"}"#)))
         .mount(&server)
         .await;
     capture();
@@ -989,15 +985,19 @@ async fn at_info_and_debug_an_attempt_is_one_line_and_its_steps_are_at_trace() {
         .iter()
         .filter(|e| e.target.starts_with("intent_rs") && e.level <= tracing::Level::DEBUG)
         .collect();
-    let messages: Vec<&str> = shown
-        .iter()
-        .map(|e| e.fields["message"].as_str())
-        .collect();
-    assert_eq!(messages, ["attempt finished", "attempt finished"], "{call:#?}");
+    let messages: Vec<&str> = shown.iter().map(|e| e.fields["message"].as_str()).collect();
+    assert_eq!(
+        messages,
+        ["attempt finished", "attempt finished"],
+        "{call:#?}"
+    );
     assert!(shown.iter().all(|e| e.level == tracing::Level::INFO));
     let first = shown[0];
     assert_eq!(event_field(first, "intent.passed"), Some("false"));
-    assert_eq!(event_field(first, "intent.verify.step"), Some("verification"));
+    assert_eq!(
+        event_field(first, "intent.verify.step"),
+        Some("verification")
+    );
     assert_eq!(event_field(first, "intent.provider_retries"), Some("1"));
     assert_eq!(event_field(shown[1], "intent.verify.step"), Some("passed"));
     assert_eq!(event_field(shown[1], "intent.provider_retries"), None);
@@ -1007,10 +1007,18 @@ async fn at_info_and_debug_an_attempt_is_one_line_and_its_steps_are_at_trace() {
         call.events
             .iter()
             .filter(|e| e.level == tracing::Level::TRACE)
-            .filter(|e| e.fields.get("message").is_some_and(|m| m.starts_with(message)))
+            .filter(|e| {
+                e.fields
+                    .get("message")
+                    .is_some_and(|m| m.starts_with(message))
+            })
             .count()
     };
-    assert_eq!(traced("transient provider failure; retrying"), 1, "{call:#?}");
+    assert_eq!(
+        traced("transient provider failure; retrying"),
+        1,
+        "{call:#?}"
+    );
     assert_eq!(traced("reply verified"), 2, "{call:#?}");
     assert_eq!(traced("sending a"), 3, "{call:#?}");
 }
