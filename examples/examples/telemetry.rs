@@ -2,9 +2,10 @@
 //!
 //! `cargo run --example telemetry` (offline: the scripted model is rate limited once, then
 //! its first answer fails a validator). It prints the span tree of that retried call as a
-//! `tracing` subscriber sees it (`RUST_LOG` filters it; default `intent_rs=debug`),
-//! then runs the call again with `tracing-opentelemetry` exporting the same spans through
-//! OpenTelemetry's stdout exporter.
+//! `tracing` subscriber sees it (`RUST_LOG` filters it; by default `intent_rs=trace`, every
+//! step; `intent_rs=info` prints one line per attempt), then runs the call again with
+//! `tracing-opentelemetry` exporting the same spans through OpenTelemetry's stdout
+//! exporter.
 
 use std::time::Duration;
 
@@ -72,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("== The span tree of one call, as any `tracing` subscriber sees it\n");
     let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("intent_rs=debug"));
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("intent_rs=trace"));
     let tree = tracing_tree::HierarchicalLayer::new(2)
         .with_writer(std::io::stdout)
         .with_ansi(false)

@@ -16,13 +16,16 @@
 //! non-empty list of acceptable values) or `expected_schema` (a JSON Schema the answer
 //! must satisfy). `name`, `rules` and `metadata` are optional.
 //!
-//! Read with [`Dataset::from_file_checked`] (or [`Dataset::from_jsonl_str_checked`]),
-//! every `expected` and `expected_any` value of a case graded by value match is checked
-//! against the answer type's JSON Schema as the dataset is read: a misspelt field or enum
+//! Every `expected` and `expected_any` value of a case graded by value match is checked
+//! against the answer type's JSON Schema before anything is asked of a model:
+//! [`Evaluation::run`](crate::Evaluation::run) checks them against its task's answer
+//! type, whichever constructor read the dataset, and [`Dataset::from_file_checked`] (or
+//! [`Dataset::from_jsonl_str_checked`]) as the dataset is read. A misspelt field or enum
 //! member is an error naming the file, the line and the field, not a failure the model
-//! is blamed for on every run.
+//! is blamed for (and paid for) on every case.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -100,6 +103,22 @@ pub struct Dataset<I> {
     pub name: String,
     /// The cases, in order.
     pub cases: Vec<Case<I>>,
+    /// Where the cases were read from, so that a later check names the file and line.
+    origin: Option<Origin>,
+}
+
+/// The file a dataset was read from, and where in it each case (by name) was.
+#[derive(Debug, Clone, PartialEq)]
+struct Origin {
+    file: PathBuf,
+    cases: HashMap<String, Read>,
+}
+
+/// Where a case was read, and whether its answers were listed (`expected_any`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Read {
+    location: Location,
+    listed: bool,
 }
 
 impl<I> Dataset<I> {
@@ -108,7 +127,52 @@ impl<I> Dataset<I> {
         Self {
             name: name.into(),
             cases,
+            origin: None,
         }
+    }
+
+    fn read(file: &Path, cases: Vec<(Case<I>, Read)>) -> Self {
+        let origin = Origin {
+            file: file.to_owned(),
+            cases: cases
+                .iter()
+                .map(|(case, read)| (case.name.clone(), *read))
+                .collect(),
+        };
+        Self {
+            name: stem(file),
+            cases: cases.into_iter().map(|(case, _)| case).collect(),
+            origin: Some(origin),
+        }
+    }
+
+    /// Checks every case's `expected` and `expected_any` values against the answer type
+    /// (as [`Dataset::from_file_checked`] does while reading): the first value no answer
+    /// can equal is an error naming the file and line (or, for a dataset built in code,
+    /// the dataset and the case's position) and the field.
+    pub(crate) fn check_expected(&self, answers: &AnswerCheck) -> Result<(), EvalError> {
+        for (index, case) in self.cases.iter().enumerate() {
+            let read = self
+                .origin
+                .as_ref()
+                .and_then(|origin| origin.cases.get(&case.name));
+            let listed = read.map_or(
+                matches!(&case.expected, ValueSet::AnyOf(values) if values.len() > 1),
+                |read| read.listed,
+            );
+            check_answers(answers, &case.expected, &case.rules, listed).map_err(
+                |(field, message)| EvalError::Dataset {
+                    file: self.origin.as_ref().map_or_else(
+                        || PathBuf::from(format!("dataset `{}`", self.name)),
+                        |origin| origin.file.clone(),
+                    ),
+                    location: read.map_or(Location::Case(index + 1), |read| read.location),
+                    field: Some(field),
+                    message,
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// The number of cases.
@@ -136,10 +200,6 @@ impl<I: DeserializeOwned> Dataset<I> {
             field: None,
             message: format!("cannot be read: {error}"),
         })?;
-        let name = path
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let lines = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("jsonl" | "ndjson")
@@ -149,14 +209,14 @@ impl<I: DeserializeOwned> Dataset<I> {
         } else {
             read_json(path, &text, answers)?
         };
-        Ok(Self::new(name, cases))
+        Ok(Self::read(path, cases))
     }
 
     /// Reads JSON Lines text; `file` names it in errors. Blank lines are allowed.
     pub fn from_jsonl_str(file: impl Into<PathBuf>, text: &str) -> Result<Self, EvalError> {
         let file = file.into();
         let cases = read_lines(&file, text, None)?;
-        Ok(Self::new(stem(&file), cases))
+        Ok(Self::read(&file, cases))
     }
 
     /// Reads JSON text (an array of cases, or an object with a `cases` array); `file`
@@ -164,11 +224,13 @@ impl<I: DeserializeOwned> Dataset<I> {
     pub fn from_json_str(file: impl Into<PathBuf>, text: &str) -> Result<Self, EvalError> {
         let file = file.into();
         let cases = read_json(&file, text, None)?;
-        Ok(Self::new(stem(&file), cases))
+        Ok(Self::read(&file, cases))
     }
 
     /// Reads a file as [`Dataset::from_file`] does, and checks every case's `expected`
-    /// and `expected_any` values against `O`, the answer type of the method evaluated:
+    /// and `expected_any` values against `O`, the answer type of the method evaluated, as
+    /// [`Evaluation::run`](crate::Evaluation::run) does for any dataset (this reports it
+    /// as the file is read, before a run is set up):
     /// a value no `O` can equal (a misspelt field, an unknown enum member, a string
     /// where a number belongs) is an error naming the file, the line (or case) and the
     /// field, before any case runs.
@@ -193,7 +255,7 @@ impl<I: DeserializeOwned> Dataset<I> {
     ) -> Result<Self, EvalError> {
         let file = file.into();
         let cases = read_lines(&file, text, Some(&AnswerCheck::of::<O>()?))?;
-        Ok(Self::new(stem(&file), cases))
+        Ok(Self::read(&file, cases))
     }
 }
 
@@ -207,9 +269,8 @@ fn read_lines<I: DeserializeOwned>(
     file: &Path,
     text: &str,
     answers: Option<&AnswerCheck>,
-) -> Result<Vec<Case<I>>, EvalError> {
+) -> Result<Vec<(Case<I>, Read)>, EvalError> {
     let mut cases = Vec::new();
-    let mut locations = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -222,9 +283,8 @@ fn read_lines<I: DeserializeOwned>(
             message: format!("not JSON: {error}"),
         })?;
         cases.push(read_case(file, location, value, answers)?);
-        locations.push(location);
     }
-    check_unique_names(file, &cases, &locations)?;
+    check_unique_names(file, &cases)?;
     Ok(cases)
 }
 
@@ -232,7 +292,7 @@ fn read_json<I: DeserializeOwned>(
     file: &Path,
     text: &str,
     answers: Option<&AnswerCheck>,
-) -> Result<Vec<Case<I>>, EvalError> {
+) -> Result<Vec<(Case<I>, Read)>, EvalError> {
     let fail = |field: Option<&str>, message: String| EvalError::Dataset {
         file: file.to_owned(),
         location: Location::File,
@@ -274,13 +334,12 @@ fn read_json<I: DeserializeOwned>(
             ));
         }
     };
-    let locations: Vec<Location> = (1..=items.len()).map(Location::Case).collect();
     let cases = items
         .into_iter()
-        .zip(&locations)
-        .map(|(item, location)| read_case(file, *location, item, answers))
+        .enumerate()
+        .map(|(index, item)| read_case(file, Location::Case(index + 1), item, answers))
         .collect::<Result<Vec<_>, _>>()?;
-    check_unique_names(file, &cases, &locations)?;
+    check_unique_names(file, &cases)?;
     Ok(cases)
 }
 
@@ -289,7 +348,7 @@ fn read_case<I: DeserializeOwned>(
     location: Location,
     value: Value,
     answers: Option<&AnswerCheck>,
-) -> Result<Case<I>, EvalError> {
+) -> Result<(Case<I>, Read), EvalError> {
     let fail = |field: Option<String>, message: String| EvalError::Dataset {
         file: file.to_owned(),
         location,
@@ -346,33 +405,51 @@ fn read_case<I: DeserializeOwned>(
             fail(Some(field), error.into_inner().to_string())
         })?,
     };
-    if let (Some(answers), ValueSet::AnyOf(values)) = (answers, &expected)
-        && rules.judge.is_none()
-        && rules.external.is_none()
-    {
-        for (index, value) in values.iter().enumerate() {
-            let field = if listed {
-                format!("expected_any[{index}]")
-            } else {
-                "expected".to_owned()
-            };
-            answers
-                .check(value, &rules)
-                .map_err(|(path, message)| fail(Some(format!("{field}{path}")), message))?;
-        }
+    if let Some(answers) = answers {
+        check_answers(answers, &expected, &rules, listed)
+            .map_err(|(field, message)| fail(Some(field), message))?;
     }
     let metadata = match object.remove("metadata") {
         None => Map::new(),
         Some(Value::Object(metadata)) => metadata,
         Some(_) => return Err(fail(Some("metadata".into()), "must be an object".into())),
     };
-    Ok(Case {
+    let case = Case {
         name,
         input,
         expected,
         metadata,
         rules,
-    })
+    };
+    Ok((case, Read { location, listed }))
+}
+
+/// Checks a case's expected values against the answer type: the field at fault
+/// (`expected`, `expected_any[1].customer.name`) and why. Cases graded by a judge or an
+/// external validator, and `expected_schema` cases, are not checked.
+fn check_answers(
+    answers: &AnswerCheck,
+    expected: &ValueSet,
+    rules: &Rules,
+    listed: bool,
+) -> Result<(), (String, String)> {
+    let ValueSet::AnyOf(values) = expected else {
+        return Ok(());
+    };
+    if rules.judge.is_some() || rules.external.is_some() {
+        return Ok(());
+    }
+    for (index, value) in values.iter().enumerate() {
+        let field = if listed {
+            format!("expected_any[{index}]")
+        } else {
+            "expected".to_owned()
+        };
+        answers
+            .check(value, rules)
+            .map_err(|(path, message)| (format!("{field}{path}"), message))?;
+    }
+    Ok(())
 }
 
 fn read_expected(object: &mut Map<String, Value>) -> Result<ValueSet, (String, String)> {
@@ -408,17 +485,13 @@ fn read_expected(object: &mut Map<String, Value>) -> Result<ValueSet, (String, S
     }
 }
 
-fn check_unique_names<I>(
-    file: &Path,
-    cases: &[Case<I>],
-    locations: &[Location],
-) -> Result<(), EvalError> {
+fn check_unique_names<I>(file: &Path, cases: &[(Case<I>, Read)]) -> Result<(), EvalError> {
     let mut seen = std::collections::HashSet::new();
-    for (case, location) in cases.iter().zip(locations) {
+    for (case, read) in cases {
         if !seen.insert(case.name.as_str()) {
             return Err(EvalError::Dataset {
                 file: file.to_owned(),
-                location: *location,
+                location: read.location,
                 field: Some("name".into()),
                 message: format!(
                     "`{}` names an earlier case too; reports compare cases by name",
@@ -446,7 +519,7 @@ fn looks_like_json_lines(text: &str) -> bool {
 type Folding = (bool, Whitespace);
 
 /// The answer type's schema, compiled once per way of comparing strings.
-struct AnswerCheck {
+pub(crate) struct AnswerCheck {
     type_name: String,
     schema: Arc<Value>,
     /// Exact comparison, then each other string folding met, compiled on first use.
@@ -457,11 +530,16 @@ impl AnswerCheck {
     fn of<O: JsonSchema + 'static>() -> Result<Self, EvalError> {
         let target =
             target_schema::<O>().map_err(|error| EvalError::MalformedSchema(error.to_string()))?;
-        Ok(Self {
+        Ok(Self::new(&target))
+    }
+
+    /// The check of answers of the type `target` describes.
+    pub(crate) fn new(target: &TargetSchema) -> Self {
+        Self {
             type_name: target.type_name.clone(),
-            schema: answer_schema(&target),
+            schema: answer_schema(target),
             compiled: RefCell::default(),
-        })
+        }
     }
 
     /// Checks `expected` as the answer of a case graded under `rules`: the path of the
@@ -471,7 +549,19 @@ impl AnswerCheck {
             .validator(rules)
             .map_err(|error| (String::new(), error.to_string()))?;
         let envelope = json!({ ENVELOPE_PROPERTY: rules.canonical(expected) });
-        let Some(error) = validator.iter_errors(&envelope).next() else {
+        // A misspelt field is both an unknown field and a missing one: the unknown one
+        // names what was written, so it is told first.
+        let errors: Vec<_> = validator.iter_errors(&envelope).collect();
+        let Some(error) = errors
+            .iter()
+            .find(|error| {
+                matches!(
+                    error.kind(),
+                    ValidationErrorKind::AdditionalProperties { .. }
+                )
+            })
+            .or(errors.first())
+        else {
             return Ok(());
         };
         let mut path = field_path(&error.instance_path().to_string());

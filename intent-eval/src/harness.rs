@@ -6,16 +6,19 @@ use std::fmt::Display;
 use std::future::Future;
 use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::{FutureExt, StreamExt, stream};
 use indicatif::{ProgressBar, ProgressStyle};
 use intent_rs::decision::{DecisionError, DecisionFailureKind};
+use intent_rs::schema::{SchemaError, TargetSchema, target_schema};
+use intent_rs::schemars::JsonSchema;
 use intent_rs::{AIResult, AttemptRecord, IssueSource};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dataset::{Case, Dataset};
+use crate::dataset::{AnswerCheck, Case, Dataset};
 use crate::error::EvalError;
 use crate::external::ExternalValidator;
 use crate::judge::Judge;
@@ -56,18 +59,27 @@ pub struct TaskOutcome {
 pub trait TaskOutput {
     /// The outcome the harness grades.
     fn into_outcome(self) -> TaskOutcome;
+
+    /// The answer type's schema, against which [`Evaluation::run`] checks every case's
+    /// expected values before the first task runs; `None` checks nothing.
+    fn answer_schema() -> Option<Result<Arc<TargetSchema>, SchemaError>>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
-impl<T: Serialize> TaskOutput for AIResult<T> {
+impl<T: Serialize + JsonSchema + 'static> TaskOutput for AIResult<T> {
+    fn answer_schema() -> Option<Result<Arc<TargetSchema>, SchemaError>> {
+        Some(target_schema::<T>())
+    }
+
     fn into_outcome(self) -> TaskOutcome {
         let answer = match &self.value {
             Some(value) => serde_json::to_value(value)
                 .map_err(|error| format!("the answer cannot be written as JSON: {error}")),
-            None => Err(if self.issues.is_empty() {
-                "the call produced no value".to_owned()
-            } else {
-                self.failure_summary()
-            }),
+            None => Err(self.failure_summary()),
         };
         TaskOutcome {
             answer,
@@ -105,7 +117,11 @@ fn ended_without_a_reply(attempts: &[AttemptRecord]) -> bool {
     })
 }
 
-impl<T: Serialize, E: Display + 'static> TaskOutput for Result<T, E> {
+impl<T: Serialize + JsonSchema + 'static, E: Display + 'static> TaskOutput for Result<T, E> {
+    fn answer_schema() -> Option<Result<Arc<TargetSchema>, SchemaError>> {
+        Some(target_schema::<T>())
+    }
+
     fn into_outcome(self) -> TaskOutcome {
         // A decision that failed for any reason but the model's reply (a provider error,
         // or a question the client cannot ask) has no answer to grade.
@@ -205,7 +221,10 @@ impl Evaluation {
     ///
     /// Before any task runs, every case's rules are checked against the configured
     /// judges and external validators (unknown names and variants, malformed verdict
-    /// schemas, templates that do not compile are errors). Then at most `concurrency`
+    /// schemas, templates that do not compile are errors), and every expected value of a
+    /// case graded by value match against the task's answer type (a misspelt field, an
+    /// enum member that does not exist: an error naming the file, the line and the
+    /// field, however the dataset was read). Then at most `concurrency`
     /// tasks run at once; a task that panics is that case's failure, and a validator
     /// that cannot grade is that case's error: the other cases still run.
     pub async fn run<'d, I, F, Fut, O>(
@@ -221,6 +240,7 @@ impl Evaluation {
     {
         self.validators
             .check(dataset.cases.iter().map(|case| &case.rules))?;
+        check_expected_values::<O, I>(dataset)?;
         let started = Instant::now();
         let bar = self.progress_bar(dataset.len());
         let task = &task;
@@ -334,6 +354,16 @@ impl Evaluation {
             format!("{}\n\nInput:\n{input}", self.prompt)
         }
     }
+}
+
+/// Checks `dataset`'s expected values against `O`'s answer type. Not async: the check's
+/// compiled schemas never live across an await of the run.
+fn check_expected_values<O: TaskOutput, I>(dataset: &Dataset<I>) -> Result<(), EvalError> {
+    let Some(schema) = O::answer_schema() else {
+        return Ok(());
+    };
+    let schema = schema.map_err(|error| EvalError::MalformedSchema(error.to_string()))?;
+    dataset.check_expected(&AnswerCheck::new(&schema))
 }
 
 /// A bar is drawn only for a person watching: CI logs and pipes get none, so they are

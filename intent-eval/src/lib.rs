@@ -2,10 +2,10 @@
 //! learn how often it gets them right, before and after every prompt or model change.
 //!
 //! - [`Dataset`] and [`Case`]: typed inputs with acceptable answers, read from JSON Lines
-//!   or JSON files ([`dataset`] shows the format);
-//!   [`from_file_checked`](Dataset::from_file_checked) also checks every expected value
-//!   against the answer type, so a typo is reported where it is, not as the model's
-//!   failure.
+//!   or JSON files ([`dataset`] shows the format). Every expected value is checked
+//!   against the answer type before the first request ([`Evaluation::run`] does it,
+//!   [`from_file_checked`](Dataset::from_file_checked) as the file is read), so a typo is
+//!   reported where it is, not as the model's failure.
 //! - Grading: each case's [`Rules`] pick one validator, in this order: an
 //!   [`ExternalValidator`] command, a [`Judge`] model, the expected JSON Schema, or a
 //!   value match of canonical values. One function, [`grade()`], decides pass or fail
@@ -45,6 +45,7 @@
 
 mod compare;
 pub mod dataset;
+mod diff;
 mod error;
 pub mod external;
 pub mod grade;

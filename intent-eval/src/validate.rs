@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::diff::{first_difference, quote};
 use crate::error::EvalError;
 use crate::external::ExternalValidator;
 use crate::grade::{ValueSet, grade, schema_failures};
@@ -13,9 +14,6 @@ use crate::rules::{JudgeSelector, Rules};
 // What every validator takes and gives; defined below the validators so that `external`
 // and `judge` need not import this module, which imports them.
 pub use crate::validation::{CaseContext, JudgeDetails, Tokens, ValidationResult};
-
-/// Explanations quote values up to this many characters.
-const QUOTE_CHARS: usize = 200;
 
 /// The validator a case's rules select.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,12 +136,32 @@ pub fn value_match(case: &CaseContext<'_>) -> ValidationResult {
         Some(index) => format!("matches expected value {} of {}", index + 1, expected.len()),
         None => {
             let wanted: Vec<String> = expected.iter().map(quote).collect();
-            format!(
+            let values = format!(
                 "expected {}{}, got {}",
                 if wanted.len() > 1 { "one of " } else { "" },
                 wanted.join(", "),
                 quote(case.actual)
-            )
+            );
+            // The differing field first: values too long to quote whole are cut, and a
+            // report's table cuts the explanation too.
+            let canonical = |value: &Value| case.rules.canonical(value);
+            let differences: Vec<String> = expected
+                .iter()
+                .enumerate()
+                .filter_map(|(index, value)| {
+                    let difference = first_difference(value, case.actual, canonical)?;
+                    Some(if expected.len() > 1 {
+                        format!("{difference} (expected value {})", index + 1)
+                    } else {
+                        difference
+                    })
+                })
+                .collect();
+            if differences.is_empty() {
+                values
+            } else {
+                format!("{}; {values}", differences.join("; "))
+            }
         }
     };
     ValidationResult {
@@ -175,15 +193,4 @@ pub fn schema_match(case: &CaseContext<'_>) -> Result<ValidationResult, EvalErro
         usage: Tokens::default(),
         judge: None,
     })
-}
-
-/// `value` as compact JSON, cut to a readable length.
-pub(crate) fn quote(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= QUOTE_CHARS {
-        text
-    } else {
-        let cut: String = text.chars().take(QUOTE_CHARS).collect();
-        format!("{cut}…")
-    }
 }

@@ -26,7 +26,8 @@ enum Sentiment {
     Negative,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, DecisionEnum)]
+// Graded answers have a schema: the run checks the expected values against it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema, DecisionEnum)]
 enum Mood {
     Glad,
     Cross,
@@ -502,4 +503,112 @@ async fn a_decision_method_that_the_provider_failed_is_an_error() {
         "{}",
         report.cases[1].explanation()
     );
+}
+
+/// An answer type with a field to misspell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+struct Contact {
+    name: String,
+    sentiment: Sentiment,
+}
+
+#[tokio::test]
+async fn expected_values_no_answer_can_equal_stop_the_run_before_any_task_naming_file_line_and_field()
+ {
+    let calls = AtomicUsize::new(0);
+    let task = |_: &String| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async {
+            Ok::<_, String>(Contact {
+                name: "Ann".into(),
+                sentiment: Sentiment::Positive,
+            })
+        }
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("contacts.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"name": "ok", "input": "Ann, happy", "expected": {"name": "Ann", "sentiment": "Positive"}}"#,
+            "\n",
+            r#"{"name": "typo", "input": "Bob", "expected": {"nmae": "Bob", "sentiment": "Neutral"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    // Read unchecked, as the README and the example read datasets: the run checks.
+    let dataset: Dataset<String> = Dataset::from_file(&file).unwrap();
+    let error = Evaluation::new("e").run(&dataset, task).await.unwrap_err();
+    let EvalError::Dataset {
+        file: at,
+        location,
+        field,
+        message,
+    } = &error
+    else {
+        panic!("a dataset error: {error}")
+    };
+    assert_eq!(at, &file);
+    assert_eq!(*location, intent_rs_eval::Location::Line(2));
+    assert_eq!(field.as_deref(), Some("expected.nmae"), "{error}");
+    assert!(
+        message.contains("not a field of the answer type"),
+        "{error}"
+    );
+
+    // An enum member that does not exist, in a list of answers read from text.
+    let text = r#"{"name": "member", "input": "Cy", "expected_any": [{"name": "Cy", "sentiment": "Neutral"}, {"name": "Cy", "sentiment": "Meh"}]}"#;
+    let dataset: Dataset<String> = Dataset::from_jsonl_str("moods.jsonl", text).unwrap();
+    let error = Evaluation::new("e").run(&dataset, task).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("moods.jsonl: line 1: field `expected_any[1].sentiment`: "),
+        "{error}"
+    );
+
+    // Built in code: the dataset and the case's position are named.
+    let dataset = Dataset::new(
+        "built",
+        vec![
+            Case::new(
+                "fine",
+                "Ann".to_owned(),
+                json!({"name": "Ann", "sentiment": "Positive"}),
+            ),
+            Case::new(
+                "wrong",
+                "Bo".to_owned(),
+                json!({"name": 7, "sentiment": "Positive"}),
+            ),
+        ],
+    );
+    let error = Evaluation::new("e").run(&dataset, task).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("dataset `built`: case 2: field `expected.name`: "),
+        "{error}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // A case graded by a judge keeps its reference answer unchecked.
+    let judged = Dataset::new(
+        "judged",
+        vec![
+            Case::new("ref", "Ann".to_owned(), json!({"summary": "any reference"}))
+                .rules(Rules::exact().judge(JudgeSelector::new("semantic"))),
+        ],
+    );
+    let judge = Judge::new(
+        "semantic",
+        ScriptedProvider::new([r#"{"value": {"explanation": "same", "verdict": true}}"#]),
+    );
+    let report = Evaluation::new("e")
+        .judge(judge)
+        .run(&judged, task)
+        .await
+        .unwrap();
+    assert_eq!(report.cases[0].status, Status::Passed);
 }

@@ -77,6 +77,35 @@ async fn value_match_takes_any_expected_value_under_the_rules() {
 }
 
 #[tokio::test]
+async fn a_value_match_names_the_field_that_differs_before_values_too_long_to_show() {
+    let notes = "a long note that makes the value longer than a quote shows ".repeat(5);
+    let expected = json!({"customer": {"name": "Ann", "notes": notes}, "total_cents": 1250});
+    let actual = json!({"customer": {"name": "Ann", "notes": notes}, "total_cents": 1205});
+    let miss = validate(
+        &Validators::new(),
+        ValueSet::one(expected),
+        actual,
+        Rules::exact(),
+    )
+    .await
+    .unwrap();
+    assert!(!miss.passed);
+    assert!(
+        miss.explanation
+            .starts_with("`.total_cents` differs: expected 1250, got 1205; expected {"),
+        "{}",
+        miss.explanation
+    );
+    // Both values are cut where they are too long, at the same point: the field tells.
+    assert_eq!(
+        miss.explanation.matches('…').count(),
+        2,
+        "{}",
+        miss.explanation
+    );
+}
+
+#[tokio::test]
 async fn schema_validation_explains_what_is_wrong() {
     let validators = Validators::new();
     let schema = ValueSet::schema(json!({

@@ -137,7 +137,7 @@ fn batch_item(
         }
         kind => {
             let strict_check = (kind == TargetKind::Typed && method.intent.json_mode.is_none())
-                .then(|| quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();));
+                .then(|| crate::strict::assert_strict(target));
             let options = options(method);
             let input = input(&method.inputs);
             let text = &method.intent.text;
@@ -145,7 +145,8 @@ fn batch_item(
                 let schema = runtime_schema(method);
                 quote!(::intent_rs::__private::batch_value_item(__intent_input, #text, #schema, __intent_options))
             } else {
-                quote!(::intent_rs::__private::batch_item(__intent_input, #text, __intent_options))
+                let checked = typed_target(target);
+                quote!(#checked.batch_item(__intent_input, #text, __intent_options))
             };
             quote! {
                 #strict_check
@@ -219,7 +220,7 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
     let target = method.output.target;
     let strict_check = (method.output.kind == TargetKind::Typed
         && method.intent.json_mode.is_none())
-    .then(|| quote_spanned!(target.span()=> ::intent_rs::__private::assert_strict::<#target>();));
+    .then(|| crate::strict::assert_strict(target));
     let options = options(method);
     let input = input(&method.inputs);
     let text = &method.intent.text;
@@ -228,7 +229,8 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
     }
     let call = match method.output.kind {
         TargetKind::Text | TargetKind::Typed => {
-            quote!(self.client.transform_input(__intent_input, #text, __intent_options).await)
+            let checked = typed_target(target);
+            quote!(#checked.call(&self.client, __intent_input, #text, __intent_options).await)
         }
         TargetKind::Decision(_) | TargetKind::Value => {
             let schema = runtime_schema(method);
@@ -248,6 +250,14 @@ fn method(method: &IntentMethod<'_>) -> TokenStream {
             }
         }
     }
+}
+
+/// The target's one check of its derives, spanned on the user's type: a target without
+/// `Deserialize` or `JsonSchema` is one error there (the method's and its batch
+/// companion's identical calls are reported once), naming the derive to add; the call
+/// it returns repeats no bound.
+fn typed_target(target: &Type) -> TokenStream {
+    quote_spanned!(target.span()=> ::intent_rs::__private::typed_target::<#target>())
 }
 
 /// A streaming method: the input is prepared at once and the stream owns the call.
@@ -626,7 +636,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains(r#":: intent_rs :: __private :: batch_item (__intent_input , "Classify the sentiment of the review" , __intent_options)"#),
+            text.contains(r#":: intent_rs :: __private :: typed_target :: < Sentiment > () . batch_item (__intent_input , "Classify the sentiment of the review" , __intent_options)"#),
             "{text}"
         );
         assert!(text.contains("fn summary_batch_item"), "{text}");

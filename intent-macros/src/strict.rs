@@ -164,8 +164,52 @@ fn check_field(
     });
 }
 
-fn assert_strict(ty: &Type) -> TokenStream {
-    quote_spanned!(ty.span()=> ::intent_rs::__private::assert_strict::<#ty>();)
+/// The assertion that `ty` is strict-compatible, spanned on it. A type naming chrono's
+/// dates or times, or `Uuid`, is asked through the function of its feature, so that
+/// without the feature the error names it.
+pub(crate) fn assert_strict(ty: &Type) -> TokenStream {
+    let function = match feature_gated(ty) {
+        Some(Gated::Chrono) => quote!(assert_strict_chrono),
+        Some(Gated::Uuid) => quote!(assert_strict_uuid),
+        None => quote!(assert_strict),
+    };
+    quote_spanned!(ty.span()=> ::intent_rs::__private::#function::<#ty>();)
+}
+
+/// A family of types that is strict-compatible only with a feature of intent-rs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gated {
+    /// chrono's dates and times (`chrono`).
+    Chrono,
+    /// `uuid::Uuid` (`uuid`).
+    Uuid,
+}
+
+/// Which feature-gated family `ty` names, if any: a path through `chrono::`, or chrono's
+/// date and time names, or `Uuid`. A derive sees names only, so a type of the user's own
+/// with such a name is asked the same bound; only the wording of its error differs.
+fn feature_gated(ty: &Type) -> Option<Gated> {
+    struct Finder(Option<Gated>);
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let last = names.last().map(String::as_str);
+            if names.iter().any(|name| name == "chrono")
+                || matches!(
+                    last,
+                    Some("NaiveDate" | "NaiveTime" | "NaiveDateTime" | "DateTime")
+                )
+            {
+                self.0.get_or_insert(Gated::Chrono);
+            } else if names.iter().any(|name| name == "uuid") || last == Some("Uuid") {
+                self.0.get_or_insert(Gated::Uuid);
+            }
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut finder = Finder(None);
+    finder.visit_type(ty);
+    finder.0
 }
 
 fn newtype(fields: &Fields) -> bool {
@@ -256,6 +300,24 @@ mod tests {
             out.contains("assert_strict :: < String >") && !out.contains("Timestamp >"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn chrono_and_uuid_fields_are_asked_through_their_features_check() {
+        let out = derive(
+            "struct A { at: chrono::NaiveDate, when: Option<DateTime<Utc>>, id: Uuid, n: u8 }",
+        )
+        .unwrap();
+        assert!(
+            out.contains("assert_strict_chrono :: < chrono :: NaiveDate >"),
+            "{out}"
+        );
+        assert!(
+            out.contains("assert_strict_chrono :: < Option < DateTime < Utc > > >"),
+            "{out}"
+        );
+        assert!(out.contains("assert_strict_uuid :: < Uuid >"), "{out}");
+        assert!(out.contains("assert_strict :: < u8 >"), "{out}");
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! Not public API: no semver guarantees. The behaviour lives here, as ordinary tested
 //! code, so that expansions stay a few lines per method.
 
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -31,6 +33,30 @@ pub use serde_json;
 /// type so the error lands there.
 #[inline(always)]
 pub fn assert_strict<T: StrictCompatible + ?Sized>() {}
+
+/// [`assert_strict`] for a type that names chrono's dates or times: without the `chrono`
+/// feature, the error names the feature.
+#[cfg(feature = "chrono")]
+#[inline(always)]
+pub fn assert_strict_chrono<T: StrictCompatible + ?Sized>() {}
+
+/// [`assert_strict`] for a type that names chrono's dates or times: without the `chrono`
+/// feature, the error names the feature.
+#[cfg(not(feature = "chrono"))]
+#[inline(always)]
+pub fn assert_strict_chrono<T: crate::strict::ChronoStrict + ?Sized>() {}
+
+/// [`assert_strict`] for a type that names `Uuid`: without the `uuid` feature, the error
+/// names the feature.
+#[cfg(feature = "uuid")]
+#[inline(always)]
+pub fn assert_strict_uuid<T: StrictCompatible + ?Sized>() {}
+
+/// [`assert_strict`] for a type that names `Uuid`: without the `uuid` feature, the error
+/// names the feature.
+#[cfg(not(feature = "uuid"))]
+#[inline(always)]
+pub fn assert_strict_uuid<T: crate::strict::UuidStrict + ?Sized>() {}
 
 /// Compiles only when `T` can be flattened into a strict object.
 #[inline(always)]
@@ -401,7 +427,7 @@ where
 #[inline(always)]
 pub fn stream_target<T>() -> StreamCall<T>
 where
-    T: serde::de::DeserializeOwned + JsonSchema + Partial + Send + 'static,
+    T: ReadableTarget + DescribedTarget + Partial + Send + 'static,
 {
     StreamCall(IntentClient::transform_stream_input::<T>)
 }
@@ -440,14 +466,107 @@ pub fn transform_value_stream(
     }
 }
 
+/// A type an answer can be read into: `Deserialize`, named so that a target without it
+/// is one error, at the user's type, saying which derive to add.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be read from the model's reply: it does not implement `serde::Deserialize`",
+    label = "add `#[derive(serde::Deserialize)]` to `{Self}`",
+    note = "an intent target is read from the reply's JSON, and described to the model by its JSON schema: derive `serde::Deserialize` and `schemars::JsonSchema` for it"
+)]
+pub trait ReadableTarget: DeserializeOwned {}
+
+// `do_not_recommend`: the error names this trait (and its message), not serde's.
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned> ReadableTarget for T {}
+
+/// A type the model can be told the shape of: `JsonSchema`, named as [`ReadableTarget`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no JSON schema to show the model: it does not implement `schemars::JsonSchema`",
+    label = "add `#[derive(schemars::JsonSchema)]` to `{Self}`",
+    note = "an intent target is read from the reply's JSON, and described to the model by its JSON schema: derive `serde::Deserialize` and `schemars::JsonSchema` for it",
+    note = "chrono's dates and times and `uuid::Uuid` have JSON schemas through intent-rs's `chrono` and `uuid` features"
+)]
+pub trait DescribedTarget: JsonSchema {}
+
+#[diagnostic::do_not_recommend]
+impl<T: JsonSchema + ?Sized> DescribedTarget for T {}
+
+/// A typed (or `String`) method's call of its target `T`. As [`stream_target`], the
+/// bounds below are the one place the method checks its target (the macro spans the call
+/// on the user's type, and its batch companion's identical call is reported once); the
+/// calls the result makes name no bound, so a target missing a derive is one error.
+#[inline(always)]
+pub fn typed_target<T>() -> TargetCall<T>
+where
+    T: ReadableTarget + DescribedTarget + Send + 'static,
+{
+    TargetCall {
+        transform: transform_boxed::<T>,
+        batch_item: batch_item::<T>,
+    }
+}
+
+/// The live call and the batch item of a target checked by [`typed_target`].
+pub struct TargetCall<T> {
+    transform: Transform<T>,
+    batch_item: MakeBatchItem<T>,
+}
+
+/// [`batch_item`]'s signature.
+type MakeBatchItem<T> =
+    fn(Result<PreparedInput, InputError>, &'static str, IntentOptions<T>) -> BatchItem<T>;
+
+/// [`IntentClient::transform_input`], boxed so that a function pointer can name it.
+type Transform<T> = for<'a> fn(
+    &'a IntentClient,
+    Result<PreparedInput, InputError>,
+    &'a str,
+    IntentOptions<T>,
+) -> Pin<Box<dyn Future<Output = AIResult<T>> + Send + 'a>>;
+
+impl<T> TargetCall<T> {
+    /// Calls the model: [`IntentClient::transform_input`].
+    pub fn call<'a>(
+        &self,
+        client: &'a IntentClient,
+        input: Result<PreparedInput, InputError>,
+        intent: &'a str,
+        options: IntentOptions<T>,
+    ) -> Pin<Box<dyn Future<Output = AIResult<T>> + Send + 'a>> {
+        (self.transform)(client, input, intent, options)
+    }
+
+    /// The same call as a batch item, not yet sent.
+    pub fn batch_item(
+        &self,
+        input: Result<PreparedInput, InputError>,
+        intent: &'static str,
+        options: IntentOptions<T>,
+    ) -> BatchItem<T> {
+        (self.batch_item)(input, intent, options)
+    }
+}
+
+fn transform_boxed<'a, T>(
+    client: &'a IntentClient,
+    input: Result<PreparedInput, InputError>,
+    intent: &'a str,
+    options: IntentOptions<T>,
+) -> Pin<Box<dyn Future<Output = AIResult<T>> + Send + 'a>>
+where
+    T: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    Box::pin(client.transform_input(input, intent, options))
+}
+
 /// A generated method's batch item: the same call as the method's, not yet sent.
-pub fn batch_item<T>(
+fn batch_item<T>(
     input: Result<PreparedInput, InputError>,
     intent: &'static str,
     options: IntentOptions<T>,
 ) -> BatchItem<T>
 where
-    T: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+    T: DeserializeOwned + JsonSchema + Send + 'static,
 {
     BatchItem::transform_input(input, intent, options)
 }

@@ -24,8 +24,9 @@ debug_as_message!(IntentError);
 
 /// Why an intent call produced no value.
 ///
-/// Its `Display` is the failure summary: the distinct issue messages of every attempt,
-/// so that logging the error tells a person what went wrong.
+/// Its `Display` is the failure summary ([`AIResult::failure_summary`]): how many
+/// attempts were made and why each failed, so that logging the error tells a person what
+/// went wrong.
 #[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum IntentError {
@@ -33,7 +34,7 @@ pub enum IntentError {
     /// built. The issues say why.
     #[error("{summary}")]
     Failed {
-        /// The distinct issue messages, joined.
+        /// The failure summary: the attempts made and why each failed.
         summary: String,
         /// Every issue, in order.
         issues: Vec<ResultIssue>,
@@ -55,11 +56,7 @@ impl<T> AIResult<T> {
         match self.value {
             Some(value) => Ok(value),
             None => Err(IntentError::Failed {
-                summary: if self.issues.is_empty() {
-                    "the call produced no value".to_owned()
-                } else {
-                    self.failure_summary()
-                },
+                summary: self.failure_summary(),
                 issues: self.issues,
             }),
         }
@@ -120,7 +117,10 @@ mod tests {
     #[test]
     fn into_result_carries_the_summary() {
         let err = failed(&["not valid JSON"]).into_result().unwrap_err();
-        assert_eq!(err.to_string(), "not valid JSON");
+        assert_eq!(
+            err.to_string(),
+            "the one attempt failed: the reply did not verify (feedback to the model: \"not valid JSON\")"
+        );
         assert_eq!(err.issues().len(), 1);
     }
 

@@ -130,6 +130,7 @@ pub mod schema;
 mod shared;
 pub mod stream;
 pub mod strict;
+mod summary;
 pub mod telemetry;
 pub mod verify;
 

@@ -353,17 +353,6 @@ impl<T> AIResult<T> {
         self.value.is_some()
     }
 
-    /// The distinct issue messages joined in order of first appearance; empty on success.
-    pub fn failure_summary(&self) -> String {
-        let mut seen: Vec<&str> = Vec::new();
-        for issue in &self.issues {
-            if !seen.contains(&issue.message.as_str()) {
-                seen.push(&issue.message);
-            }
-        }
-        seen.join("; ")
-    }
-
     /// Total model calls made, judge calls included.
     pub fn model_calls(&self) -> u32 {
         self.attempts.iter().map(|a| a.model_calls).sum()
@@ -399,9 +388,10 @@ mod tests {
     }
 
     #[test]
-    fn failure_summary_joins_distinct_messages_in_order() {
-        let result = failed(&["b broke", "a broke", "b broke"]);
-        assert_eq!(result.failure_summary(), "b broke; a broke");
+    fn a_successful_call_has_no_failure_summary() {
+        let mut result = failed(&["b broke"]);
+        result.value = Some(1);
+        assert_eq!(result.failure_summary(), "");
     }
 
     #[test]

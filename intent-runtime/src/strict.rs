@@ -122,6 +122,38 @@ mod chrono_impls {
 #[cfg(feature = "uuid")]
 impl StrictCompatible for uuid::Uuid {}
 
+/// `StrictCompatible`, asked of a type that names chrono's dates or times: without the
+/// `chrono` feature they are not strict-compatible, and the error says to enable it
+/// instead of speaking of maps. `#[derive(StrictCompatible)]` and `#[intents]` ask it of
+/// such types (with the feature, they ask `StrictCompatible` itself).
+#[cfg(not(feature = "chrono"))]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no strict schema without the `chrono` feature of intent-rs",
+    label = "chrono's dates and times need intent-rs's `chrono` feature",
+    note = "chrono's `NaiveDate`, `NaiveTime`, `NaiveDateTime` and `DateTime` are strict-compatible (ISO 8601 strings) once intent-rs is built with its `chrono` feature: `intent-rs = {{ version = \"0.1\", features = [\"chrono\"] }}` in Cargo.toml",
+    note = "a type of your own with one of these names: derive `StrictCompatible` for it"
+)]
+pub trait ChronoStrict {}
+
+#[cfg(not(feature = "chrono"))]
+#[diagnostic::do_not_recommend]
+impl<T: StrictCompatible + ?Sized> ChronoStrict for T {}
+
+/// `StrictCompatible`, asked of a type that names `Uuid`, as [`ChronoStrict`] is of
+/// chrono's types: without the `uuid` feature the error says to enable it.
+#[cfg(not(feature = "uuid"))]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no strict schema without the `uuid` feature of intent-rs",
+    label = "`uuid::Uuid` needs intent-rs's `uuid` feature",
+    note = "`uuid::Uuid` is strict-compatible (a string with the `uuid` format) once intent-rs is built with its `uuid` feature: `intent-rs = {{ version = \"0.1\", features = [\"uuid\"] }}` in Cargo.toml",
+    note = "a type of your own named `Uuid`: derive `StrictCompatible` for it"
+)]
+pub trait UuidStrict {}
+
+#[cfg(not(feature = "uuid"))]
+#[diagnostic::do_not_recommend]
+impl<T: StrictCompatible + ?Sized> UuidStrict for T {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,8 @@ struct SpanData {
 #[derive(Debug, Clone)]
 struct EventData {
     span: Option<u64>,
+    level: tracing::Level,
+    target: String,
     fields: BTreeMap<String, String>,
 }
 
@@ -111,7 +113,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .events
-            .push(EventData { span, fields });
+            .push(EventData {
+                span,
+                level: *event.metadata().level(),
+                target: event.metadata().target().to_owned(),
+                fields,
+            });
     }
 }
 
@@ -287,6 +294,9 @@ pub trait Telemetered {
 
     #[intent("Classify the mood over HTTP")]
     async fn classify_over_http(&self, text: &str) -> AIResult<Mood>;
+
+    #[intent("Classify the mood for the log")]
+    async fn classify_logged(&self, text: &str) -> AIResult<Mood>;
 
     #[intent("Classify the mood for the terminal")]
     async fn classify_in_terminal(&self, text: &str) -> Result<Mood, IntentError>;
@@ -922,6 +932,95 @@ async fn a_fmt_subscriber_prints_attempts_inside_a_span_naming_the_method_and_mo
     };
     assert!(tokens("gen_ai.usage.input_tokens") > 0, "{line}");
     assert!(tokens("gen_ai.usage.output_tokens") > 0, "{line}");
+}
+
+#[tokio::test]
+async fn at_info_and_debug_an_attempt_is_one_line_and_its_steps_are_at_trace() {
+    let server = MockServer::start().await;
+    let completion = |content: &str| {
+        json!({
+            "id": "chatcmpl-log", "object": "chat.completion", "model": "gpt-x",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 5}
+        })
+    };
+    // A rate limit retried inside attempt 1, whose reply then fails verification; attempt
+    // 2 answers.
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(json!({
+            "error": {"message": "slow down", "type": "rate_limit_exceeded"}
+        })))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(r#"{"value": "Angry"}"#)))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(r#"{"value": "Happy"}"#)))
+        .mount(&server)
+        .await;
+    capture();
+    let client = IntentClient::builder()
+        .provider(OpenAi::new("sk-log").with_base_url(format!("{}/v1", server.uri())))
+        .retry_policy(RetryPolicy {
+            max_retries: 1,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+        })
+        .build()
+        .unwrap();
+    let result = TelemeteredClient::new(client)
+        .classify_logged("What a day!")
+        .await;
+    assert!(result.is_success(), "{result:?}");
+
+    let call = Call::named("classify_logged");
+    // What `RUST_LOG=intent_rs=debug` prints (the HTTP client's own events aside).
+    let shown: Vec<&EventData> = call
+        .events
+        .iter()
+        .filter(|e| e.target.starts_with("intent_rs") && e.level <= tracing::Level::DEBUG)
+        .collect();
+    let messages: Vec<&str> = shown.iter().map(|e| e.fields["message"].as_str()).collect();
+    assert_eq!(
+        messages,
+        ["attempt finished", "attempt finished"],
+        "{call:#?}"
+    );
+    assert!(shown.iter().all(|e| e.level == tracing::Level::INFO));
+    let first = shown[0];
+    assert_eq!(event_field(first, "intent.passed"), Some("false"));
+    assert_eq!(
+        event_field(first, "intent.verify.step"),
+        Some("verification")
+    );
+    assert_eq!(event_field(first, "intent.provider_retries"), Some("1"));
+    assert_eq!(event_field(shown[1], "intent.verify.step"), Some("passed"));
+    assert_eq!(event_field(shown[1], "intent.provider_retries"), None);
+    // The steps are still there, at TRACE: the retry, each verification, the HTTP
+    // exchanges.
+    let traced = |message: &str| {
+        call.events
+            .iter()
+            .filter(|e| e.level == tracing::Level::TRACE)
+            .filter(|e| {
+                e.fields
+                    .get("message")
+                    .is_some_and(|m| m.starts_with(message))
+            })
+            .count()
+    };
+    assert_eq!(
+        traced("transient provider failure; retrying"),
+        1,
+        "{call:#?}"
+    );
+    assert_eq!(traced("reply verified"), 2, "{call:#?}");
+    assert_eq!(traced("sending a"), 3, "{call:#?}");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -27,10 +27,23 @@ pub use super::partial_json::PartialNode;
 /// Derive it (`#[derive(Partial)]`) for your structs and enums; it is implemented for the
 /// standard types a target can hold. `<T as Partial>::Partial` is what a stream's partial
 /// events carry (see [`StreamEvent`](crate::stream::StreamEvent)).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be streamed as partial values",
-    label = "`{Self}` does not implement `Partial`",
-    note = "add `#[derive(intent_rs::Partial)]` to `{Self}` (next to `StrictCompatible`), or implement `Partial` by hand"
+#[cfg_attr(
+    feature = "chrono",
+    diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be streamed as partial values",
+        label = "`{Self}` does not implement `Partial`",
+        note = "add `#[derive(intent_rs::Partial)]` to `{Self}` (next to `StrictCompatible`), or implement `Partial` by hand"
+    )
+)]
+// Without the feature, chrono's dates and times are not `Partial` either: say so.
+#[cfg_attr(
+    not(feature = "chrono"),
+    diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be streamed as partial values",
+        label = "`{Self}` does not implement `Partial`",
+        note = "add `#[derive(intent_rs::Partial)]` to `{Self}` (next to `StrictCompatible`), or implement `Partial` by hand",
+        note = "chrono's dates and times are `Partial` once intent-rs is built with its `chrono` feature"
+    )
 )]
 pub trait Partial {
     /// The value as far as it is written: for a struct, every field optional.

@@ -21,13 +21,16 @@
 //!   the HTTP request's id (a request-id header) is `intent.request.id`. `intent.request.kind` says whether the request
 //!   answered the intent, or was the judge's or a decision's. As the conventions ask, a
 //!   request retried after a transient failure is one span covering every try.
-//! - Events: each transient failure retried (with its backoff) inside the request's span;
-//!   each reply verified (the first check that failed, issues by source, repairs by
-//!   kind), each judge verdict, and each attempt's end on the call span.
+//! - Events: each attempt's end on the call span (`attempt finished`, at INFO: one line
+//!   per attempt, with whether it passed, the first check that failed, the retries of its
+//!   request and its tokens); at TRACE, the details: each transient failure retried (with
+//!   its backoff) inside the request's span, each reply verified (issues by source,
+//!   repairs by kind), each judge verdict, and the HTTP layer's request and reply.
 //!
-//! Any `tracing` subscriber sees all of it (`RUST_LOG=intent_rs=debug` with a `fmt`
-//! subscriber prints the events with their spans); `tracing-opentelemetry` exports the
-//! spans unchanged, reading `otel.name`, `otel.kind` and `otel.status_code`.
+//! Any `tracing` subscriber sees all of it (`RUST_LOG=intent_rs=info` or `=debug` with a
+//! `fmt` subscriber prints one line per attempt inside its call's span, `=trace` the
+//! details too); `tracing-opentelemetry` exports the spans unchanged, reading
+//! `otel.name`, `otel.kind` and `otel.status_code`.
 //!
 //! # Content
 //!
@@ -347,9 +350,9 @@ impl<'a> CallTrace<'a> {
         repairs: &[Repair],
     ) {
         let step = first_failed_step(passed, issues);
-        if tracing::event_enabled!(tracing::Level::DEBUG) {
+        if tracing::event_enabled!(tracing::Level::TRACE) {
             let count = |source| int(issues.iter().filter(|i| i.source == source).count());
-            tracing::debug!(
+            tracing::trace!(
                 parent: &self.span,
                 {
                     { INTENT_ATTEMPT } = i64::from(attempt),
@@ -372,7 +375,7 @@ impl<'a> CallTrace<'a> {
     /// An event (and metric) for the judge's verdict on attempt `attempt`.
     pub(crate) fn judged(&self, attempt: u32, record: &JudgeRecord) {
         let verdict = verdict_name(record);
-        tracing::debug!(
+        tracing::trace!(
             parent: &self.span,
             {
                 { INTENT_ATTEMPT } = i64::from(attempt),
@@ -386,15 +389,20 @@ impl<'a> CallTrace<'a> {
         }
     }
 
-    /// An event for the end of an attempt.
+    /// The one event (at INFO) for an attempt: how it ended, the first check that
+    /// failed, the retries its request needed, its tokens. The steps' own events are at
+    /// TRACE, so that a person's log has one line per attempt.
     pub(crate) fn attempt_finished(&self, record: &AttemptRecord, passed: bool) {
         let count = |source| int(record.issues.iter().filter(|i| i.source == source).count());
-        tracing::debug!(
+        let retries = record.provider_retries.len();
+        tracing::info!(
             parent: &self.span,
             {
                 { INTENT_ATTEMPT } = i64::from(record.number),
                 { INTENT_PASSED } = passed,
+                { INTENT_VERIFY_STEP } = first_failed_step(passed, &record.issues),
                 { INTENT_CACHED } = record.cached,
+                { INTENT_PROVIDER_RETRIES } = (retries > 0).then(|| int(retries)),
                 { INTENT_ISSUES_JUDGE } = count(IssueSource::Judge),
                 { INTENT_ISSUES_GUARDRAIL } = count(IssueSource::Guardrail),
                 { INTENT_ELAPSED_MS } = int(record.duration.as_millis()),
@@ -556,7 +564,7 @@ impl<'a> ModelRequest<'a> {
 
     /// An event for a transient failure that is retried after `wait`.
     pub(crate) fn retrying(&self, error: &ProviderError, wait: Duration, retry: u32) {
-        tracing::debug!(
+        tracing::trace!(
             parent: &self.span,
             {
                 { ERROR_TYPE } = error_type(error).as_str(),

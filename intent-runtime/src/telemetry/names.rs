@@ -129,6 +129,8 @@ pub const INTENT_REPAIRS: &str = "intent.repairs";
 pub const INTENT_REPAIR_KIND: &str = "intent.repair.kind";
 /// The retry's number within one model request (1-based).
 pub const INTENT_RETRY: &str = "intent.retry";
+/// Transient provider failures retried inside an attempt (absent when none was).
+pub const INTENT_PROVIDER_RETRIES: &str = "intent.provider_retries";
 /// The wait before a retry, in milliseconds.
 pub const INTENT_BACKOFF_MS: &str = "intent.backoff_ms";
 /// The judge's verdict: `pass`, `fail`, or `missing` (no readable verdict).

@@ -31,7 +31,7 @@ pub(crate) fn output_schema(request: &ProviderRequest) -> Option<Arc<RawValue>> 
     match schema_verdict(request)? {
         Ok(text) => Some(text),
         Err(reason) => {
-            tracing::debug!(
+            tracing::trace!(
                 provider = "anthropic",
                 schema = %request.schema_name,
                 %reason,

@@ -87,7 +87,7 @@ pub(crate) fn transport_error(
         ProviderErrorKind::Transport
     };
     let message = redact(&error_chain(err), secret);
-    tracing::debug!(provider, %kind, %message, "provider request failed before a reply");
+    tracing::trace!(provider, %kind, %message, "provider request failed before a reply");
     let error = ProviderError::new(kind, provider, message);
     if err.is_connect() {
         error.not_sent()
@@ -201,7 +201,7 @@ pub(crate) fn error_from_response(
     if let Some(transient) = parse_should_retry(&raw.headers) {
         err = err.with_transient(transient);
     }
-    tracing::debug!(
+    tracing::trace!(
         provider,
         status = raw.status.as_u16(),
         %kind,

@@ -161,13 +161,13 @@ impl Connection {
         model: &str,
     ) -> Result<RawResponse, ProviderError> {
         let provider = self.provider.as_str();
-        tracing::debug!(provider, model, url = %route.url(), "sending a {}", api.call);
+        tracing::trace!(provider, model, url = %route.url(), "sending a {}", api.call);
         let started = Instant::now();
         let raw = self
             .transport
             .post_json(provider, route, body, size_hint, self.secret())
             .await?;
-        tracing::debug!(
+        tracing::trace!(
             provider,
             status = raw.status.as_u16(),
             request_id = raw.request_id(api.request_id_header),
@@ -208,7 +208,7 @@ impl Connection {
         model: &str,
     ) -> Result<Result<reqwest::Response, RawResponse>, ProviderError> {
         let provider = self.provider.as_str();
-        tracing::debug!(provider, model, url = %route.url(), "streaming a {}", api.call);
+        tracing::trace!(provider, model, url = %route.url(), "streaming a {}", api.call);
         self.transport
             .post_json_streaming(provider, route, body, size_hint, self.secret())
             .await
