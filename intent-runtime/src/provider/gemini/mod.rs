@@ -48,14 +48,17 @@ pub const GEMINI_MAX_TOP_LOGPROBS: u8 = 20;
 
 const MIB: usize = 1024 * 1024;
 
-/// What the Gemini API takes of media inline: PNG, JPEG and WebP images (not GIF), PDFs of
-/// up to 50 MB and 1,000 pages, and 100 MB of base64 per request; larger files go through
-/// the Files API, which this provider does not upload to.
+/// What the Gemini API takes of media inline: PNG, JPEG and WebP images (not GIF), up to
+/// 3,600 images, PDFs of up to 50 MB and 1,000 pages, and 100 MB of base64 per request
+/// (Google writes MB; read as MiB, 2^20 bytes); larger files go through the Files API,
+/// which this provider does not upload to.
 pub const GEMINI_MEDIA_LIMITS: MediaLimits = MediaLimits {
     image_types: &[MediaType::Png, MediaType::Jpeg, MediaType::Webp],
     documents: true,
     document_urls: true,
     max_image_bytes: 100 * MIB / 4 * 3,
+    max_images: 3_600,
+    max_image_bytes_per_request: usize::MAX,
     max_document_bytes: 50 * MIB,
     max_document_pages: 1_000,
     max_request_bytes: 100 * MIB,
