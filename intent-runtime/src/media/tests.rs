@@ -283,7 +283,11 @@ fn the_images_of_a_request_are_counted_against_each_providers_limit() {
     let cases = [
         ("openai", MediaLimits::OPENAI, 500),
         ("anthropic", MediaLimits::ANTHROPIC, 600),
-        ("gemini", crate::provider::gemini::GEMINI_MEDIA_LIMITS, 3_600),
+        (
+            "gemini",
+            crate::provider::gemini::GEMINI_MEDIA_LIMITS,
+            3_600,
+        ),
     ];
     for (provider, limits, max) in cases {
         assert_eq!(limits.max_images, max, "{provider}");
@@ -312,7 +316,11 @@ fn the_images_of_a_request_are_counted_against_each_providers_limit() {
     // Documents are not images.
     let pdf = Document::from_bytes(PDF.to_vec()).unwrap();
     let limits = MediaLimits::OPENAI.with_max_images(1, usize::MAX);
-    assert!(limits.check("openai", [png.media(), pdf.media()], 4).is_ok());
+    assert!(
+        limits
+            .check("openai", [png.media(), pdf.media()], 4)
+            .is_ok()
+    );
 }
 
 #[test]
@@ -328,7 +336,11 @@ fn openais_fifty_megabytes_count_image_bytes_not_the_base64_body() {
     // takes it, since only the images' bytes count against its 50 MB.
     let three = [image.media(), image.media(), image.media(), pdf.media()];
     assert!(MediaLimits::OPENAI.check("openai", three, MIB).is_ok());
-    assert!(MediaLimits::OPENAI_RESPONSES.check("openai", three, MIB).is_ok());
+    assert!(
+        MediaLimits::OPENAI_RESPONSES
+            .check("openai", three, MIB)
+            .is_ok()
+    );
     // 60 MiB of images is over it, whatever else the request holds.
     let four = [image.media(), image.media(), image.media(), image.media()];
     let refusal = MediaLimits::OPENAI.check("openai", four, 0).unwrap_err();
