@@ -196,21 +196,35 @@ async fn refusal_is_reported_with_empty_text() {
 }
 
 #[tokio::test]
-async fn length_and_content_filter_are_truncation() {
-    for reason in ["length", "content_filter"] {
-        let server = server_replying(
+async fn length_is_truncation_and_content_filter_a_refusal() {
+    let replying = |reason: &str| {
+        server_replying(
             ResponseTemplate::new(200)
                 .set_body_json(completion(assistant(json!(r#"{"value":"Pos"#)), reason)),
         )
-        .await;
-        let reply = provider(&server.uri())
-            .complete(&schema_request())
-            .await
-            .unwrap();
-        assert!(reply.truncated, "{reason}");
-        assert_eq!(reply.stop_reason.as_deref(), Some(reason));
-        assert_eq!(reply.text, r#"{"value":"Pos"#);
-    }
+    };
+    let server = replying("length").await;
+    let reply = provider(&server.uri())
+        .complete(&schema_request())
+        .await
+        .unwrap();
+    assert!(reply.truncated && reply.refusal.is_none());
+    assert_eq!(reply.stop_reason.as_deref(), Some("length"));
+    assert_eq!(reply.text, r#"{"value":"Pos"#);
+    // The filter would withhold the same answer again: a refusal, not a cut to retry
+    // with a shorter answer.
+    let server = replying("content_filter").await;
+    let reply = provider(&server.uri())
+        .complete(&schema_request())
+        .await
+        .unwrap();
+    assert!(!reply.truncated);
+    assert_eq!(
+        reply.refusal.as_deref(),
+        Some("the provider's content filter withheld the reply (stopped for content_filter)")
+    );
+    assert_eq!(reply.text, "");
+    assert_eq!(reply.stop_reason.as_deref(), Some("content_filter"));
 }
 
 #[tokio::test]

@@ -108,6 +108,10 @@ pub(crate) fn parse_reply(
     ))
 }
 
+/// The refusal of a reply a content filter withheld without naming why.
+pub(crate) const CONTENT_FILTERED: &str =
+    "the provider's content filter withheld the reply (stopped for content_filter)";
+
 /// What a Chat Completions reply is made of, read from one response or gathered from
 /// the chunks of a stream; both become a [`ProviderReply`] the same way.
 #[derive(Default)]
@@ -139,19 +143,20 @@ impl ChatParts {
             .filter(|text| !text.is_empty())
             .map(bounded_message);
         let content_filtered = self.finish_reason.as_deref() == Some("content_filter");
-        // A filter that names what it withheld has refused the request: the same input
-        // would be withheld again, so it is a refusal, not a cut to retry.
-        if content_filtered && refusal.is_none() && !self.filtered.is_empty() {
-            refusal = Some(format!(
-                "the provider's content filter withheld the reply ({})",
-                self.filtered.join(", ")
-            ));
+        // A filtered reply is a refusal, whether or not the filter names what it withheld
+        // (Azure does, OpenAI does not): the same input would be withheld again, so it is
+        // not a cut to retry with a shorter answer.
+        if content_filtered && refusal.is_none() {
+            refusal = Some(if self.filtered.is_empty() {
+                CONTENT_FILTERED.to_owned()
+            } else {
+                format!(
+                    "the provider's content filter withheld the reply ({})",
+                    self.filtered.join(", ")
+                )
+            });
         }
-        let truncated = refusal.is_none()
-            && matches!(
-                self.finish_reason.as_deref(),
-                Some("length" | "content_filter")
-            );
+        let truncated = refusal.is_none() && self.finish_reason.as_deref() == Some("length");
         let text = if refusal.is_some() {
             String::new()
         } else {
