@@ -323,6 +323,7 @@ async fn usage_counts_cached_and_thinking_tokens() {
     assert_eq!(reply.usage.input_tokens, 2100);
     assert_eq!(reply.usage.cached_input_tokens, 2048);
     assert_eq!(reply.usage.output_tokens, 253);
+    assert_eq!(reply.usage.reasoning_tokens, 250);
     assert_eq!(reply.usage.cache_write_input_tokens, 0);
     // The model the request named, when the reply names none.
     assert_eq!(reply.model, "gemini-2.5-flash");

@@ -35,7 +35,7 @@ fn completion(message: Value, finish_reason: &str) -> Value {
             "completion_tokens": 30,
             "total_tokens": 150,
             "prompt_tokens_details": {"cached_tokens": 64, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0}
+            "completion_tokens_details": {"reasoning_tokens": 12}
         }
     })
 }
@@ -113,6 +113,8 @@ async fn text_reply_is_read_with_usage_model_and_request_id() {
     assert_eq!(reply.usage.output_tokens, 30);
     assert_eq!(reply.usage.cached_input_tokens, 64);
     assert_eq!(reply.usage.cache_write_input_tokens, 0);
+    // Reasoning tokens are reported apart, and stay part of the output tokens.
+    assert_eq!(reply.usage.reasoning_tokens, 12);
     assert_requests_valid(&server).await;
     let bodies = received_bodies(&server).await;
     assert_eq!(

@@ -366,8 +366,10 @@ async fn usage_reads_cached_cache_write_and_reasoning_tokens() {
     assert_eq!(reply.usage.input_tokens, 2048);
     assert_eq!(reply.usage.cached_input_tokens, 1920);
     assert_eq!(reply.usage.cache_write_input_tokens, 128);
-    // Reasoning tokens are output tokens: billed as such, part of the count.
+    // Reasoning tokens are output tokens: billed as such, part of the count, and
+    // reported apart.
     assert_eq!(reply.usage.output_tokens, 300);
+    assert_eq!(reply.usage.reasoning_tokens, 283);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -750,6 +750,7 @@ mod tests {
                 output_tokens: 2,
                 cached_input_tokens: 4,
                 cache_write_input_tokens: 1,
+                reasoning_tokens: 1,
             },
             model: "m".into(),
             request_id: Some("req_1".into()),

@@ -60,11 +60,18 @@ pub(crate) struct ChatUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptTokensDetails>,
+    /// `reasoning_tokens` (part of `completion_tokens`); compatible servers omit it.
+    completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
 #[derive(Deserialize)]
 pub(crate) struct PromptTokensDetails {
     cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CompletionTokensDetails {
+    reasoning_tokens: Option<u64>,
 }
 
 /// Reads a success reply: text, refusal, truncation, usage, model, the completion's id
@@ -170,6 +177,10 @@ impl ChatParts {
                 .and_then(|details| details.cached_tokens)
                 .unwrap_or(0),
             cache_write_input_tokens: 0,
+            reasoning_tokens: usage
+                .completion_tokens_details
+                .and_then(|details| details.reasoning_tokens)
+                .unwrap_or(0),
         });
         ProviderReply {
             text,

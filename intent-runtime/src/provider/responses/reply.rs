@@ -109,7 +109,7 @@ pub(crate) struct OutputTokensDetails {
 
 impl ResponseUsage {
     /// The usage as the runtime counts it; reasoning tokens are part of `output_tokens`
-    /// (see [`ResponseUsage::reasoning_tokens`]).
+    /// and also counted apart.
     pub(crate) fn usage(&self) -> Usage {
         let input = self.input_tokens_details.unwrap_or_default();
         Usage {
@@ -117,6 +117,7 @@ impl ResponseUsage {
             output_tokens: self.output_tokens,
             cached_input_tokens: input.cached_tokens,
             cache_write_input_tokens: input.cache_write_tokens,
+            reasoning_tokens: self.reasoning_tokens(),
         }
     }
 
@@ -477,6 +478,7 @@ mod tests {
                 output_tokens: 300,
                 cached_input_tokens: 1536,
                 cache_write_input_tokens: 64,
+                reasoning_tokens: 256,
             }
         );
         let usage: ResponseUsage = serde_json::from_value(body["usage"].clone()).unwrap();
