@@ -380,6 +380,7 @@ where
         max_output_tokens: settings.max_output_tokens,
         temperature: settings.temperature,
         top_logprobs: None,
+        minimal_thinking: false,
     };
     plan.schema_enforced = request.schema.is_some() && client.provider.enforces_schema(&request);
 

@@ -125,6 +125,7 @@ impl LogprobDecisionClient {
             max_output_tokens: Some(1),
             temperature: Some(0.0),
             top_logprobs: Some(top_logprobs),
+            minimal_thinking: true,
             model: request.model().map(str::to_owned),
             ..ProviderRequest::text(SYSTEM, user)
         };

@@ -254,6 +254,7 @@ impl DecisionClient for StatedDecisionClient {
             model: request.model().map(str::to_owned),
             max_output_tokens: Some(u32::try_from(256 + 32 * options).unwrap_or(u32::MAX)),
             temperature: Some(0.0),
+            minimal_thinking: true,
             ..ProviderRequest::text(SYSTEM, user_prompt(request))
         };
         let reply = send(&self.provider, &self.telemetry, &provider_request).await?;

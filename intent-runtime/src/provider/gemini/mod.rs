@@ -18,7 +18,7 @@ pub use schema::{GEMINI_SCHEMA_KEYWORDS, GeminiSchema, gemini_schema};
 
 use self::errors::{REQUEST_ID_HEADER, error_reply};
 use self::reply::parse_reply;
-use self::request::{BodySettings, GenerateBody, request_body};
+use self::request::{BodySettings, GenerateBody, ModelThinking, request_body};
 use self::schema::gemini_schema_json;
 use self::stream::GeminiStream;
 use crate::media::{MediaLimits, MediaType};
@@ -181,8 +181,14 @@ impl Gemini {
     /// Sends `generationConfig.thinkingConfig.thinkingBudget` with every request (default:
     /// not sent, the model's own default). On Gemini 2.5 models thinking tokens count
     /// against `maxOutputTokens`; `Some(0)` turns thinking off on the models that allow it
-    /// (2.5 Flash and Flash-Lite), which one-token answers such as log-probability
-    /// decisions need.
+    /// (2.5 Flash and Flash-Lite).
+    ///
+    /// Decision requests (a one-token label, or a stated distribution) need no thinking,
+    /// and without a budget set here they are sent so that Gemini 2.5 as shipped answers
+    /// them: `thinkingBudget: 0` on the models that can stop thinking (2.5 Flash,
+    /// Flash-Lite); the least budget (128) and 1,024 more output tokens than the answer
+    /// needs on those that cannot (2.5 Pro, Gemini 3); 1,024 more output tokens on a model
+    /// this library does not know. A budget set here is sent as it is, with room for it.
     pub fn with_thinking_budget(mut self, budget: Option<i32>) -> Self {
         self.thinking_budget = budget;
         self
@@ -251,6 +257,7 @@ impl Gemini {
             BodySettings {
                 max_top_logprobs: self.max_top_logprobs,
                 thinking_budget: self.thinking_budget,
+                thinking: ModelThinking::of(self.model_of(request)),
             },
         ))
     }
