@@ -926,4 +926,43 @@ async fn a_decision_is_answered_from_gemini_log_probabilities() {
     let asked = config["logprobs"].as_u64().unwrap();
     assert!((1..=20).contains(&asked), "{config}");
     assert_eq!(config["maxOutputTokens"], 1);
+    // 2.5 Flash thinks by default; a decision's one token must not go to thinking.
+    assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 0}));
+}
+
+#[tokio::test]
+async fn a_decision_on_a_model_that_cannot_stop_thinking_leaves_room_for_the_thinking() {
+    let server = server_replying(
+        "/v1beta/models/gemini-2.5-pro:generateContent",
+        ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{
+                "content": {"role": "model", "parts": [{"text": "yes"}]},
+                "finishReason": "STOP",
+                "logprobsResult": {
+                    "topCandidates": [{"candidates": [
+                        {"token": "yes", "tokenId": 8505, "logProbability": -0.05},
+                        {"token": "no", "tokenId": 956, "logProbability": -3.0}
+                    ]}],
+                    "chosenCandidates": [{"token": "yes", "tokenId": 8505, "logProbability": -0.05}]
+                }
+            }],
+            "usageMetadata": {"promptTokenCount": 60, "candidatesTokenCount": 1,
+                "thoughtsTokenCount": 131, "totalTokenCount": 192},
+            "modelVersion": "gemini-2.5-pro"
+        })),
+    )
+    .await;
+    let gemini = provider(&server).with_model("gemini-2.5-pro");
+    let evaluator = DecisionEvaluator::new(LogprobDecisionClient::new(gemini));
+    let evaluation = evaluator
+        .evaluate("Wrote the report and sent it.")
+        .await
+        .unwrap();
+    assert!(evaluation.is_satisfied());
+    let body = only_body(&server).await;
+    let config = &body["generationConfig"];
+    // 2.5 Pro refuses a zero budget: the least one (128), and the answer's token beyond
+    // the thinking's room.
+    assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 128}));
+    assert_eq!(config["maxOutputTokens"], 1 + 1024);
 }
