@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+use intent_rs::decision::{
+    BinaryQuestion, DecisionEvaluator, DecisionQuestion, DecisionRequest, LogprobDecisionClient,
+    ProbabilitySource,
+};
 use intent_rs::limits::RetryPolicy;
 use intent_rs::media::{Document, Image};
 use intent_rs::provider::gemini::GEMINI_SCHEMA_KEYWORDS;
@@ -928,6 +931,52 @@ async fn a_decision_is_answered_from_gemini_log_probabilities() {
     assert_eq!(config["maxOutputTokens"], 1);
     // 2.5 Flash thinks by default; a decision's one token must not go to thinking.
     assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 0}));
+}
+
+#[tokio::test]
+async fn a_decision_whose_reply_carries_no_log_probabilities_is_answered_stated() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(GENERATE))
+        .respond_with(|request: &wiremock::Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let config = &body["generationConfig"];
+            // Gemini may answer a request for log-probabilities without them.
+            let text = if config.get("responseLogprobs").is_some() {
+                "yes".to_owned()
+            } else {
+                // The stated request has room for its JSON and no thinking either.
+                assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 0}));
+                json!({"value": {"completed": {"probability_yes": 0.97}}}).to_string()
+            };
+            ResponseTemplate::new(200).set_body_json(json!({
+                "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                    "finishReason": "STOP"}],
+                "usageMetadata": {"promptTokenCount": 60, "candidatesTokenCount": 1,
+                    "totalTokenCount": 61}
+            }))
+        })
+        .mount(&server)
+        .await;
+    let client = IntentClient::builder()
+        .provider(provider(&server))
+        .build()
+        .unwrap();
+    let request = DecisionRequest::about(
+        "Wrote the report and sent it.",
+        [DecisionQuestion::from(
+            BinaryQuestion::new("completed", "Is the task done?").unwrap(),
+        )],
+    )
+    .unwrap();
+    let response = client.decide(&request).await.unwrap();
+    assert_eq!(response.binary("completed").unwrap().probability(), 0.97);
+    assert_eq!(response.source(), ProbabilitySource::Stated);
+    assert_eq!(
+        response.fallback_reason(),
+        Some("the reply to `completed` carries no log-probabilities")
+    );
+    assert_eq!(provider_support::received_bodies(&server).await.len(), 2);
 }
 
 #[tokio::test]

@@ -66,6 +66,15 @@ impl StatedDecisionClient {
             provider,
         }
     }
+
+    /// A client asking `provider`, its requests traced through `telemetry` (a
+    /// log-probability client's fallback, whose requests sit beside its own).
+    pub(super) fn with_telemetry(provider: Arc<dyn Provider>, telemetry: Arc<Telemetry>) -> Self {
+        Self {
+            provider,
+            telemetry,
+        }
+    }
 }
 
 /// The property names of an option distribution: the options' own names.
