@@ -190,6 +190,10 @@ mod tests {
                 temperature: Some(0.5),
                 ..base.clone()
             },
+            ProviderRequest {
+                minimal_thinking: true,
+                ..base.clone()
+            },
         ];
         for variant in &variants {
             assert_ne!(CacheKey::of(variant, "m"), key, "{variant:?}");
