@@ -14,8 +14,9 @@ const ALL_IMAGE_TYPES: &[MediaType] = &[
 
 /// What a provider takes of images and documents, counted as the provider counts it.
 ///
-/// Sizes are in bytes. Those of single files and [`max_image_bytes_per_request`]
-/// (Self::max_image_bytes_per_request) count the bytes given (before base64);
+/// Sizes are in bytes. Those of single files and
+/// [`max_image_bytes_per_request`](Self::max_image_bytes_per_request) count the bytes given
+/// (before base64);
 /// [`max_request_bytes`](Self::max_request_bytes) counts the request body as sent, media as
 /// base64 text. Providers write their limits in MB without saying whether a megabyte is
 /// 10^6 or 2^20 bytes; Anthropic's own refusal (`5242880 bytes`) shows 2^20, and where a
