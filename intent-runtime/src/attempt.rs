@@ -380,6 +380,7 @@ where
         max_output_tokens: settings.max_output_tokens,
         temperature: settings.temperature,
         top_logprobs: None,
+        minimal_thinking: false,
     };
     plan.schema_enforced = request.schema.is_some() && client.provider.enforces_schema(&request);
 
@@ -812,6 +813,7 @@ mod tests {
                     output_tokens: 5,
                     cached_input_tokens: cached,
                     cache_write_input_tokens: written,
+                    reasoning_tokens: 2,
                 },
                 ..ProviderReply::default()
             })
@@ -829,6 +831,7 @@ mod tests {
         assert_eq!(first.value, Some(3));
         assert_eq!(first.usage.cached_input_tokens, 60);
         assert_eq!(first.usage.cache_write_input_tokens, 70);
+        assert_eq!(first.usage.reasoning_tokens, 4);
         let second = client
             .transform("a b c", "Count the words", options())
             .await;
@@ -838,6 +841,7 @@ mod tests {
         assert_eq!(totals.output_tokens, 15);
         assert_eq!(totals.cached_input_tokens, 130);
         assert_eq!(totals.cache_write_input_tokens, 70);
+        assert_eq!(totals.reasoning_tokens, 6);
     }
 
     #[tokio::test]

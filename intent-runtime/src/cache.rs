@@ -54,6 +54,7 @@ fn hash_request(request: &ProviderRequest, model: &str, hasher: &mut impl Hasher
     request.max_output_tokens.hash(hasher);
     request.temperature.map(f32::to_bits).hash(hasher);
     request.top_logprobs.hash(hasher);
+    request.minimal_thinking.hash(hasher);
 }
 
 /// Where replies are cached. [`InMemoryCache`] is the default; with the `redis` feature,
@@ -187,6 +188,10 @@ mod tests {
             },
             ProviderRequest {
                 temperature: Some(0.5),
+                ..base.clone()
+            },
+            ProviderRequest {
+                minimal_thinking: true,
                 ..base.clone()
             },
         ];

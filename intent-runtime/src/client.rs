@@ -178,6 +178,7 @@ impl IntentClient {
                 .totals
                 .cache_write_input_tokens
                 .load(Ordering::Relaxed),
+            reasoning_tokens: self.inner.totals.reasoning_tokens.load(Ordering::Relaxed),
         }
     }
 

@@ -160,6 +160,7 @@ pub fn render_judge_request(request: &JudgeRequest<'_>) -> ProviderRequest {
         max_output_tokens: Some(JUDGE_MAX_OUTPUT_TOKENS),
         temperature: Some(0.0),
         top_logprobs: None,
+        minimal_thinking: false,
     }
 }
 

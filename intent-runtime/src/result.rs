@@ -130,6 +130,11 @@ pub struct Usage {
     /// `cache_creation_input_tokens`, billed above the normal rate); part of
     /// `input_tokens`. OpenAI reports none: its cache writes cost nothing extra.
     pub cache_write_input_tokens: u64,
+    /// Output tokens the model spent reasoning (thinking) before its answer, never shown:
+    /// OpenAI's `completion_tokens_details.reasoning_tokens`, the Responses API's
+    /// `output_tokens_details.reasoning_tokens`, Gemini's `thoughtsTokenCount`; part of
+    /// `output_tokens`, as they are billed as output. Anthropic reports none apart.
+    pub reasoning_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -138,6 +143,7 @@ impl std::ops::AddAssign for Usage {
         self.output_tokens += rhs.output_tokens;
         self.cached_input_tokens += rhs.cached_input_tokens;
         self.cache_write_input_tokens += rhs.cache_write_input_tokens;
+        self.reasoning_tokens += rhs.reasoning_tokens;
     }
 }
 
@@ -401,6 +407,7 @@ mod tests {
             output_tokens: 2,
             cached_input_tokens: 3,
             cache_write_input_tokens: 4,
+            reasoning_tokens: 5,
         };
         assert_eq!(
             a + a,
@@ -409,6 +416,7 @@ mod tests {
                 output_tokens: 4,
                 cached_input_tokens: 6,
                 cache_write_input_tokens: 8,
+                reasoning_tokens: 10,
             }
         );
     }

@@ -26,6 +26,7 @@ pub(crate) struct Totals {
     pub output_tokens: AtomicU64,
     pub cached_input_tokens: AtomicU64,
     pub cache_write_input_tokens: AtomicU64,
+    pub reasoning_tokens: AtomicU64,
 }
 
 impl Totals {
@@ -39,6 +40,8 @@ impl Totals {
             .fetch_add(usage.cached_input_tokens, Ordering::Relaxed);
         self.cache_write_input_tokens
             .fetch_add(usage.cache_write_input_tokens, Ordering::Relaxed);
+        self.reasoning_tokens
+            .fetch_add(usage.reasoning_tokens, Ordering::Relaxed);
     }
 }
 

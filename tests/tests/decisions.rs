@@ -298,7 +298,7 @@ async fn a_reply_without_log_probabilities_is_an_invalid_response() {
         "choices": [{"message": {"content": "yes"}, "logprobs": null, "finish_reason": "length"}]
     })))
     .await;
-    let client = LogprobDecisionClient::new(openai(&server));
+    let client = LogprobDecisionClient::new(openai(&server)).log_probabilities_only();
     let request = DecisionRequest::new(
         state(),
         [BinaryQuestion::new("resolved", "Resolved?").unwrap()],
@@ -306,7 +306,142 @@ async fn a_reply_without_log_probabilities_is_an_invalid_response() {
     .unwrap();
     let error = client.decide(&request).await.unwrap_err();
     assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+    assert!(
+        error
+            .to_string()
+            .contains("the reply to `resolved` carries no log-probabilities"),
+        "{error}"
+    );
     assert!(!error.is_transient());
+    assert_eq!(received_bodies(&server).await.len(), 1, "no second method");
+}
+
+/// A Chat Completions server that answers a request for log-probabilities with
+/// `logprobs` (a reply without them, or a refusal of the request), and a strict-schema
+/// request with stated answers to [`mixed_questions`].
+struct NoLogprobs {
+    refuse: bool,
+}
+
+impl Respond for NoLogprobs {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let chat = |content: String, completion_tokens: u64| {
+            json!({"id": "chatcmpl-2", "object": "chat.completion", "created": 1_700_000_000,
+                "model": "local-model",
+                "choices": [{"index": 0, "logprobs": null, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": completion_tokens,
+                    "total_tokens": 100 + completion_tokens}})
+        };
+        if body.get("logprobs").is_some() {
+            if self.refuse {
+                return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                    "message": "logprobs is not supported with this model",
+                    "type": "invalid_request_error", "param": "logprobs",
+                    "code": "unsupported_parameter"}}));
+            }
+            return ResponseTemplate::new(200).set_body_json(chat("yes".into(), 1));
+        }
+        let answers = json!({"value": {
+            "resolved": {"probability_yes": 0.25},
+            "route": {"probabilities": {"billing": 0.6, "support": 0.3, "sales": 0.1}},
+            "urgency": {"probabilities": {"low": 0.1, "medium": 0.2, "high": 0.7}}
+        }});
+        ResponseTemplate::new(200).set_body_json(chat(answers.to_string(), 40))
+    }
+}
+
+#[tokio::test]
+async fn without_log_probabilities_in_the_replies_the_answers_are_stated_and_say_so() {
+    let server = openai_server(NoLogprobs { refuse: false }).await;
+    let compatible = intent_rs::provider::OpenAiCompatible::new(server.uri(), "local-model");
+    // Chosen by what the provider offers: it says it reports log-probabilities.
+    let client = IntentClient::builder()
+        .provider(compatible)
+        .build()
+        .unwrap();
+    let request = DecisionRequest::new(state(), mixed_questions()).unwrap();
+
+    let response = client.decide(&request).await.unwrap();
+
+    assert_eq!(response.source(), ProbabilitySource::Stated);
+    let reason = response.fallback_reason().unwrap();
+    assert!(reason.contains("carries no log-probabilities"), "{reason}");
+    assert!(!reason.contains(STATE_SECRET));
+    assert_eq!(response.binary("resolved").unwrap().probability(), 0.25);
+    assert_eq!(response.choice("route").unwrap().selected(), "billing");
+    // Three one-token requests, then one stated request: all four are paid for.
+    let bodies = received_bodies(&server).await;
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(response.usage().input_tokens, 400);
+    assert_eq!(response.usage().output_tokens, 3 + 40);
+}
+
+#[tokio::test]
+async fn a_server_refusing_logprobs_gets_the_stated_request_unless_only_they_will_do() {
+    let server = openai_server(NoLogprobs { refuse: true }).await;
+    let provider = || openai(&server);
+    let request = DecisionRequest::new(state(), mixed_questions()).unwrap();
+
+    let response = LogprobDecisionClient::new(provider())
+        .decide(&request)
+        .await
+        .unwrap();
+    assert_eq!(response.source(), ProbabilitySource::Stated);
+    assert_eq!(
+        response.fallback_reason(),
+        Some("openai refused the request for log-probabilities")
+    );
+    assert_eq!(response.score("urgency").unwrap().most_likely(), "high");
+
+    // Measured or nothing: the provider's refusal, classified as it was.
+    let error = LogprobDecisionClient::new(provider())
+        .log_probabilities_only()
+        .decide(&request)
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.status(), Some(400));
+
+    // A measured answer records no fallback.
+    let measured = openai_server(ByQuestion).await;
+    let response = LogprobDecisionClient::new(openai(&measured))
+        .decide(&request)
+        .await
+        .unwrap();
+    assert_eq!(response.source(), ProbabilitySource::LogProbabilities);
+    assert_eq!(response.fallback_reason(), None);
+}
+
+#[tokio::test]
+async fn a_provider_reporting_no_log_probabilities_is_asked_for_stated_answers() {
+    let answers = r#"{"value": {"resolved": {"probability_yes": 0.9}}}"#;
+    let request = DecisionRequest::new(
+        state(),
+        [BinaryQuestion::new("resolved", "Resolved?").unwrap()],
+    )
+    .unwrap();
+    let model = ScriptedProvider::new([answers]);
+    let response = LogprobDecisionClient::new(model.clone())
+        .decide(&request)
+        .await
+        .unwrap();
+    assert_eq!(response.source(), ProbabilitySource::Stated);
+    assert_eq!(
+        response.fallback_reason(),
+        Some("scripted reports no log-probabilities")
+    );
+    let error = LogprobDecisionClient::new(ScriptedProvider::new([answers]))
+        .log_probabilities_only()
+        .decide(&request)
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert!(
+        error.to_string().contains("reports no log-probabilities"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

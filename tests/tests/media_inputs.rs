@@ -14,7 +14,8 @@ use intent_rs::batch::{BatchItem, BatchOptions};
 use intent_rs::input::PreparedInput;
 use intent_rs::media::{Document, Image, MediaLimits, MediaType};
 use intent_rs::provider::{
-    Anthropic, OpenAi, OpenAiCompatible, Part, Provider, ScriptedProvider, ScriptedReply,
+    Anthropic, MediaPart, Message, OpenAi, OpenAiCompatible, Part, Provider, ProviderRequest,
+    ScriptedProvider, ScriptedReply,
 };
 use intent_rs::stream::StreamEvent;
 use intent_rs::{
@@ -369,6 +370,49 @@ async fn refusals_name_the_limit_and_the_provider_and_send_nothing() {
             .to_string()
             .contains("declared as image/jpeg but are image/png")
     );
+}
+
+/// A request of `count` copies of the PNG, as a provider receives it.
+fn request_with_images(count: usize) -> ProviderRequest {
+    let parts = (0..count)
+        .map(|_| MediaPart {
+            at: 0,
+            media: png().media().clone(),
+        })
+        .collect();
+    let mut request = ProviderRequest::text("", "Describe them");
+    request.messages = vec![Message::user_with_media("Describe them", parts)];
+    request
+}
+
+#[tokio::test]
+async fn a_request_over_the_providers_image_count_is_refused_and_nothing_is_sent() {
+    let chat = server("/chat/completions", vec![completion(REPLY)]).await;
+    let messages = server("/v1/messages", vec![message(REPLY)]).await;
+    let openai = openai(&chat.uri());
+    let anthropic = anthropic(&messages.uri());
+    for (provider, max, server) in [
+        (&openai as &dyn Provider, 500, &chat),
+        (&anthropic as &dyn Provider, 600, &messages),
+    ] {
+        let error = provider
+            .complete(&request_with_images(max + 1))
+            .await
+            .unwrap_err();
+        assert!(!error.request_sent(), "{error}");
+        assert!(
+            error.to_string().contains(&format!(
+                "the request has {} images, over {}'s limit of {max} images per request",
+                max + 1,
+                provider.name()
+            )),
+            "{error}"
+        );
+        assert!(received_bodies(server).await.is_empty());
+        // At the limit, the request goes out.
+        provider.complete(&request_with_images(max)).await.unwrap();
+        assert_eq!(received_bodies(server).await.len(), 1);
+    }
 }
 
 #[tokio::test]

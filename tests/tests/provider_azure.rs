@@ -166,6 +166,51 @@ async fn deployment_urls_carry_the_deployment_and_api_version_and_an_entra_token
     );
 }
 
+#[tokio::test]
+async fn an_api_version_that_would_change_the_url_is_refused_before_anything_is_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(b1_reply()))
+        .mount(&server)
+        .await;
+    for (version, problem) in [
+        ("", "is empty"),
+        ("2024-10-21&foo=bar", "would change the URL's query"),
+        ("2024-10-21#x", "would change the URL's query"),
+        ("2024-10-21 ", "would change the URL's query"),
+    ] {
+        let azure = AzureOpenAi::new(server.uri(), SECRET_KEY, "gpt-4o-mini-prod")
+            .with_api_version(version);
+        let error = azure.complete(&invoice_request()).await.unwrap_err();
+        assert_eq!(
+            error.kind(),
+            ProviderErrorKind::InvalidRequest,
+            "{version:?}"
+        );
+        assert!(
+            !error.request_sent() && !error.is_transient(),
+            "{version:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("the api-version `{version}` {problem}"))
+                && message.contains("such as 2024-10-21"),
+            "{message}"
+        );
+        let streamed = azure.stream(&invoice_request()).await.err().unwrap();
+        assert_eq!(streamed.kind(), ProviderErrorKind::InvalidRequest);
+    }
+    assert!(server.received_requests().await.unwrap().is_empty());
+    // A plain version goes out as the one query parameter.
+    AzureOpenAi::new(server.uri(), SECRET_KEY, "gpt-4o-mini-prod")
+        .with_api_version("2024-08-01-preview")
+        .complete(&invoice_request())
+        .await
+        .unwrap();
+    let request = only_request(&server).await;
+    assert_eq!(request.url.query(), Some("api-version=2024-08-01-preview"));
+}
+
 fn filtered_completion() -> Value {
     json!({
         "id": "chatcmpl-BZx2def", "object": "chat.completion", "created": 1764600100,

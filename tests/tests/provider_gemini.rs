@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use intent_rs::decision::{DecisionEvaluator, LogprobDecisionClient};
+use intent_rs::decision::{
+    BinaryQuestion, DecisionEvaluator, DecisionQuestion, DecisionRequest, LogprobDecisionClient,
+    ProbabilitySource,
+};
 use intent_rs::limits::RetryPolicy;
 use intent_rs::media::{Document, Image};
 use intent_rs::provider::gemini::GEMINI_SCHEMA_KEYWORDS;
@@ -323,6 +326,7 @@ async fn usage_counts_cached_and_thinking_tokens() {
     assert_eq!(reply.usage.input_tokens, 2100);
     assert_eq!(reply.usage.cached_input_tokens, 2048);
     assert_eq!(reply.usage.output_tokens, 253);
+    assert_eq!(reply.usage.reasoning_tokens, 250);
     assert_eq!(reply.usage.cache_write_input_tokens, 0);
     // The model the request named, when the reply names none.
     assert_eq!(reply.model, "gemini-2.5-flash");
@@ -925,4 +929,89 @@ async fn a_decision_is_answered_from_gemini_log_probabilities() {
     let asked = config["logprobs"].as_u64().unwrap();
     assert!((1..=20).contains(&asked), "{config}");
     assert_eq!(config["maxOutputTokens"], 1);
+    // 2.5 Flash thinks by default; a decision's one token must not go to thinking.
+    assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 0}));
+}
+
+#[tokio::test]
+async fn a_decision_whose_reply_carries_no_log_probabilities_is_answered_stated() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(GENERATE))
+        .respond_with(|request: &wiremock::Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let config = &body["generationConfig"];
+            // Gemini may answer a request for log-probabilities without them.
+            let text = if config.get("responseLogprobs").is_some() {
+                "yes".to_owned()
+            } else {
+                // The stated request has room for its JSON and no thinking either.
+                assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 0}));
+                json!({"value": {"completed": {"probability_yes": 0.97}}}).to_string()
+            };
+            ResponseTemplate::new(200).set_body_json(json!({
+                "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                    "finishReason": "STOP"}],
+                "usageMetadata": {"promptTokenCount": 60, "candidatesTokenCount": 1,
+                    "totalTokenCount": 61}
+            }))
+        })
+        .mount(&server)
+        .await;
+    let client = IntentClient::builder()
+        .provider(provider(&server))
+        .build()
+        .unwrap();
+    let request = DecisionRequest::about(
+        "Wrote the report and sent it.",
+        [DecisionQuestion::from(
+            BinaryQuestion::new("completed", "Is the task done?").unwrap(),
+        )],
+    )
+    .unwrap();
+    let response = client.decide(&request).await.unwrap();
+    assert_eq!(response.binary("completed").unwrap().probability(), 0.97);
+    assert_eq!(response.source(), ProbabilitySource::Stated);
+    assert_eq!(
+        response.fallback_reason(),
+        Some("the reply to `completed` carries no log-probabilities")
+    );
+    assert_eq!(provider_support::received_bodies(&server).await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_decision_on_a_model_that_cannot_stop_thinking_leaves_room_for_the_thinking() {
+    let server = server_replying(
+        "/v1beta/models/gemini-2.5-pro:generateContent",
+        ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{
+                "content": {"role": "model", "parts": [{"text": "yes"}]},
+                "finishReason": "STOP",
+                "logprobsResult": {
+                    "topCandidates": [{"candidates": [
+                        {"token": "yes", "tokenId": 8505, "logProbability": -0.05},
+                        {"token": "no", "tokenId": 956, "logProbability": -3.0}
+                    ]}],
+                    "chosenCandidates": [{"token": "yes", "tokenId": 8505, "logProbability": -0.05}]
+                }
+            }],
+            "usageMetadata": {"promptTokenCount": 60, "candidatesTokenCount": 1,
+                "thoughtsTokenCount": 131, "totalTokenCount": 192},
+            "modelVersion": "gemini-2.5-pro"
+        })),
+    )
+    .await;
+    let gemini = provider(&server).with_model("gemini-2.5-pro");
+    let evaluator = DecisionEvaluator::new(LogprobDecisionClient::new(gemini));
+    let evaluation = evaluator
+        .evaluate("Wrote the report and sent it.")
+        .await
+        .unwrap();
+    assert!(evaluation.is_satisfied());
+    let body = only_body(&server).await;
+    let config = &body["generationConfig"];
+    // 2.5 Pro refuses a zero budget: the least one (128), and the answer's token beyond
+    // the thinking's room.
+    assert_eq!(config["thinkingConfig"], json!({"thinkingBudget": 128}));
+    assert_eq!(config["maxOutputTokens"], 1 + 1024);
 }

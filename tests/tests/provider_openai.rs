@@ -35,7 +35,7 @@ fn completion(message: Value, finish_reason: &str) -> Value {
             "completion_tokens": 30,
             "total_tokens": 150,
             "prompt_tokens_details": {"cached_tokens": 64, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0}
+            "completion_tokens_details": {"reasoning_tokens": 12}
         }
     })
 }
@@ -113,6 +113,8 @@ async fn text_reply_is_read_with_usage_model_and_request_id() {
     assert_eq!(reply.usage.output_tokens, 30);
     assert_eq!(reply.usage.cached_input_tokens, 64);
     assert_eq!(reply.usage.cache_write_input_tokens, 0);
+    // Reasoning tokens are reported apart, and stay part of the output tokens.
+    assert_eq!(reply.usage.reasoning_tokens, 12);
     assert_requests_valid(&server).await;
     let bodies = received_bodies(&server).await;
     assert_eq!(
@@ -196,21 +198,35 @@ async fn refusal_is_reported_with_empty_text() {
 }
 
 #[tokio::test]
-async fn length_and_content_filter_are_truncation() {
-    for reason in ["length", "content_filter"] {
-        let server = server_replying(
+async fn length_is_truncation_and_content_filter_a_refusal() {
+    let replying = |reason: &str| {
+        server_replying(
             ResponseTemplate::new(200)
                 .set_body_json(completion(assistant(json!(r#"{"value":"Pos"#)), reason)),
         )
-        .await;
-        let reply = provider(&server.uri())
-            .complete(&schema_request())
-            .await
-            .unwrap();
-        assert!(reply.truncated, "{reason}");
-        assert_eq!(reply.stop_reason.as_deref(), Some(reason));
-        assert_eq!(reply.text, r#"{"value":"Pos"#);
-    }
+    };
+    let server = replying("length").await;
+    let reply = provider(&server.uri())
+        .complete(&schema_request())
+        .await
+        .unwrap();
+    assert!(reply.truncated && reply.refusal.is_none());
+    assert_eq!(reply.stop_reason.as_deref(), Some("length"));
+    assert_eq!(reply.text, r#"{"value":"Pos"#);
+    // The filter would withhold the same answer again: a refusal, not a cut to retry
+    // with a shorter answer.
+    let server = replying("content_filter").await;
+    let reply = provider(&server.uri())
+        .complete(&schema_request())
+        .await
+        .unwrap();
+    assert!(!reply.truncated);
+    assert_eq!(
+        reply.refusal.as_deref(),
+        Some("the provider's content filter withheld the reply (stopped for content_filter)")
+    );
+    assert_eq!(reply.text, "");
+    assert_eq!(reply.stop_reason.as_deref(), Some("content_filter"));
 }
 
 #[tokio::test]

@@ -270,7 +270,7 @@ async fn a_refusal_is_reported_with_empty_text() {
 }
 
 #[tokio::test]
-async fn a_content_filter_stop_is_truncation_naming_the_filter() {
+async fn a_content_filter_stop_is_a_refusal_naming_the_filter_not_a_truncation() {
     let mut body = response(r#"{"value": {"num"#);
     body["status"] = json!("incomplete");
     body["incomplete_details"] = json!({"reason": "content_filter"});
@@ -278,7 +278,12 @@ async fn a_content_filter_stop_is_truncation_naming_the_filter() {
 
     let reply = provider(&server).complete(&c1_request()).await.unwrap();
 
-    assert!(reply.truncated);
+    assert!(!reply.truncated);
+    assert_eq!(
+        reply.refusal.as_deref(),
+        Some("the provider's content filter withheld the reply (stopped for content_filter)")
+    );
+    assert_eq!(reply.text, "");
     assert_eq!(reply.stop_reason.as_deref(), Some("content_filter"));
 }
 
@@ -361,8 +366,10 @@ async fn usage_reads_cached_cache_write_and_reasoning_tokens() {
     assert_eq!(reply.usage.input_tokens, 2048);
     assert_eq!(reply.usage.cached_input_tokens, 1920);
     assert_eq!(reply.usage.cache_write_input_tokens, 128);
-    // Reasoning tokens are output tokens: billed as such, part of the count.
+    // Reasoning tokens are output tokens: billed as such, part of the count, and
+    // reported apart.
     assert_eq!(reply.usage.output_tokens, 300);
+    assert_eq!(reply.usage.reasoning_tokens, 283);
 }
 
 // ---------------------------------------------------------------------------------------

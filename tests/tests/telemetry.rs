@@ -337,6 +337,7 @@ fn reply(text: &str) -> ScriptedReply {
             output_tokens: 7,
             cached_input_tokens: 100,
             cache_write_input_tokens: 12,
+            reasoning_tokens: 5,
         },
         model: "mood-model-2026-01-01".to_owned(),
         request_id: Some("req-42".to_owned()),
@@ -387,6 +388,7 @@ async fn a_successful_call_is_one_call_span_with_one_chat_span() {
         ("gen_ai.usage.output_tokens", "7"),
         ("gen_ai.usage.cache_read.input_tokens", "100"),
         ("gen_ai.usage.cache_creation.input_tokens", "12"),
+        ("gen_ai.usage.reasoning.output_tokens", "5"),
         ("intent.request.kind", "answer"),
         ("intent.attempt", "1"),
     ];

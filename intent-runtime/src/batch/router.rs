@@ -320,7 +320,7 @@ impl Router {
     async fn route(&self, item: u32, request: &ProviderRequest) -> Outcome {
         let fingerprint = Fingerprint::of(request);
         let (k, receiver, needs_line) = match self.step(item, request, fingerprint) {
-            Step::Answered(outcome) => return outcome,
+            Step::Answered(outcome) => return *outcome,
             Step::Live => return self.live.complete(request).await,
             Step::Wait {
                 k,
@@ -349,7 +349,7 @@ impl Router {
         // request it answers: a directory reused for other inputs would hand back
         // another job's replies.
         if let Some((stored, outcome)) = shared.replay.remove(&(item, k)) {
-            return Step::Answered(match stored.difference(&fingerprint) {
+            return Step::Answered(Box::new(match stored.difference(&fingerprint) {
                 // A request the job's cancellation left unanswered says why, in this
                 // run's words (a resumed canceled job says how to start afresh).
                 None => match (&shared.canceled, outcome) {
@@ -362,10 +362,10 @@ impl Router {
                     shared.note_mismatch(item, k, item_difference(item, k, what));
                     Err(other_job_error(self.api.name()))
                 }
-            });
+            }));
         }
         if let Some(reason) = &shared.canceled {
-            return Step::Answered(Err(canceled_error(self.api.name(), reason)));
+            return Step::Answered(Box::new(Err(canceled_error(self.api.name(), reason))));
         }
         let attempt = 1 + request
             .messages
@@ -383,7 +383,7 @@ impl Router {
                 None => false,
                 Some(what) => {
                     shared.note_mismatch(item, k, item_difference(item, k, what));
-                    return Step::Answered(Err(other_job_error(self.api.name())));
+                    return Step::Answered(Box::new(Err(other_job_error(self.api.name()))));
                 }
             },
             None => true,
@@ -484,7 +484,8 @@ fn other_job_error(provider: &str) -> ProviderError {
 
 /// What the router does with a request.
 enum Step {
-    Answered(Outcome),
+    /// Boxed: a reply is far larger than the other steps.
+    Answered(Box<Outcome>),
     Live,
     Wait {
         k: u32,

@@ -635,6 +635,10 @@ impl Fingerprint {
                 .map_or([0xff; 4], |t| t.to_bits().to_le_bytes()),
         );
         settings.write(&[request.top_logprobs.map_or(0xff, |n| n)]);
+        // Written only when set, so the fingerprints of other requests stay as they were.
+        if request.minimal_thinking {
+            settings.write(b"minimal_thinking");
+        }
         Fingerprint([model.0, system.0, messages.0, settings.0])
     }
 
@@ -719,6 +723,7 @@ mod tests {
         );
         assert_eq!(differs(|r| r.temperature = Some(0.5)), Some(PARTS[3]));
         assert_eq!(differs(|r| r.top_logprobs = Some(5)), Some(PARTS[3]));
+        assert_eq!(differs(|r| r.minimal_thinking = true), Some(PARTS[3]));
         assert_eq!(
             differs(|r| r.schema = Some(std::sync::Arc::new(serde_json::json!({"type": "object"})))),
             Some(PARTS[3])
@@ -750,6 +755,7 @@ mod tests {
                 output_tokens: 2,
                 cached_input_tokens: 4,
                 cache_write_input_tokens: 1,
+                reasoning_tokens: 1,
             },
             model: "m".into(),
             request_id: Some("req_1".into()),

@@ -342,6 +342,8 @@ pub struct DecisionResponse {
     model: String,
     source: ProbabilitySource,
     request_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback: Option<String>,
 }
 
 impl DecisionResponse {
@@ -377,7 +379,24 @@ impl DecisionResponse {
             model: model.into(),
             source,
             request_id: None,
+            fallback: None,
         })
+    }
+
+    /// These answers, given by a second method because the first could not answer (log
+    /// probabilities the provider did not give): why, and the tokens the first spent.
+    pub(crate) fn instead_of_first(mut self, reason: String, spent: Usage) -> Self {
+        self.fallback = Some(reason);
+        self.usage += spent;
+        self
+    }
+
+    /// Why these answers came from a second method: a log-probability client whose
+    /// provider gave no log-probabilities (none reported, none in the reply, or the
+    /// request for them refused) answers with stated probabilities instead, and says so
+    /// here and in [`source`](Self::source). `None` when the first method answered.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback.as_deref()
     }
 
     /// With the id the host gave the request, to quote when asking it about one.

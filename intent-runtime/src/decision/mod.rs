@@ -7,9 +7,11 @@
 //! whether the probabilities were [measured or stated](ProbabilitySource).
 //!
 //! Two clients answer with the chat-model providers of this crate:
-//! - [`LogprobDecisionClient`] (OpenAI and compatible servers that return
+//! - [`LogprobDecisionClient`] (OpenAI, Gemini and compatible servers that return
 //!   log-probabilities): one one-token request per question, the probabilities read from
-//!   the answer token's log-probabilities;
+//!   the answer token's log-probabilities; when none come, the stated client answers
+//!   instead and the response says so
+//!   ([`fallback_reason`](DecisionResponse::fallback_reason));
 //! - [`StatedDecisionClient`] (Anthropic and any provider without log-probabilities):
 //!   one request whose strict schema has the model state each distribution, verified as
 //!   any intent's reply is.
@@ -116,7 +118,8 @@ impl<D: DecisionClient + ?Sized> DecisionClient for Arc<D> {
 }
 
 /// The decision client for `provider`: log-probabilities when it reports them
-/// ([`Provider::max_top_logprobs`]), stated probabilities otherwise.
+/// ([`Provider::max_top_logprobs`]), falling back to stated probabilities when a reply
+/// carries none; stated probabilities otherwise.
 pub fn decision_client_for(provider: Arc<dyn Provider>) -> Arc<dyn DecisionClient> {
     if provider.max_top_logprobs().is_some() {
         Arc::new(LogprobDecisionClient::shared(provider))

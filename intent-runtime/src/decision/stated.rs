@@ -66,6 +66,15 @@ impl StatedDecisionClient {
             provider,
         }
     }
+
+    /// A client asking `provider`, its requests traced through `telemetry` (a
+    /// log-probability client's fallback, whose requests sit beside its own).
+    pub(super) fn with_telemetry(provider: Arc<dyn Provider>, telemetry: Arc<Telemetry>) -> Self {
+        Self {
+            provider,
+            telemetry,
+        }
+    }
 }
 
 /// The property names of an option distribution: the options' own names.
@@ -254,6 +263,7 @@ impl DecisionClient for StatedDecisionClient {
             model: request.model().map(str::to_owned),
             max_output_tokens: Some(u32::try_from(256 + 32 * options).unwrap_or(u32::MAX)),
             temperature: Some(0.0),
+            minimal_thinking: true,
             ..ProviderRequest::text(SYSTEM, user_prompt(request))
         };
         let reply = send(&self.provider, &self.telemetry, &provider_request).await?;

@@ -138,6 +138,9 @@ struct StoredReply {
     truncated: bool,
     stop_reason: Option<String>,
     usage: [u64; 4],
+    /// Kept apart from `usage` so that entries written before it still read.
+    #[serde(default)]
+    reasoning_tokens: u64,
     model: String,
     logprobs: Option<Vec<StoredLogprob>>,
 }
@@ -163,6 +166,7 @@ impl StoredReply {
                 reply.usage.cached_input_tokens,
                 reply.usage.cache_write_input_tokens,
             ],
+            reasoning_tokens: reply.usage.reasoning_tokens,
             model: reply.model.clone(),
             logprobs: reply.logprobs.as_ref().map(|tokens| {
                 tokens
@@ -200,6 +204,7 @@ impl From<StoredReply> for ProviderReply {
                 output_tokens,
                 cached_input_tokens,
                 cache_write_input_tokens,
+                reasoning_tokens: stored.reasoning_tokens,
             },
             model: stored.model,
             logprobs: stored.logprobs.map(|tokens| {
@@ -218,5 +223,36 @@ impl From<StoredReply> for ProviderReply {
             }),
             ..ProviderReply::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderRequest;
+
+    #[test]
+    fn a_stored_reply_keeps_every_usage_count_and_an_older_entry_still_reads() {
+        let key = CacheKey::of(&ProviderRequest::text("", "hi"), "m");
+        let reply = ProviderReply {
+            text: "{}".into(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 8,
+                cached_input_tokens: 4,
+                cache_write_input_tokens: 2,
+                reasoning_tokens: 6,
+            },
+            model: "m".into(),
+            ..ProviderReply::default()
+        };
+        let stored = serde_json::to_string(&StoredReply::new(&key, &reply)).unwrap();
+        let read: StoredReply = serde_json::from_str(&stored).unwrap();
+        assert_eq!(ProviderReply::from(read).usage, reply.usage);
+        // An entry written before reasoning tokens were kept reads with none.
+        let mut older: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        older.as_object_mut().unwrap().remove("reasoning_tokens");
+        let read: StoredReply = serde_json::from_value(older).unwrap();
+        assert_eq!(ProviderReply::from(read).usage.reasoning_tokens, 0);
     }
 }

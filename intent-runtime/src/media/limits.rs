@@ -12,8 +12,16 @@ const ALL_IMAGE_TYPES: &[MediaType] = &[
     MediaType::Webp,
 ];
 
-/// What a provider takes of images and documents. Sizes are of the bytes given (before
-/// base64), except [`max_request_bytes`](Self::max_request_bytes).
+/// What a provider takes of images and documents, counted as the provider counts it.
+///
+/// Sizes are in bytes. Those of single files and
+/// [`max_image_bytes_per_request`](Self::max_image_bytes_per_request) count the bytes given
+/// (before base64);
+/// [`max_request_bytes`](Self::max_request_bytes) counts the request body as sent, media as
+/// base64 text. Providers write their limits in MB without saying whether a megabyte is
+/// 10^6 or 2^20 bytes; Anthropic's own refusal (`5242880 bytes`) shows 2^20, and where a
+/// provider does not show it the larger reading (MiB, 2^20 bytes) is taken, so that nothing
+/// the provider takes is refused here. `usize::MAX` is "no limit of this kind".
 ///
 /// The defaults are the providers' published limits where they publish them; where a
 /// limit depends on the model or the account, set your own with the provider's
@@ -27,36 +35,54 @@ pub struct MediaLimits {
     pub documents: bool,
     /// Whether it fetches a PDF from a URL (OpenAI's Chat Completions does not).
     pub document_urls: bool,
-    /// The largest image.
+    /// The largest image, in bytes.
     pub max_image_bytes: usize,
-    /// The largest PDF.
+    /// The most images in one request, given by bytes or by URL.
+    pub max_images: usize,
+    /// The most image bytes in one request (every image given by bytes, before base64):
+    /// what OpenAI limits instead of the request body.
+    pub max_image_bytes_per_request: usize,
+    /// The largest PDF, in bytes.
     pub max_document_bytes: usize,
     /// The most pages in one request's PDFs (when the pages can be counted).
     pub max_document_pages: usize,
-    /// The largest request: prompts, schema and every media part as sent (base64 text).
+    /// The largest request body in bytes: prompts, schema and every media part as sent
+    /// (base64 text).
     pub max_request_bytes: usize,
 }
 
 impl MediaLimits {
-    /// OpenAI Chat Completions: images of up to 20 MB, 50 MB of images per request; PDFs
-    /// as `file` parts (by bytes only), up to 32 MB and 100 pages.
+    /// OpenAI Chat Completions, as its images guide words it: images of up to 20 MB, up to
+    /// 500 images and 50 MB of image bytes per request (OpenAI writes MB; read here as MiB,
+    /// so 20 × 2^20 and 50 × 2^20 bytes). The prompt, the schema and PDFs do not count
+    /// against the 50 MB, and OpenAI publishes no limit on the whole body, so none is
+    /// applied. PDFs as `file` parts (by bytes only), up to 32 MB and 100 pages.
     pub const OPENAI: MediaLimits = MediaLimits {
         image_types: ALL_IMAGE_TYPES,
         documents: true,
         document_urls: false,
         max_image_bytes: 20 * MIB,
+        max_images: 500,
+        max_image_bytes_per_request: 50 * MIB,
         max_document_bytes: 32 * MIB,
         max_document_pages: 100,
-        max_request_bytes: 50 * MIB,
+        max_request_bytes: usize::MAX,
     };
 
-    /// Anthropic Messages: 5 MB per image as base64 (3.75 MB of bytes), 32 MB per request
-    /// including the base64 text, 100 PDF pages (600 on the largest-context models).
+    /// Anthropic Messages: 5 MB per image as base64 (Anthropic's MB is 2^20 bytes, as its
+    /// refusal `5242880 bytes` shows; so 3.75 × 2^20 bytes given), 32 MB per request
+    /// including the base64 text (32 × 2^20 bytes), up to 600 images and 100 PDF pages per
+    /// request. Anthropic allows 600 images on its largest-context models and 100 on
+    /// models with a 200k-token context window, and 600 PDF pages on the former: on a
+    /// 200k-context model a request of 101 to 600 images is refused by Anthropic, not here
+    /// (set `max_images: 100` with the provider's `with_media_limits` to refuse it here).
     pub const ANTHROPIC: MediaLimits = MediaLimits {
         image_types: ALL_IMAGE_TYPES,
         documents: true,
         document_urls: true,
         max_image_bytes: 5 * MIB / 4 * 3,
+        max_images: 600,
+        max_image_bytes_per_request: usize::MAX,
         max_document_bytes: 32 * MIB / 4 * 3,
         max_document_pages: 100,
         max_request_bytes: 32 * MIB,
@@ -88,6 +114,14 @@ impl MediaLimits {
         self
     }
 
+    /// These limits with another most images per request and most image bytes per
+    /// request (`usize::MAX` for none).
+    pub const fn with_max_images(mut self, images: usize, bytes_per_request: usize) -> Self {
+        self.max_images = images;
+        self.max_image_bytes_per_request = bytes_per_request;
+        self
+    }
+
     /// These limits with another largest PDF and most pages.
     pub const fn with_max_document(mut self, bytes: usize, pages: usize) -> Self {
         self.max_document_bytes = bytes;
@@ -107,14 +141,34 @@ impl MediaLimits {
         let mut media_count = 0;
         let mut wire = 0;
         let mut pages = 0;
+        let mut images = 0;
+        let mut image_bytes = 0;
         for media in media {
             media_count += 1;
             wire += media.wire_len();
             pages += media.pages().unwrap_or(0);
+            if media.is_image() {
+                images += 1;
+                image_bytes += media.len();
+            }
             self.check_one(provider, media)?;
         }
         if media_count == 0 {
             return Ok(());
+        }
+        if images > self.max_images {
+            return Err(MediaRefusal::TooManyImages {
+                provider: provider.to_owned(),
+                images,
+                max: self.max_images,
+            });
+        }
+        if image_bytes > self.max_image_bytes_per_request {
+            return Err(MediaRefusal::ImagesTooLarge {
+                provider: provider.to_owned(),
+                bytes: image_bytes,
+                max: self.max_image_bytes_per_request,
+            });
         }
         if pages > self.max_document_pages {
             return Err(MediaRefusal::TooManyPages {
@@ -175,6 +229,16 @@ fn over(what: &str, provider: &str, bytes: usize, max: usize) -> Result<(), Medi
     Ok(())
 }
 
+/// A limit of a mebibyte or more in MiB, as ` (50 MiB)`: the unit the limit was set in, so
+/// a reader can compare it with the provider's documentation.
+fn mib(bytes: usize) -> String {
+    if bytes < MIB {
+        return String::new();
+    }
+    let mib = format!("{:.2}", bytes as f64 / MIB as f64);
+    format!(" ({} MiB)", mib.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// Why a request with media was refused before it was sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -197,7 +261,8 @@ pub enum MediaRefusal {
     },
     /// One file is over the provider's limit.
     #[error(
-        "the {what} input is {bytes} bytes, over {provider}'s limit of {max} bytes; send a smaller file"
+        "the {what} input is {bytes} bytes, over {provider}'s limit of {max} bytes{}; send a smaller file",
+        mib(*.max)
     )]
     TooLarge {
         /// The provider.
@@ -221,9 +286,36 @@ pub enum MediaRefusal {
         /// The limit.
         max: usize,
     },
+    /// The request has more images than the provider takes.
+    #[error(
+        "the request has {images} images, over {provider}'s limit of {max} images per request; send fewer images, or split the request"
+    )]
+    TooManyImages {
+        /// The provider.
+        provider: String,
+        /// Images counted (given by bytes or by URL).
+        images: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The request's images together are over the provider's limit of image bytes per
+    /// request (the bytes given, before base64).
+    #[error(
+        "the request's images are {bytes} bytes together, over {provider}'s limit of {max} bytes{} of images per request; send fewer or smaller images, or images by URL",
+        mib(*.max)
+    )]
+    ImagesTooLarge {
+        /// The provider.
+        provider: String,
+        /// The images' bytes.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The whole request, media as base64, is over the provider's limit.
     #[error(
-        "the request is {bytes} bytes with its media as base64, over {provider}'s limit of {max} bytes; send fewer or smaller files, or files by URL"
+        "the request is {bytes} bytes with its media as base64, over {provider}'s limit of {max} bytes{}; send fewer or smaller files, or files by URL",
+        mib(*.max)
     )]
     RequestTooLarge {
         /// The provider.
@@ -243,6 +335,8 @@ impl MediaRefusal {
             | MediaRefusal::DocumentUrl { provider }
             | MediaRefusal::TooLarge { provider, .. }
             | MediaRefusal::TooManyPages { provider, .. }
+            | MediaRefusal::TooManyImages { provider, .. }
+            | MediaRefusal::ImagesTooLarge { provider, .. }
             | MediaRefusal::RequestTooLarge { provider, .. } => provider,
         }
     }

@@ -277,6 +277,118 @@ fn limits_refuse_what_the_provider_does_not_take_and_name_it() {
 }
 
 #[test]
+fn the_images_of_a_request_are_counted_against_each_providers_limit() {
+    let png = Image::from_bytes(PNG.to_vec()).unwrap();
+    let url = Image::from_url("https://example.com/a.png").unwrap();
+    let cases = [
+        ("openai", MediaLimits::OPENAI, 500),
+        ("anthropic", MediaLimits::ANTHROPIC, 600),
+        (
+            "gemini",
+            crate::provider::gemini::GEMINI_MEDIA_LIMITS,
+            3_600,
+        ),
+    ];
+    for (provider, limits, max) in cases {
+        assert_eq!(limits.max_images, max, "{provider}");
+        // Images by URL count as images too: the provider fetches and reads each.
+        let at_limit = (0..max).map(|i| if i % 2 == 0 { png.media() } else { url.media() });
+        assert!(limits.check(provider, at_limit, 4).is_ok(), "{provider}");
+        let over = std::iter::repeat_n(png.media(), max + 1);
+        let refusal = limits.check(provider, over, 4).unwrap_err();
+        assert_eq!(
+            refusal,
+            MediaRefusal::TooManyImages {
+                provider: provider.to_owned(),
+                images: max + 1,
+                max,
+            }
+        );
+        assert_eq!(
+            refusal.to_string(),
+            format!(
+                "the request has {} images, over {provider}'s limit of {max} images per \
+                 request; send fewer images, or split the request",
+                max + 1
+            )
+        );
+    }
+    // Documents are not images.
+    let pdf = Document::from_bytes(PDF.to_vec()).unwrap();
+    let limits = MediaLimits::OPENAI.with_max_images(1, usize::MAX);
+    assert!(
+        limits
+            .check("openai", [png.media(), pdf.media()], 4)
+            .is_ok()
+    );
+}
+
+#[test]
+fn openais_fifty_megabytes_count_image_bytes_not_the_base64_body() {
+    const MIB: usize = 1024 * 1024;
+    let mut big = PNG.to_vec();
+    big.resize(15 * MIB, 0);
+    let image = Image::from_bytes(big).unwrap();
+    let mut pdf = PDF.to_vec();
+    pdf.resize(30 * MIB, b' ');
+    let pdf = Document::from_bytes(pdf).unwrap();
+    // 45 MiB of images (60 MiB as base64), a 30 MiB PDF and a 1 MiB prompt: OpenAI
+    // takes it, since only the images' bytes count against its 50 MB.
+    let three = [image.media(), image.media(), image.media(), pdf.media()];
+    assert!(MediaLimits::OPENAI.check("openai", three, MIB).is_ok());
+    assert!(
+        MediaLimits::OPENAI_RESPONSES
+            .check("openai", three, MIB)
+            .is_ok()
+    );
+    // 60 MiB of images is over it, whatever else the request holds.
+    let four = [image.media(), image.media(), image.media(), image.media()];
+    let refusal = MediaLimits::OPENAI.check("openai", four, 0).unwrap_err();
+    assert_eq!(
+        refusal,
+        MediaRefusal::ImagesTooLarge {
+            provider: "openai".to_owned(),
+            bytes: 60 * MIB,
+            max: 50 * MIB,
+        }
+    );
+    assert_eq!(
+        refusal.to_string(),
+        format!(
+            "the request's images are {} bytes together, over openai's limit of 52428800 \
+             bytes (50 MiB) of images per request; send fewer or smaller images, or images \
+             by URL",
+            60 * MIB
+        )
+    );
+    // Anthropic's 32 MB is the whole body, base64 included, so the same images are over it.
+    let anthropic = MediaLimits::ANTHROPIC.with_max_image_bytes(usize::MAX);
+    let refusal = anthropic
+        .check("anthropic", [image.media(), image.media()], 0)
+        .unwrap_err();
+    assert!(
+        refusal
+            .to_string()
+            .contains("over anthropic's limit of 33554432 bytes (32 MiB)"),
+        "{refusal}"
+    );
+    // Each limit states its unit: 3.75 MiB per Anthropic image.
+    let small = Image::from_bytes({
+        let mut bytes = PNG.to_vec();
+        bytes.resize(4 * MIB, 0);
+        bytes
+    })
+    .unwrap();
+    assert!(
+        MediaLimits::ANTHROPIC
+            .check("anthropic", [small.media()], 0)
+            .unwrap_err()
+            .to_string()
+            .contains("limit of 3932160 bytes (3.75 MiB)")
+    );
+}
+
+#[test]
 fn a_turns_parts_split_its_text_at_each_media_place() {
     let png = Image::from_bytes(PNG.to_vec()).unwrap();
     let pdf = Document::from_bytes(PDF.to_vec()).unwrap();

@@ -68,6 +68,7 @@ impl OpenAiCompatible {
         let base_url = set_variable(lookup, "OPENAI_COMPATIBLE_BASE_URL").ok_or(
             ProviderConfigError::MissingBaseUrl {
                 variable: "OPENAI_COMPATIBLE_BASE_URL",
+                example: "the server's base URL, such as http://localhost:11434/v1 for Ollama",
             },
         )?;
         let model = set_variable(lookup, "OPENAI_COMPATIBLE_MODEL")

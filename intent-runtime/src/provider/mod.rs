@@ -221,6 +221,12 @@ pub struct ProviderRequest {
     /// alternatives (`logprobs` / `top_logprobs` on Chat Completions); `None` asks for
     /// none. Only a provider whose [`Provider::max_top_logprobs`] is set honours it.
     pub top_logprobs: Option<u8>,
+    /// The reply is a short answer that needs no thinking (a decision's label or stated
+    /// distribution), and `max_output_tokens` is meant for the answer alone: a provider
+    /// whose models think before answering turns thinking off where the model allows it
+    /// and otherwise gives the thinking room beyond `max_output_tokens` (Gemini 2.5: see
+    /// [`Gemini`]). Decision requests set it.
+    pub minimal_thinking: bool,
 }
 
 impl ProviderRequest {
@@ -237,6 +243,7 @@ impl ProviderRequest {
             max_output_tokens: None,
             temperature: None,
             top_logprobs: None,
+            minimal_thinking: false,
         }
     }
 
@@ -319,6 +326,7 @@ impl fmt::Debug for ProviderRequest {
             .field("max_output_tokens", &self.max_output_tokens)
             .field("temperature", &self.temperature)
             .field("top_logprobs", &self.top_logprobs)
+            .field("minimal_thinking", &self.minimal_thinking)
             .finish_non_exhaustive()
     }
 }

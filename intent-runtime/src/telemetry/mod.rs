@@ -512,6 +512,7 @@ impl<'a> ModelRequest<'a> {
             { GEN_AI_USAGE_OUTPUT_TOKENS } = Empty,
             { GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS } = Empty,
             { GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS } = Empty,
+            { GEN_AI_USAGE_REASONING_OUTPUT_TOKENS } = Empty,
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
             { GEN_AI_SYSTEM_INSTRUCTIONS } = Empty,
@@ -604,6 +605,12 @@ impl<'a> ModelRequest<'a> {
                 span.record(
                     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
                     int(reply.usage.cache_write_input_tokens),
+                );
+            }
+            if reply.usage.reasoning_tokens > 0 {
+                span.record(
+                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+                    int(reply.usage.reasoning_tokens),
                 );
             }
             if record_content {

@@ -65,6 +65,9 @@ pub const GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: &str = "gen_ai.usage.cache_read.
 pub const GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: &str =
     "gen_ai.usage.cache_creation.input_tokens";
 
+/// Output tokens spent reasoning (thinking); part of [`GEN_AI_USAGE_OUTPUT_TOKENS`].
+pub const GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: &str = "gen_ai.usage.reasoning.output_tokens";
+
 // GenAI conventions: content (opt-in, off by default).
 
 /// The system prompt, as the conventions' JSON (`[{"type":"text","content":...}]`).

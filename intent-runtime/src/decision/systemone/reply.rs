@@ -68,6 +68,7 @@ impl From<WireUsage> for Usage {
             output_tokens: usage.output_tokens,
             cached_input_tokens: details.cached_tokens,
             cache_write_input_tokens: details.cache_write_tokens,
+            ..Usage::default()
         }
     }
 }

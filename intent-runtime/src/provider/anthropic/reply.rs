@@ -129,6 +129,8 @@ pub(crate) fn usage(usage: MessagesUsage) -> Usage {
         output_tokens: usage.output_tokens.unwrap_or(0),
         cached_input_tokens: cache_read,
         cache_write_input_tokens: cache_write,
+        // Anthropic counts thinking in `output_tokens` and reports no split.
+        reasoning_tokens: 0,
     }
 }
 

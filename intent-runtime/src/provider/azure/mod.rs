@@ -101,11 +101,13 @@ impl AzureOpenAi {
         let set = |name: &str| set_variable(lookup, name);
         let endpoint = set("AZURE_OPENAI_ENDPOINT").ok_or(ProviderConfigError::MissingBaseUrl {
             variable: "AZURE_OPENAI_ENDPOINT",
+            example: "your Azure OpenAI resource's endpoint, such as \
+                      https://my-resource.openai.azure.com",
         })?;
         let deployment =
             set("AZURE_OPENAI_DEPLOYMENT").ok_or(ProviderConfigError::MissingSetting {
                 variable: "AZURE_OPENAI_DEPLOYMENT",
-                what: "the name of the Azure OpenAI deployment to call",
+                what: "the name of the Azure OpenAI deployment to call, such as gpt-4o-mini-prod",
             })?;
         let mut provider = match (set("AZURE_OPENAI_API_KEY"), set("AZURE_OPENAI_AD_TOKEN")) {
             (Some(key), _) => Self::new(endpoint, key, deployment),
@@ -117,8 +119,28 @@ impl AzureOpenAi {
                 });
             }
         };
-        if let Some(version) = set("AZURE_OPENAI_API_VERSION").or_else(|| set("OPENAI_API_VERSION"))
-        {
+        let version = [("AZURE_OPENAI_API_VERSION"), ("OPENAI_API_VERSION")]
+            .into_iter()
+            .find_map(|variable| set(variable).map(|version| (variable, version)));
+        if let Some((variable, version)) = version {
+            // Refused here, naming the variable, rather than at the first request.
+            if let Some(problem) = api_version_problem(&version) {
+                return Err(ProviderConfigError::InvalidSetting {
+                    variable,
+                    value: version.chars().take(100).collect(),
+                    problem: problem.to_owned(),
+                    expected: "an Azure OpenAI API version, such as 2024-10-21",
+                });
+            }
+            if !is_deployment_name(provider.deployment()) {
+                return Err(ProviderConfigError::InvalidSetting {
+                    variable: "AZURE_OPENAI_DEPLOYMENT",
+                    value: provider.deployment().chars().take(100).collect(),
+                    problem: "cannot go in a deployment URL".to_owned(),
+                    expected: "the name of an Azure OpenAI deployment (letters, digits, `-`, \
+                               `_`, `.`)",
+                });
+            }
             provider = provider.with_api_version(version);
         }
         Ok(provider)
@@ -128,6 +150,11 @@ impl AzureOpenAi {
     /// [`AZURE_OPENAI_DEFAULT_API_VERSION`]) instead of the v1 API. The deployment is the
     /// request's model, else the default one; strict structured outputs need
     /// `2024-08-01-preview` or later. The Batch API is used through the v1 API only.
+    ///
+    /// A version that is empty or would change the URL's query (anything but letters,
+    /// digits, `-`, `.` and `_`, such as `2024-10-21&x=y` or `2024-10-21#x`) is never sent:
+    /// every request is refused before sending, saying why (`from_env` refuses it when
+    /// reading the variable).
     pub fn with_api_version(mut self, api_version: impl Into<String>) -> Self {
         self.addressing = Addressing::Deployment {
             api_version: api_version.into(),
@@ -221,16 +248,23 @@ impl AzureOpenAi {
         &self,
         request: &ProviderRequest,
     ) -> Result<std::borrow::Cow<'_, ChatEndpoint>, ProviderError> {
-        let Addressing::Deployment { .. } = self.addressing else {
+        let Addressing::Deployment { api_version } = &self.addressing else {
             return Ok(std::borrow::Cow::Borrowed(&self.endpoint));
         };
+        if let Some(problem) = api_version_problem(api_version) {
+            return Err(ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                AZURE_OPENAI_PROVIDER_NAME,
+                format!(
+                    "the api-version `{}` {problem}; give `with_api_version` an Azure OpenAI \
+                     API version, such as {AZURE_OPENAI_DEFAULT_API_VERSION}",
+                    api_version.chars().take(100).collect::<String>()
+                ),
+            )
+            .not_sent());
+        }
         let deployment = self.endpoint.connection.model_of(request);
-        let valid = !deployment.is_empty()
-            && deployment != ".."
-            && deployment
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !valid {
+        if !is_deployment_name(deployment) {
             return Err(ProviderError::new(
                 ProviderErrorKind::InvalidRequest,
                 AZURE_OPENAI_PROVIDER_NAME,
@@ -248,6 +282,31 @@ impl AzureOpenAi {
             std::borrow::Cow::Owned(self.clone().with_deployment(deployment).endpoint)
         })
     }
+}
+
+/// Whether `deployment` can go in a deployment URL's path unchanged.
+fn is_deployment_name(deployment: &str) -> bool {
+    !deployment.is_empty()
+        && deployment != ".."
+        && deployment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// What keeps `api_version` from being sent as the `api-version` query parameter, if
+/// anything: empty, Azure answers "Resource not found"; a `&`, `#`, space or other
+/// character would add a parameter, cut the URL or be sent altered.
+fn api_version_problem(api_version: &str) -> Option<&'static str> {
+    if api_version.trim().is_empty() {
+        return Some("is empty");
+    }
+    let plain = api_version
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    (!plain).then_some(
+        "would change the URL's query (an API version holds only letters, digits, `-`, `.` \
+         and `_`)",
+    )
 }
 
 #[async_trait::async_trait]
@@ -299,5 +358,94 @@ impl BatchProvider {
     /// and deployment (a Global Batch or Data Zone Batch deployment).
     pub fn azure_openai(provider: AzureOpenAi) -> Self {
         batch_for_endpoint(provider.endpoint)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::http::variables::tests::lookup;
+
+    const ENDPOINT: (&str, &str) = ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com");
+    const DEPLOYMENT: (&str, &str) = ("AZURE_OPENAI_DEPLOYMENT", "prod-4o");
+    const KEY: (&str, &str) = ("AZURE_OPENAI_API_KEY", "az-key");
+
+    #[test]
+    fn a_missing_endpoint_is_explained_with_an_azure_example() {
+        let err = AzureOpenAi::from_lookup(&lookup(&[DEPLOYMENT, KEY])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the environment variable AZURE_OPENAI_ENDPOINT is not set; set it to your Azure \
+             OpenAI resource's endpoint, such as https://my-resource.openai.azure.com"
+        );
+        let err = AzureOpenAi::from_lookup(&lookup(&[ENDPOINT, KEY])).unwrap_err();
+        assert!(
+            err.to_string().contains("such as gpt-4o-mini-prod"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_api_version_that_would_change_the_url_is_refused_naming_its_variable() {
+        for (variable, version) in [
+            ("AZURE_OPENAI_API_VERSION", "2024-10-21&foo=bar"),
+            ("AZURE_OPENAI_API_VERSION", "2024-10-21#x"),
+            ("OPENAI_API_VERSION", "2024-10-21 preview"),
+            ("OPENAI_API_VERSION", "2024/10/21"),
+        ] {
+            let err = AzureOpenAi::from_lookup(&lookup(&[
+                ENDPOINT,
+                DEPLOYMENT,
+                KEY,
+                (variable, version),
+            ]))
+            .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "the environment variable {variable} is `{version}`, which would change \
+                     the URL's query (an API version holds only letters, digits, `-`, `.` and \
+                     `_`); set it to an Azure OpenAI API version, such as 2024-10-21"
+                )
+            );
+        }
+        // A deployment that cannot go in the URL is refused when the URL would hold it.
+        let err = AzureOpenAi::from_lookup(&lookup(&[
+            ENDPOINT,
+            KEY,
+            ("AZURE_OPENAI_DEPLOYMENT", "prod/../other"),
+            ("AZURE_OPENAI_API_VERSION", "2024-10-21"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("AZURE_OPENAI_DEPLOYMENT"), "{err}");
+        for version in ["2024-10-21", "2025-04-01-preview", "preview"] {
+            let azure = AzureOpenAi::from_lookup(&lookup(&[
+                ENDPOINT,
+                DEPLOYMENT,
+                KEY,
+                ("AZURE_OPENAI_API_VERSION", version),
+            ]))
+            .unwrap();
+            assert_eq!(azure.api_version(), Some(version));
+        }
+    }
+
+    #[test]
+    fn api_versions_are_told_apart() {
+        assert_eq!(api_version_problem(""), Some("is empty"));
+        assert_eq!(api_version_problem("  "), Some("is empty"));
+        for bad in [
+            "2024-10-21&foo=bar",
+            "2024-10-21#x",
+            "2024-10-21?x",
+            "a=b",
+            "é",
+            "x%26",
+        ] {
+            assert!(api_version_problem(bad).is_some(), "{bad}");
+        }
+        for good in ["2024-10-21", "2024-08-01-preview", "v1", "latest"] {
+            assert_eq!(api_version_problem(good), None, "{good}");
+        }
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct StoredUsage {
     cached: u64,
     #[serde(default)]
     cache_write: u64,
+    #[serde(default)]
+    reasoning: u64,
 }
 
 /// Every error kind and its stored name.
@@ -80,6 +82,7 @@ impl StoredOutcome {
                     output: reply.usage.output_tokens,
                     cached: reply.usage.cached_input_tokens,
                     cache_write: reply.usage.cache_write_input_tokens,
+                    reasoning: reply.usage.reasoning_tokens,
                 },
                 model: reply.model.clone(),
                 request_id: reply.request_id.clone(),
@@ -120,6 +123,7 @@ impl StoredOutcome {
                     output_tokens: usage.output,
                     cached_input_tokens: usage.cached,
                     cache_write_input_tokens: usage.cache_write,
+                    reasoning_tokens: usage.reasoning,
                 },
                 model,
                 request_id,

@@ -18,7 +18,7 @@ pub use schema::{GEMINI_SCHEMA_KEYWORDS, GeminiSchema, gemini_schema};
 
 use self::errors::{REQUEST_ID_HEADER, error_reply};
 use self::reply::parse_reply;
-use self::request::{BodySettings, GenerateBody, request_body};
+use self::request::{BodySettings, GenerateBody, ModelThinking, request_body};
 use self::schema::gemini_schema_json;
 use self::stream::GeminiStream;
 use crate::media::{MediaLimits, MediaType};
@@ -48,14 +48,17 @@ pub const GEMINI_MAX_TOP_LOGPROBS: u8 = 20;
 
 const MIB: usize = 1024 * 1024;
 
-/// What the Gemini API takes of media inline: PNG, JPEG and WebP images (not GIF), PDFs of
-/// up to 50 MB and 1,000 pages, and 100 MB of base64 per request; larger files go through
-/// the Files API, which this provider does not upload to.
+/// What the Gemini API takes of media inline: PNG, JPEG and WebP images (not GIF), up to
+/// 3,600 images, PDFs of up to 50 MB and 1,000 pages, and 100 MB of base64 per request
+/// (Google writes MB; read as MiB, 2^20 bytes); larger files go through the Files API,
+/// which this provider does not upload to.
 pub const GEMINI_MEDIA_LIMITS: MediaLimits = MediaLimits {
     image_types: &[MediaType::Png, MediaType::Jpeg, MediaType::Webp],
     documents: true,
     document_urls: true,
     max_image_bytes: 100 * MIB / 4 * 3,
+    max_images: 3_600,
+    max_image_bytes_per_request: usize::MAX,
     max_document_bytes: 50 * MIB,
     max_document_pages: 1_000,
     max_request_bytes: 100 * MIB,
@@ -178,8 +181,14 @@ impl Gemini {
     /// Sends `generationConfig.thinkingConfig.thinkingBudget` with every request (default:
     /// not sent, the model's own default). On Gemini 2.5 models thinking tokens count
     /// against `maxOutputTokens`; `Some(0)` turns thinking off on the models that allow it
-    /// (2.5 Flash and Flash-Lite), which one-token answers such as log-probability
-    /// decisions need.
+    /// (2.5 Flash and Flash-Lite).
+    ///
+    /// Decision requests (a one-token label, or a stated distribution) need no thinking,
+    /// and without a budget set here they are sent so that Gemini 2.5 as shipped answers
+    /// them: `thinkingBudget: 0` on the models that can stop thinking (2.5 Flash,
+    /// Flash-Lite); the least budget (128) and 1,024 more output tokens than the answer
+    /// needs on those that cannot (2.5 Pro, Gemini 3); 1,024 more output tokens on a model
+    /// this library does not know. A budget set here is sent as it is, with room for it.
     pub fn with_thinking_budget(mut self, budget: Option<i32>) -> Self {
         self.thinking_budget = budget;
         self
@@ -248,6 +257,7 @@ impl Gemini {
             BodySettings {
                 max_top_logprobs: self.max_top_logprobs,
                 thinking_budget: self.thinking_budget,
+                thinking: ModelThinking::of(self.model_of(request)),
             },
         ))
     }

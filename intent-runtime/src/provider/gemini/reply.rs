@@ -104,6 +104,7 @@ impl UsageMetadata {
             output_tokens: self.candidates_token_count + self.thoughts_token_count,
             cached_input_tokens: self.cached_content_token_count,
             cache_write_input_tokens: 0,
+            reasoning_tokens: self.thoughts_token_count,
         }
     }
 }

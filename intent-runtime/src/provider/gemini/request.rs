@@ -23,6 +23,70 @@ pub(crate) struct BodySettings {
     pub(crate) max_top_logprobs: Option<u8>,
     /// `thinkingConfig.thinkingBudget`, when set.
     pub(crate) thinking_budget: Option<i32>,
+    /// How the request's model thinks.
+    pub(crate) thinking: ModelThinking,
+}
+
+/// The least thinking budget of the Gemini models that cannot stop thinking (2.5 Pro).
+pub(crate) const MIN_THINKING_BUDGET: i32 = 128;
+
+/// The output tokens added to a short answer's `maxOutputTokens` for a model that thinks
+/// anyway: a budget guides the thinking rather than capping it, so the room is well over
+/// [`MIN_THINKING_BUDGET`]. Only the tokens used are billed.
+pub(crate) const THINKING_ROOM: u32 = 1024;
+
+/// How a model thinks, as far as a short answer's settings go. On Gemini's thinking
+/// models `maxOutputTokens` bounds the thinking and the answer together, so a one-token
+/// answer could be spent on thinking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum ModelThinking {
+    /// Thinks by default and stops with `thinkingBudget: 0` (2.5 Flash, Flash-Lite).
+    CanStop,
+    /// Thinks and cannot be told not to (2.5 Pro: a budget of at least 128; Gemini 3).
+    Always,
+    /// Does not think (1.x, 2.0, Gemma).
+    Never,
+    /// A model this library does not know: it may think.
+    #[default]
+    Unknown,
+}
+
+impl ModelThinking {
+    /// How `model` (an id, or `models/<id>`) thinks, from its name.
+    pub(crate) fn of(model: &str) -> Self {
+        let id = model.rsplit('/').next().unwrap_or(model);
+        let starts = |prefixes: &[&str]| prefixes.iter().any(|prefix| id.starts_with(prefix));
+        if starts(&[
+            "gemini-2.5-flash",
+            "gemini-flash-latest",
+            "gemini-flash-lite-latest",
+        ]) {
+            ModelThinking::CanStop
+        } else if starts(&["gemini-2.5-pro", "gemini-pro-latest", "gemini-3"]) {
+            ModelThinking::Always
+        } else if starts(&["gemini-1.", "gemini-2.0-", "gemma-"]) {
+            ModelThinking::Never
+        } else {
+            ModelThinking::Unknown
+        }
+    }
+
+    /// The thinking budget to send and the output tokens to add to `maxOutputTokens`,
+    /// for a request asking for a short answer (`minimal_thinking`); `budget` is the
+    /// provider's own setting, which wins.
+    fn short_answer(self, budget: Option<i32>) -> (Option<i32>, u32) {
+        match (budget, self) {
+            (Some(0), _) => (Some(0), 0),
+            (Some(budget), _) => (
+                Some(budget),
+                THINKING_ROOM.max(u32::try_from(budget).unwrap_or(0).saturating_mul(2)),
+            ),
+            (None, ModelThinking::CanStop) => (Some(0), 0),
+            (None, ModelThinking::Always) => (Some(MIN_THINKING_BUDGET), THINKING_ROOM),
+            (None, ModelThinking::Never) => (None, 0),
+            (None, ModelThinking::Unknown) => (None, THINKING_ROOM),
+        }
+    }
 }
 
 /// A `GenerateContentRequest` (camelCase on the wire).
@@ -162,6 +226,11 @@ pub(crate) fn request_body<'a>(
         .top_logprobs
         .zip(settings.max_top_logprobs)
         .map(|(asked, limit)| asked.clamp(1, limit.max(1)));
+    let (thinking_budget, room) = if request.minimal_thinking {
+        settings.thinking.short_answer(settings.thinking_budget)
+    } else {
+        (settings.thinking_budget, 0)
+    };
     GenerateBody {
         system_instruction: (!request.system.is_empty()).then(|| SystemInstruction {
             parts: [TextPart {
@@ -178,14 +247,15 @@ pub(crate) fn request_body<'a>(
             .collect(),
         generation_config: GenerationConfig {
             temperature: request.temperature.and_then(temperature_value),
-            max_output_tokens: request.max_output_tokens,
+            max_output_tokens: request
+                .max_output_tokens
+                .map(|answer| answer.saturating_add(room)),
             candidate_count: 1,
             response_mime_type,
             response_json_schema,
             response_logprobs: logprobs.map(|_| true),
             logprobs,
-            thinking_config: settings
-                .thinking_budget
+            thinking_config: thinking_budget
                 .map(|thinking_budget| ThinkingConfig { thinking_budget }),
         },
     }
@@ -291,6 +361,7 @@ mod tests {
         let settings = BodySettings {
             max_top_logprobs: Some(20),
             thinking_budget: Some(0),
+            ..BodySettings::default()
         };
         let body = to_value(&request_body(&request, None, settings));
         assert_eq!(
@@ -304,6 +375,76 @@ mod tests {
         let none = BodySettings::default();
         let body = to_value(&request_body(&request, None, none));
         assert!(body["generationConfig"].get("responseLogprobs").is_none());
+    }
+
+    #[test]
+    fn a_short_answer_stops_thinking_where_the_model_can_and_has_room_where_it_cannot() {
+        let mut request = ProviderRequest::text("", "x");
+        request.max_output_tokens = Some(1);
+        request.minimal_thinking = true;
+        let config = |request: &ProviderRequest, model: &str, budget: Option<i32>| {
+            let settings = BodySettings {
+                thinking_budget: budget,
+                thinking: ModelThinking::of(model),
+                ..BodySettings::default()
+            };
+            let body = to_value(&request_body(request, None, settings));
+            (
+                body["generationConfig"]["maxOutputTokens"].clone(),
+                body["generationConfig"]["thinkingConfig"]["thinkingBudget"].clone(),
+            )
+        };
+        for model in [
+            "gemini-2.5-flash",
+            "models/gemini-2.5-flash-lite",
+            "gemini-flash-latest",
+        ] {
+            assert_eq!(
+                config(&request, model, None),
+                (json!(1), json!(0)),
+                "{model}"
+            );
+        }
+        for model in [
+            "gemini-2.5-pro",
+            "models/gemini-2.5-pro-preview-06-05",
+            "gemini-3-pro-preview",
+        ] {
+            assert_eq!(
+                config(&request, model, None),
+                (json!(1025), json!(128)),
+                "{model}"
+            );
+        }
+        // A model that does not think is asked as before; one this library does not know
+        // gets the room without a budget it might refuse.
+        assert_eq!(
+            config(&request, "gemini-2.0-flash", None),
+            (json!(1), Value::Null)
+        );
+        assert_eq!(
+            config(&request, "tunedModels/mine", None),
+            (json!(1025), Value::Null)
+        );
+        // The provider's own budget wins, with room for it.
+        assert_eq!(
+            config(&request, "gemini-2.5-pro", Some(4096)),
+            (json!(8193), json!(4096))
+        );
+        assert_eq!(
+            config(&request, "gemini-2.5-pro", Some(0)),
+            (json!(1), json!(0))
+        );
+        // Any other request is sent as it was asked.
+        request.minimal_thinking = false;
+        assert_eq!(
+            config(&request, "gemini-2.5-flash", None),
+            (json!(1), Value::Null)
+        );
+        assert_eq!(
+            config(&request, "gemini-2.5-pro", Some(256)),
+            (json!(1), json!(256))
+        );
     }
 
     #[test]

@@ -15,13 +15,12 @@ pub enum ProviderConfigError {
         provider: &'static str,
     },
     /// The environment variable that should hold a server's base URL is unset or empty.
-    #[error(
-        "the environment variable {variable} is not set; set it to the server's base URL, \
-         such as http://localhost:11434/v1 for Ollama"
-    )]
+    #[error("the environment variable {variable} is not set; set it to {example}")]
     MissingBaseUrl {
         /// The variable that was read.
         variable: &'static str,
+        /// What it should hold, with an example of this provider's own.
+        example: &'static str,
     },
     /// The environment variable that should hold a required setting is unset or empty.
     #[error("the environment variable {variable} is not set; set it to {what}")]
@@ -30,6 +29,20 @@ pub enum ProviderConfigError {
         variable: &'static str,
         /// What it should hold.
         what: &'static str,
+    },
+    /// An environment variable holds a value the provider cannot use.
+    #[error(
+        "the environment variable {variable} is `{value}`, which {problem}; set it to {expected}"
+    )]
+    InvalidSetting {
+        /// The variable that was read.
+        variable: &'static str,
+        /// What it holds (cut at 100 characters).
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+        /// What it may hold.
+        expected: &'static str,
     },
     /// An environment variable that chooses between a provider's APIs names none of them.
     #[error("the environment variable {variable} is `{value}`; set it to {accepted}")]

@@ -60,11 +60,18 @@ pub(crate) struct ChatUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptTokensDetails>,
+    /// `reasoning_tokens` (part of `completion_tokens`); compatible servers omit it.
+    completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
 #[derive(Deserialize)]
 pub(crate) struct PromptTokensDetails {
     cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CompletionTokensDetails {
+    reasoning_tokens: Option<u64>,
 }
 
 /// Reads a success reply: text, refusal, truncation, usage, model, the completion's id
@@ -108,6 +115,10 @@ pub(crate) fn parse_reply(
     ))
 }
 
+/// The refusal of a reply a content filter withheld without naming why.
+pub(crate) const CONTENT_FILTERED: &str =
+    "the provider's content filter withheld the reply (stopped for content_filter)";
+
 /// What a Chat Completions reply is made of, read from one response or gathered from
 /// the chunks of a stream; both become a [`ProviderReply`] the same way.
 #[derive(Default)]
@@ -139,19 +150,20 @@ impl ChatParts {
             .filter(|text| !text.is_empty())
             .map(bounded_message);
         let content_filtered = self.finish_reason.as_deref() == Some("content_filter");
-        // A filter that names what it withheld has refused the request: the same input
-        // would be withheld again, so it is a refusal, not a cut to retry.
-        if content_filtered && refusal.is_none() && !self.filtered.is_empty() {
-            refusal = Some(format!(
-                "the provider's content filter withheld the reply ({})",
-                self.filtered.join(", ")
-            ));
+        // A filtered reply is a refusal, whether or not the filter names what it withheld
+        // (Azure does, OpenAI does not): the same input would be withheld again, so it is
+        // not a cut to retry with a shorter answer.
+        if content_filtered && refusal.is_none() {
+            refusal = Some(if self.filtered.is_empty() {
+                CONTENT_FILTERED.to_owned()
+            } else {
+                format!(
+                    "the provider's content filter withheld the reply ({})",
+                    self.filtered.join(", ")
+                )
+            });
         }
-        let truncated = refusal.is_none()
-            && matches!(
-                self.finish_reason.as_deref(),
-                Some("length" | "content_filter")
-            );
+        let truncated = refusal.is_none() && self.finish_reason.as_deref() == Some("length");
         let text = if refusal.is_some() {
             String::new()
         } else {
@@ -165,6 +177,10 @@ impl ChatParts {
                 .and_then(|details| details.cached_tokens)
                 .unwrap_or(0),
             cache_write_input_tokens: 0,
+            reasoning_tokens: usage
+                .completion_tokens_details
+                .and_then(|details| details.reasoning_tokens)
+                .unwrap_or(0),
         });
         ProviderReply {
             text,

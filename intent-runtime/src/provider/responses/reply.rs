@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::provider::error::bounded_message;
 use crate::provider::http::{RawResponse, invalid_response, redact};
+use crate::provider::openai::reply::CONTENT_FILTERED;
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, TokenLogprob};
 use crate::result::Usage;
 
@@ -108,7 +109,7 @@ pub(crate) struct OutputTokensDetails {
 
 impl ResponseUsage {
     /// The usage as the runtime counts it; reasoning tokens are part of `output_tokens`
-    /// (see [`ResponseUsage::reasoning_tokens`]).
+    /// and also counted apart.
     pub(crate) fn usage(&self) -> Usage {
         let input = self.input_tokens_details.unwrap_or_default();
         Usage {
@@ -116,6 +117,7 @@ impl ResponseUsage {
             output_tokens: self.output_tokens,
             cached_input_tokens: input.cached_tokens,
             cache_write_input_tokens: input.cache_write_tokens,
+            reasoning_tokens: self.reasoning_tokens(),
         }
     }
 
@@ -181,8 +183,9 @@ pub(crate) struct Origin<'a> {
 }
 
 /// A Response and the text it carries, as a reply: `completed` and `incomplete`
-/// responses are replies (an `incomplete` one truncated, whatever the reason, as Chat
-/// Completions' `length` and `content_filter` are); `failed` and `cancelled` ones are
+/// responses are replies (an `incomplete` one truncated, as Chat Completions' `length` is,
+/// unless the content filter stopped it: that is a refusal, as Chat Completions'
+/// `content_filter` is); `failed` and `cancelled` ones are
 /// errors, classified by the error's code.
 pub(crate) fn into_reply(
     mut response: ResponseObject,
@@ -192,15 +195,16 @@ pub(crate) fn into_reply(
     let status = response.status.take().unwrap_or_else(|| "completed".into());
     let (truncated, stop_reason) = match status.as_str() {
         "completed" => (false, status),
-        "incomplete" => (
-            true,
-            response
+        "incomplete" => {
+            let reason = response
                 .incomplete_details
                 .take()
                 .and_then(|details| details.reason)
                 .filter(|reason| !reason.is_empty())
-                .unwrap_or(status),
-        ),
+                .unwrap_or(status);
+            // A filtered reply is a refusal (below), not a cut to retry shorter.
+            (reason != "content_filter", reason)
+        }
         "failed" => return Err(failed(response.error.take().unwrap_or_default(), &origin)),
         "cancelled" => {
             return Err(with_request_id(
@@ -233,7 +237,8 @@ pub(crate) fn into_reply(
     let refusal = output
         .refusal
         .filter(|text| !text.is_empty())
-        .map(bounded_message);
+        .map(bounded_message)
+        .or_else(|| (stop_reason == "content_filter").then(|| CONTENT_FILTERED.to_owned()));
     let text = if refusal.is_some() {
         String::new()
     } else {
@@ -447,12 +452,14 @@ mod tests {
     }
 
     #[test]
-    fn a_content_filter_stop_is_truncation_with_its_reason() {
+    fn a_content_filter_stop_is_a_refusal_with_its_reason() {
         let mut body = c1();
         body["status"] = json!("incomplete");
         body["incomplete_details"] = json!({"reason": "content_filter"});
         let reply = parse(body).unwrap();
-        assert!(reply.truncated);
+        assert!(!reply.truncated);
+        assert_eq!(reply.refusal.as_deref(), Some(CONTENT_FILTERED));
+        assert_eq!(reply.text, "");
         assert_eq!(reply.stop_reason.as_deref(), Some("content_filter"));
     }
 
@@ -471,6 +478,7 @@ mod tests {
                 output_tokens: 300,
                 cached_input_tokens: 1536,
                 cache_write_input_tokens: 64,
+                reasoning_tokens: 256,
             }
         );
         let usage: ResponseUsage = serde_json::from_value(body["usage"].clone()).unwrap();
