@@ -1,28 +1,6 @@
 //! Cases and datasets: typed inputs with their expected answers, read from JSON Lines or
 //! JSON files. A case that cannot be read is an error that names the file, the line and
 //! the field; it is never skipped.
-//!
-//! One case, as a JSON object (one per line in a `.jsonl` file, or the items of an array
-//! in a `.json` file):
-//!
-//! ```json
-//! {"name": "sarcasm", "input": {"review": "Great, it broke."},
-//!  "expected_any": ["Negative", "Neutral"],
-//!  "rules": {"case_sensitive": false, "judge": "strict"},
-//!  "metadata": {"source": "support tickets"}}
-//! ```
-//!
-//! The expected answer is exactly one of `expected` (one value), `expected_any` (a
-//! non-empty list of acceptable values) or `expected_schema` (a JSON Schema the answer
-//! must satisfy). `name`, `rules` and `metadata` are optional.
-//!
-//! Every `expected` and `expected_any` value of a case graded by value match is checked
-//! against the answer type's JSON Schema before anything is asked of a model:
-//! [`Evaluation::run`](crate::Evaluation::run) checks them against its task's answer
-//! type, whichever constructor read the dataset, and [`Dataset::from_file_checked`] (or
-//! [`Dataset::from_jsonl_str_checked`]) as the dataset is read. A misspelt field or enum
-//! member is an error naming the file, the line and the field, not a failure the model
-//! is blamed for (and paid for) on every case.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -97,6 +75,28 @@ impl<I> Case<I> {
 }
 
 /// A named list of cases.
+///
+/// One case, as a JSON object (one per line in a `.jsonl` file, or the items of an array
+/// in a `.json` file):
+///
+/// ```json
+/// {"name": "sarcasm", "input": {"review": "Great, it broke."},
+///  "expected_any": ["Negative", "Neutral"],
+///  "rules": {"case_sensitive": false, "judge": "strict"},
+///  "metadata": {"source": "support tickets"}}
+/// ```
+///
+/// The expected answer is exactly one of `expected` (one value), `expected_any` (a
+/// non-empty list of acceptable values) or `expected_schema` (a JSON Schema the answer
+/// must satisfy). `name`, `rules` and `metadata` are optional.
+///
+/// Every `expected` and `expected_any` value of a case graded by value match is checked
+/// against the answer type's JSON Schema before anything is asked of a model:
+/// [`Evaluation::run`](crate::Evaluation::run) checks them against its task's answer
+/// type, whichever constructor read the dataset, and [`Dataset::from_file_checked`] (or
+/// [`Dataset::from_jsonl_str_checked`]) as the dataset is read. A misspelt field or enum
+/// member is an error naming the file, the line and the field, not a failure the model
+/// is blamed for (and paid for) on every case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset<I> {
     /// The dataset's name (the file stem when read from a file).

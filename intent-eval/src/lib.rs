@@ -2,7 +2,7 @@
 //! learn how often it gets them right, before and after every prompt or model change.
 //!
 //! - [`Dataset`] and [`Case`]: typed inputs with acceptable answers, read from JSON Lines
-//!   or JSON files ([`dataset`] shows the format). Every expected value is checked
+//!   or JSON files ([`Dataset`] shows the format). Every expected value is checked
 //!   against the answer type before the first request ([`Evaluation::run`] does it,
 //!   [`from_file_checked`](Dataset::from_file_checked) as the file is read), so a typo is
 //!   reported where it is, not as the model's failure.
@@ -44,27 +44,30 @@
 #![warn(missing_docs)]
 
 mod compare;
-pub mod dataset;
+mod dataset;
 mod diff;
 mod error;
-pub mod external;
-pub mod grade;
+mod external;
+mod grade;
 mod harness;
-pub mod judge;
+mod judge;
 mod junit;
-pub mod report;
-pub mod rules;
-pub mod stats;
-pub mod validate;
+mod report;
+mod rules;
+mod stats;
+mod validate;
 mod validation;
 
 pub use compare::Comparison;
 pub use dataset::{Case, Dataset};
 pub use error::{EvalError, Location};
-pub use external::ExternalValidator;
+pub use external::{DEFAULT_TIMEOUT, ExternalValidator};
 pub use grade::{ValueSet, grade};
 pub use harness::{DEFAULT_CONCURRENCY, Evaluation, Progress, TaskOutcome, TaskOutput};
-pub use judge::{Judge, JudgeVariant, Verdict};
-pub use report::{CaseIssue, CaseReport, Report, Status, Summary};
+pub use judge::{DEFAULT_VARIANT, Judge, JudgeVariant, Verdict};
+pub use report::{CaseIssue, CaseReport, Latency, Report, Status, Summary};
 pub use rules::{JudgeSelector, Rules, Whitespace};
-pub use validate::{CaseContext, JudgeDetails, Tokens, ValidationResult, Validators};
+pub use validate::{
+    CaseContext, JudgeDetails, Selected, Tokens, ValidationResult, Validators, schema_match,
+    select, value_match,
+};

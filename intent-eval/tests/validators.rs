@@ -2,11 +2,11 @@
 
 use intent_rs::Usage;
 use intent_rs::provider::{ProviderReply, ScriptedProvider, ScriptedReply};
-use intent_rs_eval::validate::{Selected, select};
 use intent_rs_eval::{
     CaseContext, EvalError, ExternalValidator, Judge, JudgeSelector, JudgeVariant, Rules,
     Validators, ValueSet, Verdict,
 };
+use intent_rs_eval::{Selected, select};
 use serde_json::{Map, Value, json};
 
 fn context<'a>(

@@ -127,12 +127,12 @@ fn run_row(
         attempts: 0,
     };
     for _ in 0..calls {
-        let input = Ok(intent_rs::input::PreparedInput::from(image.clone()));
+        let input = intent_rs::input::PreparedInput::from(image.clone());
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
         let started = thread_cpu();
         let result =
-            rt.block_on(client.transform_input::<Scan>(input, intent, IntentOptions::new()));
+            rt.block_on(client.transform_prepared::<Scan>(input, intent, IntentOptions::new()));
         row.cpu.push(thread_cpu() - started);
         row.peak.push(PEAK.load(Ordering::Relaxed) - before);
         assert!(result.is_success(), "{:?}", result.issues);

@@ -432,10 +432,10 @@ where
     StreamCall(IntentClient::transform_stream_input::<T>)
 }
 
-/// [`IntentClient::transform_stream_input`] for a target checked by [`stream_target`].
+/// `IntentClient::transform_stream_input` for a target checked by [`stream_target`].
 pub struct StreamCall<T>(StartStream<T>);
 
-/// The signature of [`IntentClient::transform_stream_input`].
+/// The signature of `IntentClient::transform_stream_input`.
 type StartStream<T> =
     fn(&IntentClient, Result<PreparedInput, InputError>, &str, IntentOptions<T>) -> IntentStream<T>;
 
@@ -516,7 +516,7 @@ pub struct TargetCall<T> {
 type MakeBatchItem<T> =
     fn(Result<PreparedInput, InputError>, &'static str, IntentOptions<T>) -> BatchItem<T>;
 
-/// [`IntentClient::transform_input`], boxed so that a function pointer can name it.
+/// `IntentClient::transform_input`, boxed so that a function pointer can name it.
 type Transform<T> = for<'a> fn(
     &'a IntentClient,
     Result<PreparedInput, InputError>,
@@ -525,7 +525,7 @@ type Transform<T> = for<'a> fn(
 ) -> Pin<Box<dyn Future<Output = AIResult<T>> + Send + 'a>>;
 
 impl<T> TargetCall<T> {
-    /// Calls the model: [`IntentClient::transform_input`].
+    /// Calls the model: `IntentClient::transform_input`.
     pub fn call<'a>(
         &self,
         client: &'a IntentClient,

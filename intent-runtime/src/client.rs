@@ -244,9 +244,25 @@ impl IntentClient {
             .await
     }
 
-    /// [`IntentClient::transform`] with an input that was already prepared (the generated
-    /// clients prepare several parameters as one object).
-    pub async fn transform_input<T>(
+    /// [`IntentClient::transform`] with an input prepared by hand: images and documents
+    /// (`PreparedInput::from(image)`, [`PreparedInput::with_media`]) beside or instead of
+    /// a serialized value.
+    pub async fn transform_prepared<T>(
+        &self,
+        input: PreparedInput,
+        intent: &str,
+        options: IntentOptions<T>,
+    ) -> AIResult<T>
+    where
+        T: DeserializeOwned + JsonSchema + Send + 'static,
+    {
+        self.transform_input(Ok(input), intent, options).await
+    }
+
+    /// [`IntentClient::transform`] with an input that was already prepared, or failed to
+    /// be (the generated clients prepare several parameters as one object, and report a
+    /// failure to prepare as the call's first issue).
+    pub(crate) async fn transform_input<T>(
         &self,
         input: Result<PreparedInput, InputError>,
         intent: &str,
@@ -263,7 +279,6 @@ impl IntentClient {
     /// [`crate::stream`]).
     ///
     /// ```
-    /// use futures_util::StreamExt;
     /// use intent_rs::IntentClient;
     /// use intent_rs::provider::ScriptedProvider;
     /// use intent_rs::stream::StreamEvent;
@@ -298,7 +313,7 @@ impl IntentClient {
     }
 
     /// [`IntentClient::transform_stream`] with an input that was already prepared.
-    pub fn transform_stream_input<T>(
+    pub(crate) fn transform_stream_input<T>(
         &self,
         input: Result<PreparedInput, InputError>,
         intent: &str,
@@ -319,9 +334,9 @@ impl IntentClient {
         IntentStream::new(Box::pin(call), events, text_target)
     }
 
-    /// [`IntentClient::transform_value_input`], streamed (see
-    /// [`IntentClient::transform_stream`]); the partials are the value once complete.
-    pub fn transform_value_stream_input(
+    /// `transform_value_input`, streamed (see [`IntentClient::transform_stream`]); the
+    /// partials are the value once complete.
+    pub(crate) fn transform_value_stream_input(
         &self,
         input: Result<PreparedInput, InputError>,
         intent: &str,
@@ -476,7 +491,7 @@ impl IntentClient {
     /// Schema (an unknown `type`, a `$ref` to a missing definition, a `pattern` that is no
     /// regular expression, an external `$ref`) fails the call with an input issue and no
     /// model call, since no reply could ever be checked against it.
-    pub async fn transform_value_input(
+    pub(crate) async fn transform_value_input(
         &self,
         input: Result<PreparedInput, InputError>,
         intent: &str,

@@ -450,8 +450,8 @@ async fn transform_takes_an_image_and_the_scripted_model_sees_it_in_place() {
         .build()
         .unwrap();
     let invoice: Invoice = client
-        .transform_input(
-            Ok(PreparedInput::from(png())),
+        .transform_prepared(
+            PreparedInput::from(png()),
             "Extract the invoice fields",
             IntentOptions::new(),
         )

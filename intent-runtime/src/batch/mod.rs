@@ -184,8 +184,17 @@ where
         Self::transform_input(prepare_input(input), intent, options)
     }
 
-    /// [`IntentClient::transform_input`] of a prepared input, as a batch item.
-    pub fn transform_input(
+    /// [`IntentClient::transform_prepared`] of an input prepared by hand, as a batch item.
+    pub fn transform_prepared(
+        input: PreparedInput,
+        intent: impl Into<String>,
+        options: IntentOptions<T>,
+    ) -> Self {
+        Self::transform_input(Ok(input), intent, options)
+    }
+
+    /// A batch item of an input that was prepared, or failed to be (generated code).
+    pub(crate) fn transform_input(
         input: Result<PreparedInput, InputError>,
         intent: impl Into<String>,
         options: IntentOptions<T>,

@@ -115,7 +115,7 @@ impl PreparedInput {
 }
 
 impl From<Image> for PreparedInput {
-    /// An image as a call's only input (`IntentClient::transform_input(Ok(image.into()), ..)`).
+    /// An image as a call's only input (`IntentClient::transform_prepared(image.into(), ..)`).
     fn from(image: Image) -> Self {
         PreparedInput::media_only().with_media(None, &image)
     }

@@ -432,7 +432,7 @@ impl<T: Partial + Send + 'static> IntentStream<T> {
 
 #[cfg(test)]
 mod tests {
-    use futures_util::{FutureExt, StreamExt};
+    use futures_util::FutureExt;
 
     use super::*;
 
