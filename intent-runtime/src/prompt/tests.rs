@@ -195,7 +195,7 @@ fn the_problems_turn_lists_every_issue() {
     assert_eq!(
         problems,
         Message::user(
-            "Problems with your previous reply:\n- wrong\n- also wrong\nWrite a corrected reply that fixes every problem above and still satisfies the intent."
+            "Fix these and reply again:\n- wrong\n- also wrong"
         )
     );
 }
@@ -276,7 +276,7 @@ fn the_previous_output_is_cut_at_6000_characters() {
     assert!(
         problems
             .content
-            .starts_with("Problems with your previous reply: (it is shown cut after 6000 characters)\n- too long\n"),
+            .starts_with("Fix these and reply again: (your reply is shown cut after 6000 characters)\n- too long"),
         "{}",
         problems.content
     );

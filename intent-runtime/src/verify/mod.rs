@@ -30,6 +30,7 @@
 //! other reply takes the steps above.
 
 mod fast_path;
+mod mismatch;
 mod recovery;
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
@@ -188,7 +189,7 @@ fn read_typed<T: DeserializeOwned>(
             return recover_typed(check, not_json, reply, target, validators, attempt);
         }
         (Err(not_json), None) => {
-            check.issues.push(not_json);
+            check.issues.extend(not_json);
             return check;
         }
     };
@@ -214,7 +215,8 @@ fn read_as_typed<T: DeserializeOwned>(
         EnvelopeRule::Strict
     };
     let value =
-        steps::unwrap_envelope(json, rule, attempt, repairs).map_err(|issue| vec![issue])?;
+        steps::unwrap_envelope(json, rule, Some(target), attempt, repairs)
+            .map_err(|issue| vec![issue])?;
     // A value that, in its envelope, conforms to the strict schema (declared keys only,
     // exact types and enum members) has nothing to repair and no finding to explain: the
     // schema-guided walk, most of the cost of reading such a reply, is skipped. Asked of
@@ -244,8 +246,15 @@ fn read_as_typed<T: DeserializeOwned>(
         )
     };
     repairs.extend(walked.repairs.iter().cloned());
-    let parsed = steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt)?;
-    Ok((parsed, Some(value)))
+    match steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt) {
+        Ok(parsed) => Ok((parsed, Some(value))),
+        // Every mismatch the schema sees, each with its path; serde's first error (and
+        // the walk's findings) only when the schema sees none.
+        Err(first) => {
+            let every = schema_rules::mismatches(&target.full, value, attempt);
+            Err(if every.is_empty() { first } else { every })
+        }
+    }
 }
 
 impl<T> Verification<T> {
@@ -285,7 +294,7 @@ impl<T> Verification<T> {
 /// reads as `T` is the reply.
 fn recover_typed<T: DeserializeOwned>(
     mut check: Verification<T>,
-    not_json: ResultIssue,
+    not_json: Vec<ResultIssue>,
     reply: &str,
     target: &TargetSchema,
     validators: &[Validator<T>],
@@ -329,7 +338,7 @@ fn recover_typed<T: DeserializeOwned>(
                 .issues
                 .push(recovery::no_answer_fits(found, &target.type_name, attempt))
         }
-        Choice::NoCandidate => check.issues.push(not_json),
+        Choice::NoCandidate => check.issues.extend(not_json),
     }
     check
 }
@@ -371,7 +380,7 @@ pub fn verify_value_with(
             return recover_value(check, not_json, &reply.text, target, validators, attempt);
         }
         Err(not_json) => {
-            check.issues.push(not_json);
+            check.issues.extend(not_json);
             return check;
         }
     };
@@ -391,7 +400,7 @@ fn read_as_value(
     attempt: u32,
     repairs: &mut Vec<Repair>,
 ) -> ValueRead {
-    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, attempt, repairs)
+    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, target, attempt, repairs)
         .map_err(|issue| vec![issue])?;
     if value.is_null() {
         return Err(vec![steps::null_runtime_value(attempt)]);
@@ -425,7 +434,7 @@ impl Verification<Value> {
 /// meets the shape is the reply.
 fn recover_value(
     mut check: Verification<Value>,
-    not_json: ResultIssue,
+    not_json: Vec<ResultIssue>,
     reply: &str,
     target: Option<&TargetSchema>,
     validators: &[Validator<Value>],
@@ -457,7 +466,7 @@ fn recover_value(
         Choice::NoneFits(found) => check
             .issues
             .push(recovery::no_answer_fits(found, type_name, attempt)),
-        Choice::NoCandidate => check.issues.push(not_json),
+        Choice::NoCandidate => check.issues.extend(not_json),
     }
     check
 }
