@@ -39,9 +39,16 @@ pub struct SyntaxProblem {
 /// the scan finds nothing (the parser's own message must then do).
 pub fn diagnose(text: &str) -> Vec<SyntaxProblem> {
     let mut report = Report { text, found: Vec::new() };
-    // JSON that parses inside prose is found the way answer recovery finds it, so that
-    // a brace or a quote in the prose is not taken for the JSON's start.
-    let candidates = json_candidates(text);
+    // JSON that parses inside prose before it is found the way answer recovery finds
+    // it, so that a brace or a quote in the prose is not taken for the JSON's start. A
+    // reply that starts as JSON is read from its start: the balanced values inside a
+    // broken one are no answers.
+    let starts_as_json = text.trim_start().starts_with(['{', '[']);
+    let candidates = if starts_as_json {
+        Default::default()
+    } else {
+        json_candidates(text)
+    };
     match candidates.found.as_slice() {
         [only] if !candidates.too_many => {
             let start = (only.text.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
@@ -763,6 +770,18 @@ mod tests {
         assert_eq!(found.path.as_deref(), Some("/value/3000"));
         let excerpt = one("{\"value\":\n`x`}").excerpt;
         assert!(!excerpt.contains('\n') && !excerpt.contains('`'), "{excerpt}");
+    }
+
+    #[test]
+    fn every_single_quoted_string_is_named() {
+        let found = diagnose("{'value': {'id': '7', 'lines': [{'sku': 'A-1'}], 'n': 5}}");
+        let columns: Vec<usize> = found.iter().map(|p| p.column).collect();
+        assert_eq!(columns, vec![2, 12, 18, 23, 34, 41, 50]);
+        // The JSON inside a broken reply is not taken for an answer in prose.
+        assert_eq!(
+            whats("{\"value\": {\"score\": NaN, \"tags\": [\"x\"]}}"),
+            vec!["`NaN` is no JSON number; write a number, or null where the schema allows it"]
+        );
     }
 
     #[test]

@@ -94,10 +94,14 @@ pub(crate) fn read_json(
 /// counts the rest, so that one turn of feedback stays short.
 const MAX_SYNTAX_ISSUES: usize = 6;
 
+/// At most this many places of one kind are listed in one issue.
+const MAX_PLACES_LISTED: usize = 12;
+
 /// The issues of text that is not JSON: each place where it stops being JSON, with a few
 /// characters of the reply around it (a long reply is shown to the model cut, so the
-/// place must be recognisable on its own), what is there and what belongs there. When
-/// the scan names nothing, the parser's own message stands.
+/// place must be recognisable on its own), what is there and what belongs there. Places
+/// of one kind outside any value (quotes, keys, commas) are one issue listing them all.
+/// When the scan names nothing, the parser's own message stands.
 fn not_json_issues(text: &str, parser_message: &str, attempt: u32) -> Vec<ResultIssue> {
     let issue = |message: String| ResultIssue::new(IssueSource::Verification, message, attempt);
     let problems = parse::diagnose(text);
@@ -106,19 +110,22 @@ fn not_json_issues(text: &str, parser_message: &str, attempt: u32) -> Vec<Result
             "Not JSON ({parser_message}); send one JSON object {{\"{ENVELOPE_PROPERTY}\": ...}}."
         ))];
     }
-    let total = problems.len();
-    let mut issues: Vec<ResultIssue> = problems
+    // Problems of one kind outside values, grouped in the order first met.
+    let mut groups: Vec<Vec<parse::SyntaxProblem>> = Vec::new();
+    for problem in problems {
+        let same = groups.iter_mut().find(|group| {
+            problem.path.is_none() && group[0].path.is_none() && group[0].what == problem.what
+        });
+        match same {
+            Some(group) => group.push(problem),
+            None => groups.push(vec![problem]),
+        }
+    }
+    let total = groups.len();
+    let mut issues: Vec<ResultIssue> = groups
         .into_iter()
         .take(MAX_SYNTAX_ISSUES)
-        .map(|problem| {
-            let path = problem
-                .path
-                .map_or_else(String::new, |path| format!(" ({})", path.trim_start_matches('/')));
-            issue(format!(
-                "Line {} col {}{path}, near `{}`: {}.",
-                problem.line, problem.column, problem.excerpt, problem.what
-            ))
-        })
+        .map(|group| issue(syntax_message(&group)))
         .collect();
     if total > MAX_SYNTAX_ISSUES {
         issues.push(issue(format!(
@@ -127,6 +134,30 @@ fn not_json_issues(text: &str, parser_message: &str, attempt: u32) -> Vec<Result
         )));
     }
     issues
+}
+
+/// `Line 3 col 9 (value/age), near `...`: what.`, or for several places of one kind
+/// `At 1:2, 1:12 (line:col), near `...`: what.`, the excerpt around the first.
+fn syntax_message(group: &[parse::SyntaxProblem]) -> String {
+    let first = &group[0];
+    let place = if let [only] = group {
+        let path = only
+            .path
+            .as_deref()
+            .map_or_else(String::new, |path| format!(" ({})", path.trim_start_matches('/')));
+        format!("Line {} col {}{path}", only.line, only.column)
+    } else {
+        let mut listed: Vec<String> = group
+            .iter()
+            .take(MAX_PLACES_LISTED)
+            .map(|p| format!("{}:{}", p.line, p.column))
+            .collect();
+        if group.len() > MAX_PLACES_LISTED {
+            listed.push(format!("{} more", group.len() - MAX_PLACES_LISTED));
+        }
+        format!("At {} (line:col)", listed.join(", "))
+    };
+    format!("{place}, near `{}`: {}.", first.excerpt, first.what)
 }
 
 /// How step 6 treats an object that has a `value` key beside others.
@@ -426,6 +457,12 @@ mod tests {
             issues[0].message,
             "Line 1 col 11 (value), near `{\"value\": }`: a value is missing before this; \
              write one."
+        );
+        let issues = read_json("{'value': 'NaN'}", &[], 1, &mut repairs).unwrap_err();
+        assert_eq!(
+            issues[0].message,
+            "At 1:2, 1:11 (line:col), near `{'value': 'Na`: single quotes; JSON keys and \
+             strings take double quotes."
         );
         let issues = read_json("{'value': NaN}", &[], 1, &mut repairs).unwrap_err();
         let messages: Vec<&str> = issues.iter().map(|i| i.message.as_str()).collect();
