@@ -22,6 +22,9 @@ fn main() {
         figures.median_feedback_chars, figures.total
     );
     for outcome in figures.outcomes.iter().filter(|o| !o.recovered) {
-        println!("\nnot recovered [{}]: {:.100}", outcome.class, outcome.reply);
+        println!(
+            "\nnot recovered [{}]: {:.100}",
+            outcome.class, outcome.reply
+        );
     }
 }

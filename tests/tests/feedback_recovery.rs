@@ -21,7 +21,11 @@ async fn the_literal_model_recovers_at_least_95_percent_within_two_attempts() {
         .filter(|o| !o.recovered)
         .map(|o| format!("[{}] {:.120}\n{}", o.class, o.reply, o.feedback))
         .collect();
-    println!("{}\n\nnot recovered:\n{}", figures.table(), missed.join("\n\n"));
+    println!(
+        "{}\n\nnot recovered:\n{}",
+        figures.table(),
+        missed.join("\n\n")
+    );
     assert!(
         figures.rate() >= 0.95,
         "{} of {} recovered:\n{}",

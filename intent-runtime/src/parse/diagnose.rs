@@ -38,7 +38,10 @@ pub struct SyntaxProblem {
 /// Every problem of `text` as JSON, at most [`MAX_PROBLEMS`], in text order; empty when
 /// the scan finds nothing (the parser's own message must then do).
 pub fn diagnose(text: &str) -> Vec<SyntaxProblem> {
-    let mut report = Report { text, found: Vec::new() };
+    let mut report = Report {
+        text,
+        found: Vec::new(),
+    };
     // JSON that parses inside prose before it is found the way answer recovery finds
     // it, so that a brace or a quote in the prose is not taken for the JSON's start. A
     // reply that starts as JSON is read from its start: the balanced values inside a
@@ -76,7 +79,11 @@ pub fn diagnose(text: &str) -> Vec<SyntaxProblem> {
         }
     }
     let Some(start) = text.find(['{', '[']) else {
-        report.at(0, None, "text, not JSON; send the answer as JSON".to_owned());
+        report.at(
+            0,
+            None,
+            "text, not JSON; send the answer as JSON".to_owned(),
+        );
         return report.found;
     };
     let end = structure_end(text.as_bytes(), start);
@@ -198,7 +205,10 @@ impl Report<'_> {
         if let Some(end) = end {
             let (line, column) = self.position(end);
             // The last character of the JSON, so the place is inside what is kept.
-            parts.push(format!("after line {line} col {}", column.saturating_sub(1)));
+            parts.push(format!(
+                "after line {line} col {}",
+                column.saturating_sub(1)
+            ));
         }
         self.at(
             if before { 0 } else { end.unwrap_or(start) },
@@ -282,11 +292,17 @@ impl<'r, 't> Lint<'r, 't> {
                     at = comment_end(bytes, at).unwrap_or(bytes.len());
                 }
                 b'/' if bytes.get(at + 1) == Some(&b'*') => {
-                    self.problem(at, "a comment that is never closed; JSON has no comments: delete it");
+                    self.problem(
+                        at,
+                        "a comment that is never closed; JSON has no comments: delete it",
+                    );
                     return;
                 }
                 b'#' => {
-                    self.problem(at, "a comment; JSON has no comments: delete it to the end of the line");
+                    self.problem(
+                        at,
+                        "a comment; JSON has no comments: delete it to the end of the line",
+                    );
                     at = bytes[at..]
                         .iter()
                         .position(|&b| b == b'\n')
@@ -295,7 +311,10 @@ impl<'r, 't> Lint<'r, 't> {
                 b'"' | b'\'' => {
                     let (end, closed) = quoted_end(bytes, at);
                     if byte == b'\'' {
-                        self.problem(at, "single quotes; JSON keys and strings take double quotes");
+                        self.problem(
+                            at,
+                            "single quotes; JSON keys and strings take double quotes",
+                        );
                     } else {
                         self.raw_control_characters(text, at, end);
                     }
@@ -510,7 +529,11 @@ impl<'r, 't> Lint<'r, 't> {
         if self.stack.is_empty() && !open_string && self.expect != Expect::Value {
             return;
         }
-        let mut closers: String = if open_string { "\"".into() } else { String::new() };
+        let mut closers: String = if open_string {
+            "\"".into()
+        } else {
+            String::new()
+        };
         closers.extend(
             self.stack
                 .iter()
@@ -521,7 +544,9 @@ impl<'r, 't> Lint<'r, 't> {
             && matches!(self.expect, Expect::Value | Expect::Colon)
             && self.after_key_or_top();
         let what = if value_due {
-            format!("the JSON stops before its end; write the missing value, then close with `{closers}`")
+            format!(
+                "the JSON stops before its end; write the missing value, then close with `{closers}`"
+            )
         } else {
             format!("the JSON stops before its end; close it with `{closers}`")
         };
@@ -565,9 +590,10 @@ fn fixed_literal(word: &str) -> Option<String> {
                 "`{word}` is no JSON number; write a number, or null where the schema allows it"
             ));
         }
-        _ => return fixed_number(word).map(|number| {
-            format!("`{word}` is not a JSON number; write `{number}`")
-        }),
+        _ => {
+            return fixed_number(word)
+                .map(|number| format!("`{word}` is not a JSON number; write `{number}`"));
+        }
     };
     Some(format!("`{word}` is not JSON; write `{replacement}`"))
 }
@@ -645,8 +671,7 @@ mod tests {
             ]
         );
         let bare = diagnose("{value: {name: Ann Smith, age: 3}}");
-        let places: Vec<(usize, &str)> =
-            bare.iter().map(|p| (p.column, p.what.as_str())).collect();
+        let places: Vec<(usize, &str)> = bare.iter().map(|p| (p.column, p.what.as_str())).collect();
         assert_eq!(
             places,
             vec![
@@ -757,7 +782,9 @@ mod tests {
     fn raw_line_breaks_in_strings_are_named() {
         assert_eq!(
             whats("{\"value\": \"two\nlines\"}"),
-            vec!["a raw line break or control character inside a string; write it escaped, as `\\n`"]
+            vec![
+                "a raw line break or control character inside a string; write it escaped, as `\\n`"
+            ]
         );
     }
 
@@ -769,7 +796,10 @@ mod tests {
         assert!(found.excerpt.contains("NaN"), "{}", found.excerpt);
         assert_eq!(found.path.as_deref(), Some("/value/3000"));
         let excerpt = one("{\"value\":\n`x`}").excerpt;
-        assert!(!excerpt.contains('\n') && !excerpt.contains('`'), "{excerpt}");
+        assert!(
+            !excerpt.contains('\n') && !excerpt.contains('`'),
+            "{excerpt}"
+        );
     }
 
     #[test]
@@ -786,7 +816,9 @@ mod tests {
 
     #[test]
     fn any_text_is_scanned_without_panicking() {
-        for text in ["", "{", "[", "\"", "'", "{\"a\"", "é{'é", "{/*", "}{", "[[[[", "{\"\\", "-"] {
+        for text in [
+            "", "{", "[", "\"", "'", "{\"a\"", "é{'é", "{/*", "}{", "[[[[", "{\"\\", "-",
+        ] {
             let _ = diagnose(text);
         }
     }

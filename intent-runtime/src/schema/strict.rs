@@ -136,7 +136,11 @@ fn state_bounds_in_description(map: &mut Map<String, Value>, bounds: &str) {
     let description = match map.get("description") {
         Some(Value::String(text)) if !text.trim().is_empty() => {
             let text = text.trim_end();
-            let stop = if text.ends_with(['.', '!', '?']) { "" } else { "." };
+            let stop = if text.ends_with(['.', '!', '?']) {
+                ""
+            } else {
+                "."
+            };
             [text, stop, " ", &stated].concat()
         }
         _ => stated,

@@ -42,9 +42,8 @@ pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Strin
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
             let child = schema_at(full, &[&pointer, "/", &escape(name)].concat());
-            let of_type = child.map_or_else(String::new, |node| {
-                format!(": {}", expected(full, node, 0))
-            });
+            let of_type =
+                child.map_or_else(String::new, |node| format!(": {}", expected(full, node, 0)));
             format!("{path}: the required field `{name}` is missing; add it{of_type}.")
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
@@ -63,7 +62,10 @@ pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Strin
             format!("{path}: the number is too large{}.", allowed())
         }
         ValidationErrorKind::MultipleOf { .. } => {
-            format!("{path}: the number is not a multiple of the step{}.", allowed())
+            format!(
+                "{path}: the number is not a multiple of the step{}.",
+                allowed()
+            )
         }
         ValidationErrorKind::MinLength { .. } | ValidationErrorKind::MaxLength { .. } => format!(
             "{path}: the text has {} characters{}.",
@@ -87,7 +89,10 @@ pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Strin
         }
         _ => format!(
             "{path}: found {found}, which the schema does not allow here{}.",
-            here.map_or_else(String::new, |node| format!("; expected {}", expected(full, node, 0)))
+            here.map_or_else(String::new, |node| format!(
+                "; expected {}",
+                expected(full, node, 0)
+            ))
         ),
     };
     Some(message)
@@ -97,8 +102,10 @@ pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Strin
 /// union: what it allows and what was found.
 pub(crate) fn union_message(error: &ValidationError<'_>, full: &Value) -> String {
     let pointer = error.instance_path().as_str();
-    let expected = schema_at(full, pointer)
-        .map_or_else(|| "another value".to_owned(), |node| expected(full, node, 0));
+    let expected = schema_at(full, pointer).map_or_else(
+        || "another value".to_owned(),
+        |node| expected(full, node, 0),
+    );
     format!(
         "{}: expected {expected}, found {}.",
         display_path(pointer),

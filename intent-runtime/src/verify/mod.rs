@@ -13,10 +13,15 @@
 //!    anywhere and balanced objects and arrays in the text are candidates, each read by
 //!    steps 5 to 8; exactly one that reads as the target is the reply (recorded as
 //!    [`Repair::JsonExtractedFromProse`]) and goes on to step 9; several are a failed
-//!    attempt whose feedback asks for one answer alone (`verify/recovery.rs`);
+//!    attempt whose feedback asks for one answer alone (`verify/recovery.rs`). Text that
+//!    is not JSON fails with an issue per place where it stops being JSON, saying in words
+//!    what is there and what belongs there, with a short excerpt (`parse::diagnose`);
 //! 6. the `{"value": ...}` envelope (`steps::unwrap_envelope`);
 //! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`); for a
-//!    runtime shape, the same repairs against the caller's schema, then the whole schema;
+//!    runtime shape, the same repairs against the caller's schema, then the whole schema.
+//!    A value that fails is reported by every mismatch with the full schema at once, each
+//!    with its path, what is expected there and what was found by type, never quoted
+//!    (`verify/mismatch.rs`); serde's own message only when the schema sees none;
 //! 8. null, accepted only by `Option` targets (`steps::null_value`);
 //! 9. validators: the caller's (`steps::run_validators`) and the full schema's
 //!    constraint keywords (`verify/schema_rules.rs`).
@@ -214,9 +219,8 @@ fn read_as_typed<T: DeserializeOwned>(
     } else {
         EnvelopeRule::Strict
     };
-    let value =
-        steps::unwrap_envelope(json, rule, Some(target), attempt, repairs)
-            .map_err(|issue| vec![issue])?;
+    let value = steps::unwrap_envelope(json, rule, Some(target), attempt, repairs)
+        .map_err(|issue| vec![issue])?;
     // A value that, in its envelope, conforms to the strict schema (declared keys only,
     // exact types and enum members) has nothing to repair and no finding to explain: the
     // schema-guided walk, most of the cost of reading such a reply, is skipped. Asked of

@@ -120,7 +120,9 @@ fn said_once(errors: Vec<ValidationError<'_>>) -> Vec<ValidationError<'_>> {
             !matches!(
                 error.kind(),
                 ValidationErrorKind::Enum { .. } | ValidationErrorKind::Constant { .. }
-            ) || !mistyped.iter().any(|path| path == error.instance_path().as_str())
+            ) || !mistyped
+                .iter()
+                .any(|path| path == error.instance_path().as_str())
         })
         .collect()
 }
@@ -358,16 +360,56 @@ mod tests {
             json!({}),
         );
         let breaks = [
-            ("max", json!(4), "the number is too large; allowed: at most 3."),
-            ("xmin", json!(0), "the number is too small; allowed: more than 0."),
-            ("xmax", json!(1), "the number is too large; allowed: less than 1."),
-            ("step", json!(7), "the number is not a multiple of the step; allowed: a multiple of 5."),
-            ("short", json!("ab"), "the text has 2 characters; allowed: at least 3 characters."),
-            ("long", json!("abc"), "the text has 3 characters; allowed: at most 2 characters."),
-            ("code", json!("ab"), "the text does not match; allowed: matching the regex ^[A-Z]+$."),
-            ("few", json!([1]), "the list has 1 items; allowed: at least 2 items."),
-            ("many", json!([1, 2]), "the list has 2 items; allowed: at most 1 item."),
-            ("set", json!([1, 1]), "the list repeats an item; allowed: no repeated items."),
+            (
+                "max",
+                json!(4),
+                "the number is too large; allowed: at most 3.",
+            ),
+            (
+                "xmin",
+                json!(0),
+                "the number is too small; allowed: more than 0.",
+            ),
+            (
+                "xmax",
+                json!(1),
+                "the number is too large; allowed: less than 1.",
+            ),
+            (
+                "step",
+                json!(7),
+                "the number is not a multiple of the step; allowed: a multiple of 5.",
+            ),
+            (
+                "short",
+                json!("ab"),
+                "the text has 2 characters; allowed: at least 3 characters.",
+            ),
+            (
+                "long",
+                json!("abc"),
+                "the text has 3 characters; allowed: at most 2 characters.",
+            ),
+            (
+                "code",
+                json!("ab"),
+                "the text does not match; allowed: matching the regex ^[A-Z]+$.",
+            ),
+            (
+                "few",
+                json!([1]),
+                "the list has 1 items; allowed: at least 2 items.",
+            ),
+            (
+                "many",
+                json!([1, 2]),
+                "the list has 2 items; allowed: at most 1 item.",
+            ),
+            (
+                "set",
+                json!([1, 1]),
+                "the list repeats an item; allowed: no repeated items.",
+            ),
         ];
         for (key, bad, said) in breaks {
             let value = Value::Object(Map::from_iter([(key.to_owned(), bad)]));
@@ -406,7 +448,10 @@ mod tests {
         );
         // A value of the wrong type is named by its type, never quoted.
         let found = messages(&full, json!({"n": "secret"}), Scope::Everything);
-        assert_eq!(found, vec!["value/n: expected integer (at least 0), found a string."]);
+        assert_eq!(
+            found,
+            vec!["value/n: expected integer (at least 0), found a string."]
+        );
     }
 
     #[test]

@@ -141,10 +141,9 @@ fn not_json_issues(text: &str, parser_message: &str, attempt: u32) -> Vec<Result
 fn syntax_message(group: &[parse::SyntaxProblem]) -> String {
     let first = &group[0];
     let place = if let [only] = group {
-        let path = only
-            .path
-            .as_deref()
-            .map_or_else(String::new, |path| format!(" ({})", path.trim_start_matches('/')));
+        let path = only.path.as_deref().map_or_else(String::new, |path| {
+            format!(" ({})", path.trim_start_matches('/'))
+        });
         format!("Line {} col {}{path}", only.line, only.column)
     } else {
         let mut listed: Vec<String> = group
@@ -214,7 +213,11 @@ pub(crate) fn unwrap_envelope(
             quoted_list(&extra)
         )
     };
-    Err(ResultIssue::new(IssueSource::Verification, message, attempt))
+    Err(ResultIssue::new(
+        IssueSource::Verification,
+        message,
+        attempt,
+    ))
 }
 
 fn unexpected_keys(object: &Map<String, Value>) -> Vec<&str> {
@@ -494,7 +497,11 @@ mod tests {
         let mut repairs = Vec::new();
         let issues = read_json("{\"value\": \"\\x\"}", &[], 1, &mut repairs).unwrap_err();
         assert_eq!(issues.len(), 1);
-        assert!(issues[0].message.starts_with("Not JSON (invalid escape"), "{}", issues[0].message);
+        assert!(
+            issues[0].message.starts_with("Not JSON (invalid escape"),
+            "{}",
+            issues[0].message
+        );
     }
 
     #[test]
@@ -522,7 +529,11 @@ mod tests {
             &mut repairs,
         )
         .unwrap_err();
-        assert!(other.message.starts_with("Unexpected keys beside `value`: `note`"));
+        assert!(
+            other
+                .message
+                .starts_with("Unexpected keys beside `value`: `note`")
+        );
     }
 
     #[test]
@@ -586,7 +597,13 @@ mod tests {
     #[test]
     fn anything_else_is_the_bare_value() {
         let mut repairs = Vec::new();
-        let value = unwrap_envelope(json!({"total": 1}), EnvelopeRule::Strict, None, 1, &mut repairs);
+        let value = unwrap_envelope(
+            json!({"total": 1}),
+            EnvelopeRule::Strict,
+            None,
+            1,
+            &mut repairs,
+        );
         assert_eq!(value.unwrap(), json!({"total": 1}));
         assert_eq!(repairs, vec![Repair::MissingEnvelope]);
     }

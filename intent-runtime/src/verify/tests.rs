@@ -231,7 +231,10 @@ fn integer_target_reads_envelope_bare_and_string() {
 fn wrong_type_names_the_expected_type() {
     let target = target_for::<i64>("i64");
     let check = verify_typed::<i64>(&reply("{\"value\": \"many\"}"), &target, &[], 1);
-    assert_eq!(messages(&check), vec!["value: expected integer, found a string."]);
+    assert_eq!(
+        messages(&check),
+        vec!["value: expected integer, found a string."]
+    );
 }
 
 #[test]
@@ -294,9 +297,7 @@ fn enum_combination_or_number_lists_the_members() {
     let number = verify_typed::<Sentiment>(&reply("{\"value\": 7}"), &target, &[], 1);
     assert_eq!(
         messages(&number),
-        vec![
-            "value: expected one of Positive, Neutral, Negative, found a number."
-        ]
+        vec!["value: expected one of Positive, Neutral, Negative, found a number."]
     );
 }
 

@@ -256,19 +256,29 @@ fn text_edit(text: &str, place: Located<'_>, schema: &Value) -> Option<Edit> {
     }
     if what.starts_with("a value is missing") {
         let node = place.path.as_deref().and_then(|p| schema_at(schema, p));
-        return edit(0, &node.map_or(Value::Null, |n| plainest(schema, n)).to_string());
+        return edit(
+            0,
+            &node
+                .map_or(Value::Null, |n| plainest(schema, n))
+                .to_string(),
+        );
     }
     if what.starts_with("a raw line break") {
         let c = text[at..].chars().next()?;
         return edit(c.len_utf8(), if c == '\n' { "\\n" } else { " " });
     }
-    if let Some((head, closers)) = what.rsplit_once("close it with `").or_else(|| {
-        what.rsplit_once("then close with `")
-    }) {
+    if let Some((head, closers)) = what
+        .rsplit_once("close it with `")
+        .or_else(|| what.rsplit_once("then close with `"))
+    {
         let mut insert = String::new();
         if head.contains("write the missing value") {
             let node = place.path.as_deref().and_then(|p| schema_at(schema, p));
-            insert.push_str(&node.map_or(Value::Null, |n| plainest(schema, n)).to_string());
+            insert.push_str(
+                &node
+                    .map_or(Value::Null, |n| plainest(schema, n))
+                    .to_string(),
+            );
         }
         insert.push_str(closers.trim_end_matches('`'));
         return Some(Edit {
@@ -359,7 +369,9 @@ fn value_edit(envelope: &mut Value, bullet: &str, schema: &Value) {
         let keys = keys.split(" are no field").next().unwrap_or_default();
         ValueEdit::Delete(
             pointer,
-            keys.split(", ").map(|k| k.trim_matches('`').to_owned()).collect(),
+            keys.split(", ")
+                .map(|k| k.trim_matches('`').to_owned())
+                .collect(),
         )
     } else if said.starts_with("nothing belongs here") {
         ValueEdit::Remove(pointer)
@@ -419,10 +431,18 @@ fn old_wording(bullet: &str) -> Option<ValueEdit> {
     } else if let Some(n) = number("must be less than ") {
         ("too large", format!("less than {n}"))
     } else if let Some(n) = number("more than the maximum of ") {
-        let unit = if said.contains("characters") { "characters" } else { "items" };
+        let unit = if said.contains("characters") {
+            "characters"
+        } else {
+            "items"
+        };
         ("too long", format!("at most {n} {unit}"))
     } else if let Some(n) = number("fewer than the minimum of ") {
-        let unit = if said.contains("characters") { "characters" } else { "items" };
+        let unit = if said.contains("characters") {
+            "characters"
+        } else {
+            "items"
+        };
         ("too short", format!("at least {n} {unit}"))
     } else {
         return None;
@@ -666,7 +686,9 @@ fn stated_bounds(node: &Value) -> Bounds {
     node.get("description")
         .and_then(Value::as_str)
         .and_then(|d| d.split_once("Allowed: "))
-        .map_or_else(Bounds::default, |(_, b)| Bounds::read(b.trim_end_matches('.')))
+        .map_or_else(Bounds::default, |(_, b)| {
+            Bounds::read(b.trim_end_matches('.'))
+        })
 }
 
 /// The plainest value a node accepts: null where allowed, the first member of an enum,
@@ -680,7 +702,11 @@ fn plainest(root: &Value, node: &Value) -> Value {
     if let Some(constant) = node.get("const") {
         return constant.clone();
     }
-    if let Some(first) = node.get("enum").and_then(Value::as_array).and_then(|m| m.first()) {
+    if let Some(first) = node
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|m| m.first())
+    {
         return first.clone();
     }
     if let Some(branch) = branches(node).first() {

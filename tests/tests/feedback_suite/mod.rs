@@ -148,83 +148,279 @@ pub fn cases() -> Vec<Case> {
     let ann = r#"{"name": "Ann", "age": 41, "nickname": null}"#;
     let mut all = vec![
         // Prose or a code fence around the JSON.
-        case("prose or fence", Person, format!("Here is the result:\n{{\"value\": {ann}}}\nLet me know if you need more.")),
-        case("prose or fence", Review, "Sure! ```json\n{\"value\": {\"rating\": 4, \"sentiment\": \"Positive\", \"summary\": \"Good battery\"}}\n```"),
-        case("prose or fence", Sentiment, "The sentiment is {\"value\": \"Negative\"}."),
-        case("prose or fence", Order, "```json\n{\"value\": {\"id\": \"7\", \"lines\": [{\"sku\": \"A-1\", \"qty\": 2}], \"total_cents\": 500}}\n```\nThe total is the sum of the lines."),
+        case(
+            "prose or fence",
+            Person,
+            format!("Here is the result:\n{{\"value\": {ann}}}\nLet me know if you need more."),
+        ),
+        case(
+            "prose or fence",
+            Review,
+            "Sure! ```json\n{\"value\": {\"rating\": 4, \"sentiment\": \"Positive\", \"summary\": \"Good battery\"}}\n```",
+        ),
+        case(
+            "prose or fence",
+            Sentiment,
+            "The sentiment is {\"value\": \"Negative\"}.",
+        ),
+        case(
+            "prose or fence",
+            Order,
+            "```json\n{\"value\": {\"id\": \"7\", \"lines\": [{\"sku\": \"A-1\", \"qty\": 2}], \"total_cents\": 500}}\n```\nThe total is the sum of the lines.",
+        ),
         case("prose or fence", Integers, "Numbers: [1, 2, 3]"),
-        case("prose or fence", Person, "Based on the input, the person is:\n\n{\"name\": \"Ann\", \"age\": 41, \"nickname\": \"Annie\"}"),
-        case("prose or fence", Lines, "Lines found (2):\n[{\"sku\": \"A-1\", \"qty\": 2}, {\"sku\": \"B-2\", \"qty\": 1}]\nDone."),
+        case(
+            "prose or fence",
+            Person,
+            "Based on the input, the person is:\n\n{\"name\": \"Ann\", \"age\": 41, \"nickname\": \"Annie\"}",
+        ),
+        case(
+            "prose or fence",
+            Lines,
+            "Lines found (2):\n[{\"sku\": \"A-1\", \"qty\": 2}, {\"sku\": \"B-2\", \"qty\": 1}]\nDone.",
+        ),
         // Single quotes.
-        case("quotes", Person, "{'value': {'name': 'Ann', 'age': 41, 'nickname': null}}"),
-        case("quotes", Person, "{\"value\": {\"name\": 'Ann', \"age\": 41, \"nickname\": 'Annie'}}"),
+        case(
+            "quotes",
+            Person,
+            "{'value': {'name': 'Ann', 'age': 41, 'nickname': null}}",
+        ),
+        case(
+            "quotes",
+            Person,
+            "{\"value\": {\"name\": 'Ann', \"age\": 41, \"nickname\": 'Annie'}}",
+        ),
         case("quotes", Sentiment, "{'value': 'Positive'}"),
         case("quotes", Strings, "{'value': ['a', 'b']}"),
-        case("quotes", Review, "{\"value\": {'rating': 3, 'sentiment': 'Neutral', 'summary': 'It\\'s fine'}}"),
-        case("quotes", Order, "{'value': {'id': '7', 'lines': [{'sku': 'A-1', 'qty': 2}], 'total_cents': 500}}"),
+        case(
+            "quotes",
+            Review,
+            "{\"value\": {'rating': 3, 'sentiment': 'Neutral', 'summary': 'It\\'s fine'}}",
+        ),
+        case(
+            "quotes",
+            Order,
+            "{'value': {'id': '7', 'lines': [{'sku': 'A-1', 'qty': 2}], 'total_cents': 500}}",
+        ),
         // Keys (and text) without quotes.
-        case("unquoted keys", Person, "{value: {name: \"Ann\", age: 41, nickname: null}}"),
+        case(
+            "unquoted keys",
+            Person,
+            "{value: {name: \"Ann\", age: 41, nickname: null}}",
+        ),
         case("unquoted keys", Sentiment, "{value: \"Positive\"}"),
-        case("unquoted keys", Review, "{\"value\": {rating: 5, sentiment: \"Positive\", summary: \"Great\"}}"),
+        case(
+            "unquoted keys",
+            Review,
+            "{\"value\": {rating: 5, sentiment: \"Positive\", summary: \"Great\"}}",
+        ),
         case("unquoted keys", Lines, "{value: [{sku: \"A-1\", qty: 2}]}"),
-        case("unquoted keys", Person, "{value: {name: Ann Lopez, age: 41, nickname: null}}"),
+        case(
+            "unquoted keys",
+            Person,
+            "{value: {name: Ann Lopez, age: 41, nickname: null}}",
+        ),
         case("unquoted keys", Sentiment, "{\"value\": Neutral}"),
         // Numbers and literals JSON does not have.
-        case("numbers and literals", Reading, "{\"value\": {\"score\": NaN, \"tags\": [\"x\"]}}"),
-        case("numbers and literals", Order, "{\"value\": {\"id\": \"7\", \"lines\": [], \"total_cents\": 0x2A}}"),
-        case("numbers and literals", Person, "{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": None}}"),
-        case("numbers and literals", Person, "{\"value\": {\"name\": \"Ann\", \"age\": +41, \"nickname\": null}}"),
-        case("numbers and literals", Floats, "{\"value\": [1.5, 2, Infinity]}"),
-        case("numbers and literals", Reading, "{\"value\": {\"score\": .5, \"tags\": [\"a\"]}}"),
-        case("numbers and literals", Review, "{\"value\": {\"rating\": 04, \"sentiment\": \"Positive\", \"summary\": \"ok\"}}"),
+        case(
+            "numbers and literals",
+            Reading,
+            "{\"value\": {\"score\": NaN, \"tags\": [\"x\"]}}",
+        ),
+        case(
+            "numbers and literals",
+            Order,
+            "{\"value\": {\"id\": \"7\", \"lines\": [], \"total_cents\": 0x2A}}",
+        ),
+        case(
+            "numbers and literals",
+            Person,
+            "{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": None}}",
+        ),
+        case(
+            "numbers and literals",
+            Person,
+            "{\"value\": {\"name\": \"Ann\", \"age\": +41, \"nickname\": null}}",
+        ),
+        case(
+            "numbers and literals",
+            Floats,
+            "{\"value\": [1.5, 2, Infinity]}",
+        ),
+        case(
+            "numbers and literals",
+            Reading,
+            "{\"value\": {\"score\": .5, \"tags\": [\"a\"]}}",
+        ),
+        case(
+            "numbers and literals",
+            Review,
+            "{\"value\": {\"rating\": 04, \"sentiment\": \"Positive\", \"summary\": \"ok\"}}",
+        ),
         case("numbers and literals", Flag, "{\"value\": True}"),
-        case("numbers and literals", Person, "{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": undefined}}"),
+        case(
+            "numbers and literals",
+            Person,
+            "{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": undefined}}",
+        ),
         case("numbers and literals", Count, "{\"value\": 1_000}"),
         // Comments JSON does not have.
-        case("comments", Person, format!("{{\n  # the person\n  \"value\": {ann}\n}}")),
-        case("comments", Integers, "{\"value\": [1, 2, 3] # three numbers\n}"),
-        case("comments", Order, "{\"value\": {\"id\": \"7\", # the order number\n \"lines\": [], \"total_cents\": 0}}"),
+        case(
+            "comments",
+            Person,
+            format!("{{\n  # the person\n  \"value\": {ann}\n}}"),
+        ),
+        case(
+            "comments",
+            Integers,
+            "{\"value\": [1, 2, 3] # three numbers\n}",
+        ),
+        case(
+            "comments",
+            Order,
+            "{\"value\": {\"id\": \"7\", # the order number\n \"lines\": [], \"total_cents\": 0}}",
+        ),
         case("comments", Sentiment, "# result\n{\"value\": \"Neutral\"}"),
         // Extra or missing commas (and colons).
         case("commas", Integers, "{\"value\": [1, 2 3]}"),
-        case("commas", Person, "{\"value\": {\"name\": \"Ann\" \"age\": 41, \"nickname\": null}}"),
+        case(
+            "commas",
+            Person,
+            "{\"value\": {\"name\": \"Ann\" \"age\": 41, \"nickname\": null}}",
+        ),
         case("commas", Integers, "{\"value\": [1,, 2]}"),
-        case("commas", Person, "{\"value\": {,\"name\": \"Ann\", \"age\": 41, \"nickname\": null}}"),
-        case("commas", Lines, "{\"value\": [{\"sku\": \"A\", \"qty\": 1} {\"sku\": \"B\", \"qty\": 2}]}"),
-        case("commas", Review, "{\"value\": {\"rating\": 2,, \"sentiment\": \"Negative\", \"summary\": \"Meh\"}}"),
+        case(
+            "commas",
+            Person,
+            "{\"value\": {,\"name\": \"Ann\", \"age\": 41, \"nickname\": null}}",
+        ),
+        case(
+            "commas",
+            Lines,
+            "{\"value\": [{\"sku\": \"A\", \"qty\": 1} {\"sku\": \"B\", \"qty\": 2}]}",
+        ),
+        case(
+            "commas",
+            Review,
+            "{\"value\": {\"rating\": 2,, \"sentiment\": \"Negative\", \"summary\": \"Meh\"}}",
+        ),
         case("commas", Line, "{\"value\": {\"sku\" \"A-1\", \"qty\": 2}}"),
         // Unfinished JSON.
         case("truncated", Person, format!("{{\"value\": {ann}")),
         case("truncated", Integers, "{\"value\": [1, 2, 3"),
-        case("truncated", Person, "{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": \"An"),
-        case("truncated", Lines, "{\"value\": [{\"sku\": \"A\", \"qty\": 1}, {\"sku\": \"B\", \"qty\": 2}"),
-        case("truncated", Person, "{\"value\": {\"name\": \"Ann\", \"age\": "),
+        case(
+            "truncated",
+            Person,
+            "{\"value\": {\"name\": \"Ann\", \"age\": 41, \"nickname\": \"An",
+        ),
+        case(
+            "truncated",
+            Lines,
+            "{\"value\": [{\"sku\": \"A\", \"qty\": 1}, {\"sku\": \"B\", \"qty\": 2}",
+        ),
+        case(
+            "truncated",
+            Person,
+            "{\"value\": {\"name\": \"Ann\", \"age\": ",
+        ),
         // The target's fields beside `value`, or other keys there.
-        case("envelope", Person, "{\"name\": \"Ann\", \"age\": 41, \"nickname\": null, \"value\": \"Ann\"}"),
-        case("envelope", Review, "{\"rating\": 4, \"sentiment\": \"Positive\", \"summary\": \"Nice\", \"value\": 4}"),
-        case("envelope", Count, "{\"value\": 3, \"reason\": \"three items\"}"),
-        case("envelope", Order, "{\"value\": {\"id\": \"1\", \"lines\": [], \"total_cents\": 0}, \"note\": \"empty\"}"),
+        case(
+            "envelope",
+            Person,
+            "{\"name\": \"Ann\", \"age\": 41, \"nickname\": null, \"value\": \"Ann\"}",
+        ),
+        case(
+            "envelope",
+            Review,
+            "{\"rating\": 4, \"sentiment\": \"Positive\", \"summary\": \"Nice\", \"value\": 4}",
+        ),
+        case(
+            "envelope",
+            Count,
+            "{\"value\": 3, \"reason\": \"three items\"}",
+        ),
+        case(
+            "envelope",
+            Order,
+            "{\"value\": {\"id\": \"1\", \"lines\": [], \"total_cents\": 0}, \"note\": \"empty\"}",
+        ),
         // Several type mismatches at once, missing fields, values that are no member.
-        case("types", Person, "{\"value\": {\"name\": 42, \"age\": \"forty\", \"nickname\": null}}"),
-        case("types", Person, "{\"value\": {\"name\": [\"Ann\"], \"age\": 41}}"),
-        case("types", Order, "{\"value\": {\"id\": 7, \"lines\": {\"sku\": \"A\", \"qty\": 1}, \"total_cents\": \"100\"}}"),
-        case("types", Review, "{\"value\": {\"rating\": \"five\", \"sentiment\": \"Happy\", \"summary\": null}}"),
+        case(
+            "types",
+            Person,
+            "{\"value\": {\"name\": 42, \"age\": \"forty\", \"nickname\": null}}",
+        ),
+        case(
+            "types",
+            Person,
+            "{\"value\": {\"name\": [\"Ann\"], \"age\": 41}}",
+        ),
+        case(
+            "types",
+            Order,
+            "{\"value\": {\"id\": 7, \"lines\": {\"sku\": \"A\", \"qty\": 1}, \"total_cents\": \"100\"}}",
+        ),
+        case(
+            "types",
+            Review,
+            "{\"value\": {\"rating\": \"five\", \"sentiment\": \"Happy\", \"summary\": null}}",
+        ),
         case("types", Review, "{\"value\": {\"rating\": 4}}"),
         case("types", Sentiment, "{\"value\": \"Mixed\"}"),
-        case("types", Lines, "{\"value\": [{\"sku\": \"A\"}, {\"qty\": 2}]}"),
-        case("types", Order, "{\"value\": {\"id\": \"7\", \"lines\": [{\"sku\": \"A\", \"qty\": \"two\"}], \"total_cents\": null}}"),
+        case(
+            "types",
+            Lines,
+            "{\"value\": [{\"sku\": \"A\"}, {\"qty\": 2}]}",
+        ),
+        case(
+            "types",
+            Order,
+            "{\"value\": {\"id\": \"7\", \"lines\": [{\"sku\": \"A\", \"qty\": \"two\"}], \"total_cents\": null}}",
+        ),
         case("types", Sentiment, "{\"value\": \"Neutral, Negative\"}"),
         // Bounds the schema sets.
-        case("bounds", Review, "{\"value\": {\"rating\": 0, \"sentiment\": \"Negative\", \"summary\": \"Bad\"}}"),
-        case("bounds", Review, "{\"value\": {\"rating\": 7, \"sentiment\": \"Positive\", \"summary\": \"Superb\"}}"),
-        case("bounds", Review, "{\"value\": {\"rating\": 3, \"sentiment\": \"Neutral\", \"summary\": \"The battery lasts two days but the case scratches easily\"}}"),
-        case("bounds", Reading, "{\"value\": {\"score\": 0.5, \"tags\": []}}"),
-        case("bounds", Reading, "{\"value\": {\"score\": 0.5, \"tags\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}}"),
-        case("bounds", Lines, "{\"value\": [{\"sku\": \"A\", \"qty\": 0}, {\"sku\": \"B\", \"qty\": 0}]}"),
-        case("bounds", Order, "{\"value\": {\"id\": \"7\", \"lines\": [], \"total_cents\": -5}}"),
+        case(
+            "bounds",
+            Review,
+            "{\"value\": {\"rating\": 0, \"sentiment\": \"Negative\", \"summary\": \"Bad\"}}",
+        ),
+        case(
+            "bounds",
+            Review,
+            "{\"value\": {\"rating\": 7, \"sentiment\": \"Positive\", \"summary\": \"Superb\"}}",
+        ),
+        case(
+            "bounds",
+            Review,
+            "{\"value\": {\"rating\": 3, \"sentiment\": \"Neutral\", \"summary\": \"The battery lasts two days but the case scratches easily\"}}",
+        ),
+        case(
+            "bounds",
+            Reading,
+            "{\"value\": {\"score\": 0.5, \"tags\": []}}",
+        ),
+        case(
+            "bounds",
+            Reading,
+            "{\"value\": {\"score\": 0.5, \"tags\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}}",
+        ),
+        case(
+            "bounds",
+            Lines,
+            "{\"value\": [{\"sku\": \"A\", \"qty\": 0}, {\"sku\": \"B\", \"qty\": 0}]}",
+        ),
+        case(
+            "bounds",
+            Order,
+            "{\"value\": {\"id\": \"7\", \"lines\": [], \"total_cents\": -5}}",
+        ),
         case("bounds", Code, "{\"value\": {\"code\": \"ab-12\"}}"),
         // Two answers in prose: nothing says which one is meant.
-        case("prose or fence", Sentiment, "Either {\"value\": \"Positive\"} or {\"value\": \"Neutral\"}."),
+        case(
+            "prose or fence",
+            Sentiment,
+            "Either {\"value\": \"Positive\"} or {\"value\": \"Neutral\"}.",
+        ),
     ];
     // Long replies, shown cut on the retry, with the problem past the cut.
     let lines: Vec<String> = (0..300)
@@ -233,13 +429,29 @@ pub fn cases() -> Vec<Case> {
     let mut missing_comma = lines.clone();
     missing_comma[298] = format!("{} ", missing_comma[298]);
     let joined = format!("{} {}", missing_comma[..299].join(", "), missing_comma[299]);
-    all.push(case("long reply", Lines, format!("{{\"value\": [{joined}]}}")));
+    all.push(case(
+        "long reply",
+        Lines,
+        format!("{{\"value\": [{joined}]}}"),
+    ));
     let numbers: Vec<String> = (0..1500).map(|i| format!("{i}.5")).collect();
-    all.push(case("long reply", Floats, format!("{{\"value\": [{}, NaN]}}", numbers.join(", "))));
+    all.push(case(
+        "long reply",
+        Floats,
+        format!("{{\"value\": [{}, NaN]}}", numbers.join(", ")),
+    ));
     let mut zero = lines.clone();
     zero[299] = "{\"sku\": \"PART-0299\", \"qty\": 0}".to_owned();
-    all.push(case("long reply", Lines, format!("{{\"value\": [{}]}}", zero.join(", "))));
-    all.push(case("long reply", Lines, format!("{{\"value\": [{}", lines.join(", "))));
+    all.push(case(
+        "long reply",
+        Lines,
+        format!("{{\"value\": [{}]}}", zero.join(", ")),
+    ));
+    all.push(case(
+        "long reply",
+        Lines,
+        format!("{{\"value\": [{}", lines.join(", ")),
+    ));
     all
 }
 
@@ -341,7 +553,10 @@ pub async fn run_suite() -> Figures {
     }
     let mut classes: Vec<(&'static str, usize, usize)> = Vec::new();
     for outcome in &outcomes {
-        match classes.iter_mut().find(|(class, _, _)| *class == outcome.class) {
+        match classes
+            .iter_mut()
+            .find(|(class, _, _)| *class == outcome.class)
+        {
             Some(entry) => {
                 entry.1 += usize::from(outcome.recovered);
                 entry.2 += 1;
@@ -349,7 +564,10 @@ pub async fn run_suite() -> Figures {
             None => classes.push((outcome.class, usize::from(outcome.recovered), 1)),
         }
     }
-    let mut lengths: Vec<usize> = outcomes.iter().map(|o| o.feedback.chars().count()).collect();
+    let mut lengths: Vec<usize> = outcomes
+        .iter()
+        .map(|o| o.feedback.chars().count())
+        .collect();
     lengths.sort_unstable();
     Figures {
         classes,
