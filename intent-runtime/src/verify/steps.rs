@@ -483,7 +483,7 @@ mod tests {
     #[test]
     fn many_places_are_capped_and_counted() {
         let mut repairs = Vec::new();
-        let text = format!("[{}]", vec!["NaN"; 10].join(", "));
+        let text = format!("[{}]", ["NaN"; 10].join(", "));
         let issues = read_json(&text, &[], 1, &mut repairs).unwrap_err();
         assert_eq!(issues.len(), MAX_SYNTAX_ISSUES + 1);
         assert_eq!(

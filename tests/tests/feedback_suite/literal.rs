@@ -60,7 +60,7 @@ pub fn fix(previous: &str, feedback: &str, schema: Option<&Value>) -> String {
                 .filter_map(|place| text_edit(previous, place, schema))
         })
         .collect();
-    edits.sort_by(|a, b| b.at.cmp(&a.at));
+    edits.sort_by_key(|edit| std::cmp::Reverse(edit.at));
     for edit in edits {
         edit.apply(&mut text);
     }
@@ -249,10 +249,10 @@ fn text_edit(text: &str, place: Located<'_>, schema: &Value) -> Option<Edit> {
     if what.starts_with("an extra comma") {
         return edit(1, "");
     }
-    if let Some(rest) = what.strip_suffix("`") {
-        if let Some((_, inserted)) = rest.rsplit_once("insert `") {
-            return edit(0, inserted);
-        }
+    if let Some(rest) = what.strip_suffix("`")
+        && let Some((_, inserted)) = rest.rsplit_once("insert `")
+    {
+        return edit(0, inserted);
     }
     if what.starts_with("a value is missing") {
         let node = place.path.as_deref().and_then(|p| schema_at(schema, p));
