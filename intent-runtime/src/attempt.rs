@@ -766,7 +766,7 @@ mod tests {
         assert_eq!(retry.messages[1], Message::assistant(REPLIES[0]));
         assert_eq!(retry.messages[2].role, Role::User);
         assert!(
-            retry.messages[2].content.contains("\"age\" is missing"),
+            retry.messages[2].content.contains("field `age` is missing"),
             "{}",
             retry.messages[2].content
         );

@@ -683,6 +683,9 @@ fn retype_verification<U: 'static, T: 'static>(verification: Verification<U>) ->
     }
 }
 
+/// The most characters of an example's output quoted when it does not fit the target.
+const EXAMPLE_OUTPUT_SHOWN: usize = 120;
+
 /// Checks each example's output as if the model had sent it: an example that does not fit
 /// the target would teach the model a shape the verifier then rejects, so the call fails
 /// before any request, naming the example. `issues` verifies one reply.
@@ -695,8 +698,11 @@ fn check_examples(
         let found = issues(&ProviderReply::text(example.output.as_str()));
         if !found.is_empty() {
             let problems: Vec<&str> = found.iter().map(|issue| issue.message.as_str()).collect();
+            // The verifier's messages never quote a reply's values; the example is the
+            // caller's own text, so its output is shown for them to find the fault.
+            let output = crate::prompt::cut_chars(example.output.trim(), EXAMPLE_OUTPUT_SHOWN);
             return Err(format!(
-                "example {number} of the intent {intent:?} (input {:?}) does not fit the target, so it was not sent: {}",
+                "example {number} of the intent {intent:?} (input {:?}, output {output:?}) does not fit the target, so it was not sent: {}",
                 example.input,
                 problems.join(" ")
             ));
@@ -1186,7 +1192,7 @@ mod tests {
         assert_eq!(model.request_count(), 0);
         let message = &result.issues[0].message;
         assert!(
-            message.starts_with("example 2 of the intent \"Read the request\" (input \"Bo\")"),
+            message.starts_with("example 2 of the intent \"Read the request\" (input \"Bo\","),
             "{message}"
         );
         assert!(message.contains("budget_eur"), "{message}");

@@ -27,10 +27,10 @@ async fn off_by_default_a_chatty_reply_costs_a_retry() {
         .transform("text", "Extract the person", IntentOptions::new())
         .await;
     assert_eq!(result.attempts.len(), 2);
+    let said = &result.attempts[0].issues[0].message;
     assert!(
-        result.attempts[0].issues[0]
-            .message
-            .starts_with("The response was not valid JSON")
+        said.contains("prose or a code fence around the JSON"),
+        "{said}"
     );
     assert_eq!(result.into_result().unwrap(), ann());
 }

@@ -270,7 +270,12 @@ async fn retry_round(fake: Fake, client: IntentClient, name: &str) {
         blocks => blocks[0]["text"].as_str().unwrap().to_owned(),
     };
     assert_eq!(assistant_text, r#"{"value": "many"}"#);
-    assert!(last_user(retry).contains("many"), "{}", last_user(retry));
+    // The problem goes back with its path and the type expected, the value unquoted.
+    assert!(
+        last_user(retry).contains("value: expected integer, found a string."),
+        "{}",
+        last_user(retry)
+    );
     assert_eq!(fake.submitted_ids(), ["item-0-0", "item-1-0", "item-0-1"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -242,7 +242,7 @@ async fn an_example_that_does_not_fit_the_target_fails_the_call_before_any_reque
     let message = &result.issues[0].message;
     assert!(
         message.starts_with(
-            "example 2 of the intent \"Classify the mood of the review\" (input \"Meh\") does not fit the target"
+            "example 2 of the intent \"Classify the mood of the review\" (input \"Meh\", output \""
         ),
         "{message}"
     );

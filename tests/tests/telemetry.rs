@@ -679,8 +679,8 @@ async fn a_retry_records_every_turn_of_the_conversation() {
         input[2]["parts"][0]["content"]
             .as_str()
             .unwrap()
-            .contains("Furious"),
-        "the problems name the rejected member: {input}"
+            .contains("expected one of"),
+        "the problems list the members: {input}"
     );
 }
 

@@ -62,7 +62,7 @@ fn assert_fed_back(users: &[String], raw: &str, result_issues: &[intent_rs::Resu
     );
     assert!(
         retry.contains(&format!(
-            "=== assistant ===\n{raw}\n=== user ===\nProblems with your previous reply:"
+            "=== assistant ===\n{raw}\n=== user ===\nFix these and reply again:"
         )),
         "retry carries the raw output, then the problems:\n{retry}"
     );
@@ -153,9 +153,24 @@ async fn step5_invalid_json_is_reported_and_comments_and_commas_are_tolerated() 
         "{\"value\": {\"name\": \"Ada\", /* years */ \"age\": 36, \"nickname\": null,},}",
     )
     .await;
-    let issue = only_issue(&result);
-    assert_eq!(issue.source, IssueSource::Verification);
-    assert!(issue.message.contains("JSON"), "{}", issue.message);
+    // Every place is named at once, in words, with where it is.
+    let messages: Vec<&str> = result.issues.iter().map(|i| i.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        vec![
+            "Line 1 col 2, near `{name: Ada`: a key without quotes; write it in double quotes.",
+            "Line 1 col 8 (name), near `{name: Ada`: text without quotes; a JSON string takes \
+             double quotes.",
+            "Line 1 col 11 (name), near `{name: Ada`: the JSON stops before its end; close it \
+             with `}`.",
+        ]
+    );
+    assert!(
+        result
+            .issues
+            .iter()
+            .all(|i| i.source == IssueSource::Verification)
+    );
     assert_eq!(result.value.as_ref().map(|p| p.age), Some(36));
     let repairs = &result.attempts[1].repairs;
     assert!(repairs.contains(&Repair::CommentsSkipped), "{repairs:?}");

@@ -7,6 +7,8 @@ use std::collections::{HashSet, VecDeque};
 
 use serde_json::{Map, Value};
 
+use crate::schema::bounds_text;
+
 /// Nesting depth after which a description is cut with `…`; keeps descriptions of
 /// pathological schemas short and the recursion bounded.
 pub const MAX_DEPTH: usize = 24;
@@ -245,15 +247,21 @@ impl<'a> Describer<'a> {
         }
     }
 
+    /// A value of one JSON type, with the bounds the verifier holds it to in parentheses
+    /// (`u8 (1 to 5)`, `Vec<String> (at most 3 items)`).
     fn typed(&mut self, kind: &str, map: &'a Map<String, Value>, depth: usize) -> String {
         let format = map.get("format").and_then(Value::as_str);
-        match kind {
+        let described = match kind {
             "string" => string_name(format),
             "integer" => integer_name(format).to_owned(),
             "number" => number_name(format).to_owned(),
             "array" => self.array(map, depth),
-            "object" => self.object(map, depth),
+            "object" => return self.object(map, depth),
             other => primitive_name(other).to_owned(),
+        };
+        match bounds_text(map) {
+            Some(bounds) => [&described, " (", &bounds, ")"].concat(),
+            None => described,
         }
     }
 

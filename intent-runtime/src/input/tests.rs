@@ -315,6 +315,24 @@ fn describes_hand_written_schemas() {
 }
 
 #[test]
+fn bounds_the_verifier_checks_are_described_with_their_type() {
+    assert_eq!(
+        describe_schema(&json!({
+            "type": "object",
+            "properties": {
+                "stars": {"type": "integer", "format": "uint8", "minimum": 1, "maximum": 5},
+                "count": {"type": "integer", "format": "uint32", "minimum": 0},
+                "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                "note": {"type": ["string", "null"], "maxLength": 80},
+                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}
+            }
+        })),
+        "{ stars: u8 (1 to 5), count: u32, code: String (matching the regex ^[A-Z]{3}$), \
+         note: Option<String (at most 80 characters)>, tags: Vec<String> (at least 1 item) }"
+    );
+}
+
+#[test]
 fn describes_a_target_from_its_envelope() {
     let target = target_schema::<Invoice>().unwrap();
     assert_eq!(describe_target(&target), describe_type::<Invoice>());

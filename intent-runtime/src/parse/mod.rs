@@ -5,6 +5,7 @@
 //! Lenient about form, strict about content: every leniency here is recorded
 //! as a [`Repair`] by the caller, so no repair is silent.
 
+mod diagnose;
 mod extract;
 pub(crate) mod json_string;
 mod lenient;
@@ -14,8 +15,8 @@ mod schema_memo;
 pub(crate) mod schema_nav;
 mod wide;
 
+pub(crate) use diagnose::{SyntaxProblem, diagnose};
 pub use extract::{Candidate, Candidates, MAX_CANDIDATES, json_candidates};
-pub(crate) use repair::quote_value;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
 pub(crate) use wide::{WIDE_INTEGER_MAGNITUDE, read_with_wide_integers};
 

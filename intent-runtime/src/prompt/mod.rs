@@ -221,7 +221,7 @@ pub fn first_request(plan: &PromptPlan) -> RenderedPrompt {
 
 /// The turns a retry adds after `previous` failed: its reply as the assistant's turn (cut
 /// at [`PREVIOUS_OUTPUT_MAX_CHARS`] characters) and the problems as the user's, one bullet
-/// per issue. `None` when the attempt has no issues: there is nothing to correct.
+/// per issue under [`PROBLEMS_HEADING`]. `None` when the attempt has no issues: there is nothing to correct.
 pub fn retry_turns(previous: &AttemptRecord) -> Option<[Message; 2]> {
     if previous.issues.is_empty() {
         return None;
@@ -406,22 +406,25 @@ fn examples(examples: &[Example]) -> String {
     )
 }
 
+/// The user turn after a failed reply: one bullet per issue under a short heading. The
+/// issues say what to change and where; the wording around them is kept to a line, since
+/// a retry pays for it in tokens and the model needs no more than the list.
 fn problems(previous: &AttemptRecord, cut: bool) -> String {
-    let mut text = String::from("Problems with your previous reply:");
+    let mut text = String::from(PROBLEMS_HEADING);
     if cut {
         text.push_str(&format!(
-            " (it is shown cut after {PREVIOUS_OUTPUT_MAX_CHARS} characters)"
+            " (your reply is shown cut after {PREVIOUS_OUTPUT_MAX_CHARS} characters)"
         ));
     }
     for issue in &previous.issues {
         text.push_str("\n- ");
         text.push_str(&issue.message);
     }
-    text.push_str(
-        "\nWrite a corrected reply that fixes every problem above and still satisfies the intent.",
-    );
     text
 }
+
+/// The first line of the turn that lists a failed reply's problems.
+pub const PROBLEMS_HEADING: &str = "Fix these and reply again:";
 
 /// The first `max_chars` characters of `text`; never splits a UTF-8 character.
 pub(crate) fn cut_chars(text: &str, max_chars: usize) -> &str {

@@ -194,9 +194,7 @@ fn the_problems_turn_lists_every_issue() {
     assert_eq!(reply, Message::assistant("bad"));
     assert_eq!(
         problems,
-        Message::user(
-            "Problems with your previous reply:\n- wrong\n- also wrong\nWrite a corrected reply that fixes every problem above and still satisfies the intent."
-        )
+        Message::user("Fix these and reply again:\n- wrong\n- also wrong")
     );
 }
 
@@ -274,9 +272,9 @@ fn the_previous_output_is_cut_at_6000_characters() {
     let [reply, problems] = retry_turns(&failed_attempt(&long, &["too long"])).unwrap();
     assert_eq!(reply.content, "\u{e9}".repeat(PREVIOUS_OUTPUT_MAX_CHARS));
     assert!(
-        problems
-            .content
-            .starts_with("Problems with your previous reply: (it is shown cut after 6000 characters)\n- too long\n"),
+        problems.content.starts_with(
+            "Fix these and reply again: (your reply is shown cut after 6000 characters)\n- too long"
+        ),
         "{}",
         problems.content
     );
@@ -440,4 +438,38 @@ fn the_lean_system_prompt_keeps_instructions_requirements_and_examples_in_order(
         render(&plan, &[]).system,
         "Extract the invoice fields.\n\nBe exact.\n\nAdditional output requirements: Keep SKUs as written.\n\nExample 1 input:\nInvoice 1: 1 x Z-9\nExample 1 output:\n{\"value\": {\"number\": \"1\", \"lines\": [{\"sku\": \"Z-9\", \"qty\": 1}], \"due\": null}}\n\nApply the same judgement and format to the input."
     );
+}
+
+#[allow(dead_code)] // only described
+#[derive(JsonSchema)]
+struct Rated {
+    #[schemars(range(min = 1, max = 5))]
+    stars: u8,
+    #[schemars(length(max = 80))]
+    note: String,
+    #[schemars(email)]
+    contact: String,
+}
+
+#[test]
+fn bounds_and_formats_the_verifier_checks_reach_the_model() {
+    // Described, when the provider does not enforce the schema.
+    let plan = PromptPlan::new("Rate", text_input("x"), typed::<Rated>());
+    let contract = plan.output_contract();
+    assert!(
+        contract.contains(
+            "stars: u8 (1 to 5), note: String (at most 80 characters), contact: String (email)"
+        ),
+        "{contract}"
+    );
+    // In the strict schema the provider is sent, which has no constraint keywords.
+    let schema = plan.schema().unwrap();
+    let rated = &schema["properties"]["value"]["properties"];
+    assert_eq!(rated["stars"]["description"], "Allowed: 1 to 5.");
+    assert!(rated["stars"].get("maximum").is_none());
+    assert_eq!(
+        rated["note"]["description"],
+        "Allowed: at most 80 characters."
+    );
+    assert_eq!(rated["contact"]["format"], "email");
 }

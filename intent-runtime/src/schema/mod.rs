@@ -11,6 +11,7 @@
 //! every constraint keyword, for validating replies locally, and the `strict` one, after
 //! [`make_strict`], which is what a provider receives.
 
+mod bounds;
 mod compat;
 pub(crate) mod derived;
 mod envelope;
@@ -24,6 +25,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
+pub(crate) use bounds::bounds_text;
 pub(crate) use envelope::json_kind;
 pub use strict::{ACCEPTED_FORMATS, CONSTRAINT_KEYWORDS, OTHER_REJECTED_KEYWORDS, make_strict};
 

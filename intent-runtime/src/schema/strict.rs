@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use super::bounds::bounds_text;
+
 /// The value constraints that strict modes reject. The strict walk removes them; the
 /// verifier checks them locally against the full schema instead, so no constraint the
 /// user wrote is dropped on the way.
@@ -67,6 +69,8 @@ const SUBSCHEMA_MAPS: &[&str] = &["properties", "$defs", "definitions"];
 
 /// Makes `schema` acceptable to providers' strict modes, in place.
 ///
+/// - states the bounds of the [constraints](CONSTRAINT_KEYWORDS) in words in the node's
+///   `description` (`Allowed: 1 to 5.`), leaving out what an integer `format` implies;
 /// - removes the [constraints](CONSTRAINT_KEYWORDS), the
 ///   [other rejected keywords](OTHER_REJECTED_KEYWORDS) and every `format` not in
 ///   [`ACCEPTED_FORMATS`];
@@ -88,6 +92,11 @@ pub fn make_strict(schema: &mut Value) {
     let Value::Object(map) = schema else {
         return;
     };
+    // The provider never sees the constraint keywords; the model reads their bounds in
+    // the description instead, so a reply is not refused for a bound it was never told.
+    if let Some(bounds) = bounds_text(map) {
+        state_bounds_in_description(map, &bounds);
+    }
     for keyword in CONSTRAINT_KEYWORDS.iter().chain(OTHER_REJECTED_KEYWORDS) {
         map.remove(*keyword);
     }
@@ -118,6 +127,25 @@ pub(crate) fn close_objects(schema: &mut Value) {
         close_object(map);
     }
     for_each_subschema(map, close_objects);
+}
+
+/// Appends `Allowed: <bounds>.` to the node's `description` (or makes it the
+/// description).
+fn state_bounds_in_description(map: &mut Map<String, Value>, bounds: &str) {
+    let stated = ["Allowed: ", bounds, "."].concat();
+    let description = match map.get("description") {
+        Some(Value::String(text)) if !text.trim().is_empty() => {
+            let text = text.trim_end();
+            let stop = if text.ends_with(['.', '!', '?']) {
+                ""
+            } else {
+                "."
+            };
+            [text, stop, " ", &stated].concat()
+        }
+        _ => stated,
+    };
+    map.insert("description".to_owned(), Value::String(description));
 }
 
 fn drop_unaccepted_format(map: &mut Map<String, Value>) {
@@ -223,7 +251,7 @@ pub(crate) mod tests {
                 "type": "integer", "minimum": 0, "maximum": 9, "exclusiveMinimum": 0,
                 "exclusiveMaximum": 10, "multipleOf": 3
             })),
-            json!({"type": "integer"})
+            json!({"type": "integer", "description": "Allowed: 0 to 9, a multiple of 3."})
         );
     }
 
@@ -231,7 +259,24 @@ pub(crate) mod tests {
     fn removes_string_constraints() {
         assert_eq!(
             strict(json!({"type": "string", "minLength": 1, "maxLength": 5, "pattern": "^a"})),
-            json!({"type": "string"})
+            json!({"type": "string",
+                   "description": "Allowed: 1 to 5 characters, matching the regex ^a."})
+        );
+    }
+
+    #[test]
+    fn bounds_join_an_existing_description_once() {
+        let once = strict(json!({"type": "integer", "minimum": 1, "maximum": 5,
+                                 "description": "Stars given"}));
+        assert_eq!(
+            once,
+            json!({"type": "integer", "description": "Stars given. Allowed: 1 to 5."})
+        );
+        assert_eq!(strict(once.clone()), once, "idempotent");
+        // A bound the integer's format implies says nothing the type does not.
+        assert_eq!(
+            strict(json!({"type": "integer", "format": "uint32", "minimum": 0})),
+            json!({"type": "integer"})
         );
     }
 
@@ -243,7 +288,9 @@ pub(crate) mod tests {
                 "minItems": 1, "maxItems": 3, "uniqueItems": true,
                 "contains": {"const": "a"}
             })),
-            json!({"type": "array", "items": {"type": "string"}})
+            json!({"type": "array", "items": {"type": "string",
+                                              "description": "Allowed: at most 2 characters."},
+                   "description": "Allowed: 1 to 3 items, no repeated items."})
         );
     }
 
@@ -311,7 +358,7 @@ pub(crate) mod tests {
         assert_eq!(
             strict(json!({"properties": {"x": {"type": "number", "minimum": 1}}})),
             json!({
-                "properties": {"x": {"type": "number"}},
+                "properties": {"x": {"type": "number", "description": "Allowed: at least 1."}},
                 "additionalProperties": false,
                 "required": ["x"]
             })
@@ -396,7 +443,8 @@ pub(crate) mod tests {
                 "anyOf": [{"type": "string", "maxLength": 1}],
                 "oneOf": [{"type": "integer", "minimum": 0}]
             })),
-            json!({"anyOf": [{"type": "string"}], "oneOf": [{"type": "integer"}]})
+            json!({"anyOf": [{"type": "string", "description": "Allowed: at most 1 character."}],
+                   "oneOf": [{"type": "integer", "description": "Allowed: at least 0."}]})
         );
     }
 
@@ -410,13 +458,14 @@ pub(crate) mod tests {
                 "definitions": {"B": {"type": "number", "multipleOf": 2}}
             })),
             json!({
-                "allOf": [{"type": "string"}],
-                "prefixItems": [{"type": "integer"}],
+                "allOf": [{"type": "string", "description": "Allowed: matching the regex x."}],
+                "prefixItems": [{"type": "integer", "description": "Allowed: at most 1."}],
                 "$defs": {"A": {
                     "type": "object", "properties": {"a": {"type": "string"}},
                     "additionalProperties": false, "required": ["a"]
                 }},
-                "definitions": {"B": {"type": "number"}}
+                "definitions": {"B": {"type": "number",
+                                      "description": "Allowed: a multiple of 2."}}
             })
         );
     }

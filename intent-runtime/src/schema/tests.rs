@@ -52,7 +52,8 @@ struct WithAnything {
 
 const LINE_STRICT: &str = r##"{
     "type": "object",
-    "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+    "properties": {"sku": {"type": "string"},
+                   "qty": {"type": "integer", "description": "Allowed: at least 1."}},
     "required": ["sku", "qty"],
     "additionalProperties": false
 }"##;
@@ -225,11 +226,12 @@ fn runtime_schema_hoists_defs_and_definitions_and_walks_them() {
             "additionalProperties": false,
             "$defs": {"Item": {
                 "type": "object",
-                "properties": {"n": {"type": "integer"}},
+                "properties": {"n": {"type": "integer", "description": "Allowed: at least 0."}},
                 "additionalProperties": false,
                 "required": ["n"]
             }},
-            "definitions": {"Old": {"type": "string"}}
+            "definitions": {"Old": {"type": "string",
+                                    "description": "Allowed: at most 3 characters."}}
         })
     );
 }

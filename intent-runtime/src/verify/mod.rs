@@ -13,10 +13,15 @@
 //!    anywhere and balanced objects and arrays in the text are candidates, each read by
 //!    steps 5 to 8; exactly one that reads as the target is the reply (recorded as
 //!    [`Repair::JsonExtractedFromProse`]) and goes on to step 9; several are a failed
-//!    attempt whose feedback asks for one answer alone (`verify/recovery.rs`);
+//!    attempt whose feedback asks for one answer alone (`verify/recovery.rs`). Text that
+//!    is not JSON fails with an issue per place where it stops being JSON, saying in words
+//!    what is there and what belongs there, with a short excerpt (`parse::diagnose`);
 //! 6. the `{"value": ...}` envelope (`steps::unwrap_envelope`);
 //! 7. deserialization into `T` after schema-guided repair (`steps::deserialize`); for a
-//!    runtime shape, the same repairs against the caller's schema, then the whole schema;
+//!    runtime shape, the same repairs against the caller's schema, then the whole schema.
+//!    A value that fails is reported by every mismatch with the full schema at once, each
+//!    with its path, what is expected there and what was found by type, never quoted
+//!    (`verify/mismatch.rs`); serde's own message only when the schema sees none;
 //! 8. null, accepted only by `Option` targets (`steps::null_value`);
 //! 9. validators: the caller's (`steps::run_validators`) and the full schema's
 //!    constraint keywords (`verify/schema_rules.rs`).
@@ -30,6 +35,7 @@
 //! other reply takes the steps above.
 
 mod fast_path;
+mod mismatch;
 mod recovery;
 pub(crate) mod schema_rules;
 pub(crate) mod steps;
@@ -188,7 +194,7 @@ fn read_typed<T: DeserializeOwned>(
             return recover_typed(check, not_json, reply, target, validators, attempt);
         }
         (Err(not_json), None) => {
-            check.issues.push(not_json);
+            check.issues.extend(not_json);
             return check;
         }
     };
@@ -213,8 +219,8 @@ fn read_as_typed<T: DeserializeOwned>(
     } else {
         EnvelopeRule::Strict
     };
-    let value =
-        steps::unwrap_envelope(json, rule, attempt, repairs).map_err(|issue| vec![issue])?;
+    let value = steps::unwrap_envelope(json, rule, Some(target), attempt, repairs)
+        .map_err(|issue| vec![issue])?;
     // A value that, in its envelope, conforms to the strict schema (declared keys only,
     // exact types and enum members) has nothing to repair and no finding to explain: the
     // schema-guided walk, most of the cost of reading such a reply, is skipped. Asked of
@@ -244,8 +250,15 @@ fn read_as_typed<T: DeserializeOwned>(
         )
     };
     repairs.extend(walked.repairs.iter().cloned());
-    let parsed = steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt)?;
-    Ok((parsed, Some(value)))
+    match steps::deserialize::<T>(&value, text, &walked, &target.type_name, attempt) {
+        Ok(parsed) => Ok((parsed, Some(value))),
+        // Every mismatch the schema sees, each with its path; serde's first error (and
+        // the walk's findings) only when the schema sees none.
+        Err(first) => {
+            let every = schema_rules::mismatches(&target.full, value, attempt);
+            Err(if every.is_empty() { first } else { every })
+        }
+    }
 }
 
 impl<T> Verification<T> {
@@ -285,7 +298,7 @@ impl<T> Verification<T> {
 /// reads as `T` is the reply.
 fn recover_typed<T: DeserializeOwned>(
     mut check: Verification<T>,
-    not_json: ResultIssue,
+    not_json: Vec<ResultIssue>,
     reply: &str,
     target: &TargetSchema,
     validators: &[Validator<T>],
@@ -329,7 +342,7 @@ fn recover_typed<T: DeserializeOwned>(
                 .issues
                 .push(recovery::no_answer_fits(found, &target.type_name, attempt))
         }
-        Choice::NoCandidate => check.issues.push(not_json),
+        Choice::NoCandidate => check.issues.extend(not_json),
     }
     check
 }
@@ -371,7 +384,7 @@ pub fn verify_value_with(
             return recover_value(check, not_json, &reply.text, target, validators, attempt);
         }
         Err(not_json) => {
-            check.issues.push(not_json);
+            check.issues.extend(not_json);
             return check;
         }
     };
@@ -391,7 +404,7 @@ fn read_as_value(
     attempt: u32,
     repairs: &mut Vec<Repair>,
 ) -> ValueRead {
-    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, attempt, repairs)
+    let value = steps::unwrap_envelope(json, EnvelopeRule::Strict, target, attempt, repairs)
         .map_err(|issue| vec![issue])?;
     if value.is_null() {
         return Err(vec![steps::null_runtime_value(attempt)]);
@@ -425,7 +438,7 @@ impl Verification<Value> {
 /// meets the shape is the reply.
 fn recover_value(
     mut check: Verification<Value>,
-    not_json: ResultIssue,
+    not_json: Vec<ResultIssue>,
     reply: &str,
     target: Option<&TargetSchema>,
     validators: &[Validator<Value>],
@@ -457,7 +470,7 @@ fn recover_value(
         Choice::NoneFits(found) => check
             .issues
             .push(recovery::no_answer_fits(found, type_name, attempt)),
-        Choice::NoCandidate => check.issues.push(not_json),
+        Choice::NoCandidate => check.issues.extend(not_json),
     }
     check
 }

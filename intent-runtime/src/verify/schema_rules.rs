@@ -17,13 +17,15 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError};
 use serde_json::{Map, Value};
 
+use super::mismatch;
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
 use crate::result::{IssueSource, ResultIssue};
 use crate::schema::derived::DerivedCache;
 use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
 
-/// At most this many schema issues per attempt: more would drown the model's prompt.
-const MAX_SCHEMA_ISSUES: usize = 20;
+/// At most this many schema issues per attempt; one more issue counts the rest, so that
+/// one turn of feedback stays short.
+const MAX_SCHEMA_ISSUES: usize = 8;
 
 /// Which violations become issues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,31 +74,81 @@ pub(crate) fn check_against_full_schema(
         let mut messages = Vec::new();
         // Listing the errors of a valid instance costs more than asking whether it is valid.
         let errors = (!validator.is_valid(envelope)).then(|| validator.iter_errors(envelope));
-        for error in errors.into_iter().flatten() {
-            let explained = constraint_messages(&error, &mut messages);
+        for error in said_once(errors.into_iter().flatten().collect()) {
+            let explained = constraint_messages(&error, full, &mut messages);
             if !explained && scope == Scope::Everything {
-                messages.push(format!("{}: {error}.", display_path(&error)));
+                shape_messages(&error, full, &mut messages);
             }
         }
         messages
     });
+    (value, capped(messages, IssueSource::Validator, attempt))
+}
+
+/// Every mismatch of a typed reply (`value`, which serde could not read as the target)
+/// with the target's full schema, as verification issues: all of them at once, each with
+/// its path, rather than serde's first. Empty when the schema finds nothing (serde's
+/// own rules are stricter there) or cannot be compiled: the caller's message stands.
+pub(crate) fn mismatches(full: &Arc<Value>, value: Value, attempt: u32) -> Vec<ResultIssue> {
+    let compiled = compiled(full);
+    let Ok(validator) = &compiled.validator else {
+        return Vec::new();
+    };
+    let (_, messages) = in_envelope(value, |envelope| {
+        let mut messages = Vec::new();
+        for error in said_once(validator.iter_errors(envelope).collect()) {
+            if !constraint_messages(&error, full, &mut messages) {
+                shape_messages(&error, full, &mut messages);
+            }
+        }
+        messages
+    });
+    capped(messages, IssueSource::Verification, attempt)
+}
+
+/// The errors without an `enum` or `const` violation where the same place also breaks
+/// `type`: the type's message names the allowed values already.
+fn said_once(errors: Vec<ValidationError<'_>>) -> Vec<ValidationError<'_>> {
+    let mistyped: Vec<String> = errors
+        .iter()
+        .filter(|error| matches!(error.kind(), ValidationErrorKind::Type { .. }))
+        .map(|error| error.instance_path().as_str().to_owned())
+        .collect();
+    errors
+        .into_iter()
+        .filter(|error| {
+            !matches!(
+                error.kind(),
+                ValidationErrorKind::Enum { .. } | ValidationErrorKind::Constant { .. }
+            ) || !mistyped
+                .iter()
+                .any(|path| path == error.instance_path().as_str())
+        })
+        .collect()
+}
+
+/// The messages as issues, the first [`MAX_SCHEMA_ISSUES`] of them and a count of the
+/// rest; a message said twice (two branches of a union) is said once.
+fn capped(mut messages: Vec<String>, source: IssueSource, attempt: u32) -> Vec<ResultIssue> {
+    let mut seen = std::collections::HashSet::new();
+    messages.retain(|message| seen.insert(message.clone()));
     let total = messages.len();
     let mut issues: Vec<ResultIssue> = messages
         .into_iter()
         .take(MAX_SCHEMA_ISSUES)
-        .map(|message| ResultIssue::new(IssueSource::Validator, message, attempt))
+        .map(|message| ResultIssue::new(source, message, attempt))
         .collect();
     if total > MAX_SCHEMA_ISSUES {
         issues.push(ResultIssue::new(
-            IssueSource::Validator,
+            source,
             format!(
-                "{} more schema violations were not listed; check every bound in the schema.",
+                "{} more mismatches like these; check every field against the schema.",
                 total - MAX_SCHEMA_ISSUES
             ),
             attempt,
         ));
     }
-    (value, issues)
+    issues
 }
 
 /// Why the envelope schema `full` cannot be compiled for the local checks (an unknown
@@ -144,9 +196,9 @@ pub(crate) fn has_constraints(full: &Arc<Value>) -> bool {
 /// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
 /// line breaks a bound) is explained by the first branch that failed on bounds alone,
 /// since that is the branch the value's shape matched.
-fn constraint_messages(error: &ValidationError<'_>, out: &mut Vec<String>) -> bool {
-    if let Some(message) = describe_constraint(error) {
-        out.push(message);
+fn constraint_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<String>) -> bool {
+    if is_constraint(error.kind()) {
+        out.extend(mismatch::message(error, full));
         return true;
     }
     let (ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }) =
@@ -159,7 +211,7 @@ fn constraint_messages(error: &ValidationError<'_>, out: &mut Vec<String>) -> bo
         let explained = !branch.is_empty()
             && branch
                 .iter()
-                .all(|inner| constraint_messages(inner, &mut messages));
+                .all(|inner| constraint_messages(inner, full, &mut messages));
         if explained {
             out.extend(messages);
             return true;
@@ -168,65 +220,60 @@ fn constraint_messages(error: &ValidationError<'_>, out: &mut Vec<String>) -> bo
     false
 }
 
-/// A constraint violation as an instruction naming the path and the bound.
-fn describe_constraint(error: &ValidationError<'_>) -> Option<String> {
-    let path = display_path(error);
-    let instance = crate::parse::quote_value(error.instance());
-    let count = || match error.instance().as_ref() {
-        Value::String(text) => text.chars().count(),
-        Value::Array(items) => items.len(),
-        _ => 0,
+/// Adds the messages of a violation of the value's shape. A failed union is explained by
+/// the branch of the value's kind with the fewest violations (the `Line` of an
+/// `Option<Line>` holding an object), or, when no branch is of its kind, as the union.
+fn shape_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<String>) {
+    let (ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }) =
+        error.kind()
+    else {
+        out.extend(mismatch::message(error, full));
+        return;
     };
-    let message = match error.kind() {
-        ValidationErrorKind::Minimum { limit } => {
-            format!("{path}: {instance} is less than the minimum of {limit}.")
+    let here = error.instance_path();
+    let of_its_kind = context
+        .iter()
+        .filter(|branch| {
+            !branch.is_empty()
+                && !branch.iter().any(|inner| {
+                    inner.instance_path() == here
+                        && matches!(
+                            inner.kind(),
+                            ValidationErrorKind::Type { .. }
+                                | ValidationErrorKind::Enum { .. }
+                                | ValidationErrorKind::Constant { .. }
+                        )
+                })
+        })
+        .min_by_key(|branch| branch.len());
+    match of_its_kind {
+        Some(branch) => {
+            for inner in branch {
+                if !constraint_messages(inner, full, out) {
+                    shape_messages(inner, full, out);
+                }
+            }
         }
-        ValidationErrorKind::Maximum { limit } => {
-            format!("{path}: {instance} is greater than the maximum of {limit}.")
-        }
-        ValidationErrorKind::ExclusiveMinimum { limit } => {
-            format!("{path}: {instance} must be greater than {limit}.")
-        }
-        ValidationErrorKind::ExclusiveMaximum { limit } => {
-            format!("{path}: {instance} must be less than {limit}.")
-        }
-        ValidationErrorKind::MultipleOf { multiple_of } => {
-            format!("{path}: {instance} is not a multiple of {multiple_of}.")
-        }
-        ValidationErrorKind::MinLength { limit } => format!(
-            "{path}: the text has {} characters, fewer than the minimum of {limit}.",
-            count()
-        ),
-        ValidationErrorKind::MaxLength { limit } => format!(
-            "{path}: the text has {} characters, more than the maximum of {limit}.",
-            count()
-        ),
-        ValidationErrorKind::Pattern { pattern } => {
-            format!("{path}: {instance} does not match the pattern {pattern}.")
-        }
-        ValidationErrorKind::MinItems { limit } => format!(
-            "{path}: the list has {} items, fewer than the minimum of {limit}.",
-            count()
-        ),
-        ValidationErrorKind::MaxItems { limit } => format!(
-            "{path}: the list has {} items, more than the maximum of {limit}.",
-            count()
-        ),
-        ValidationErrorKind::UniqueItems => {
-            format!("{path}: the list has repeated items; every item must be different.")
-        }
-        _ => return None,
-    };
-    Some(message)
+        None => out.push(mismatch::union_message(error, full)),
+    }
 }
 
-/// The instance path without its leading slash (`value/lines/0/qty`).
-fn display_path(error: &ValidationError<'_>) -> String {
-    error
-        .instance_path()
-        .as_str()
-        .trim_start_matches('/')
-        .to_owned()
+/// Whether a violation is of a constraint keyword (a bound) rather than of the shape.
+fn is_constraint(kind: &ValidationErrorKind) -> bool {
+    matches!(
+        kind,
+        ValidationErrorKind::Minimum { .. }
+            | ValidationErrorKind::Maximum { .. }
+            | ValidationErrorKind::ExclusiveMinimum { .. }
+            | ValidationErrorKind::ExclusiveMaximum { .. }
+            | ValidationErrorKind::MultipleOf { .. }
+            | ValidationErrorKind::MinLength { .. }
+            | ValidationErrorKind::MaxLength { .. }
+            | ValidationErrorKind::Pattern { .. }
+            | ValidationErrorKind::MinItems { .. }
+            | ValidationErrorKind::MaxItems { .. }
+            | ValidationErrorKind::UniqueItems
+    )
 }
 
 /// The compiled validator for `full`, from the cache or freshly compiled.
@@ -296,7 +343,7 @@ mod tests {
         );
         assert_eq!(
             messages(&full, json!({"total": 5}), Scope::ConstraintsOnly),
-            vec!["value/total: 5 is less than the minimum of 10."]
+            vec!["value/total: the number is too small; allowed: at least 10."]
         );
         assert!(messages(&full, json!({"total": 10}), Scope::ConstraintsOnly).is_empty());
     }
@@ -312,26 +359,65 @@ mod tests {
                 "many": {"maxItems": 1}, "set": {"uniqueItems": true}}}),
             json!({}),
         );
-        let value = json!({"max": 4, "xmin": 0, "xmax": 1, "step": 7, "short": "ab",
-                           "long": "abc", "code": "ab", "few": [1], "many": [1, 2],
-                           "set": [1, 1]});
-        let mut found = messages(&full, value, Scope::ConstraintsOnly);
-        found.sort();
-        assert_eq!(
-            found,
-            vec![
-                "value/code: \"ab\" does not match the pattern ^[A-Z]+$.",
-                "value/few: the list has 1 items, fewer than the minimum of 2.",
-                "value/long: the text has 3 characters, more than the maximum of 2.",
-                "value/many: the list has 2 items, more than the maximum of 1.",
-                "value/max: 4 is greater than the maximum of 3.",
-                "value/set: the list has repeated items; every item must be different.",
-                "value/short: the text has 2 characters, fewer than the minimum of 3.",
-                "value/step: 7 is not a multiple of 5.",
-                "value/xmax: 1 must be less than 1.",
-                "value/xmin: 0 must be greater than 0.",
-            ]
-        );
+        let breaks = [
+            (
+                "max",
+                json!(4),
+                "the number is too large; allowed: at most 3.",
+            ),
+            (
+                "xmin",
+                json!(0),
+                "the number is too small; allowed: more than 0.",
+            ),
+            (
+                "xmax",
+                json!(1),
+                "the number is too large; allowed: less than 1.",
+            ),
+            (
+                "step",
+                json!(7),
+                "the number is not a multiple of the step; allowed: a multiple of 5.",
+            ),
+            (
+                "short",
+                json!("ab"),
+                "the text has 2 characters; allowed: at least 3 characters.",
+            ),
+            (
+                "long",
+                json!("abc"),
+                "the text has 3 characters; allowed: at most 2 characters.",
+            ),
+            (
+                "code",
+                json!("ab"),
+                "the text does not match; allowed: matching the regex ^[A-Z]+$.",
+            ),
+            (
+                "few",
+                json!([1]),
+                "the list has 1 items; allowed: at least 2 items.",
+            ),
+            (
+                "many",
+                json!([1, 2]),
+                "the list has 2 items; allowed: at most 1 item.",
+            ),
+            (
+                "set",
+                json!([1, 1]),
+                "the list repeats an item; allowed: no repeated items.",
+            ),
+        ];
+        for (key, bad, said) in breaks {
+            let value = Value::Object(Map::from_iter([(key.to_owned(), bad)]));
+            assert_eq!(
+                messages(&full, value, Scope::ConstraintsOnly),
+                vec![format!("value/{key}: {said}")]
+            );
+        }
     }
 
     #[test]
@@ -342,7 +428,7 @@ mod tests {
         );
         assert_eq!(
             messages(&full, json!({"qty": 0}), Scope::ConstraintsOnly),
-            vec!["value/qty: 0 is less than the minimum of 1."]
+            vec!["value/qty: the number is too small; allowed: at least 1."]
         );
         assert!(messages(&full, Value::Null, Scope::ConstraintsOnly).is_empty());
     }
@@ -356,9 +442,16 @@ mod tests {
         );
         assert!(messages(&full, json!({}), Scope::ConstraintsOnly).is_empty());
         let found = messages(&full, json!({}), Scope::Everything);
-        assert_eq!(found.len(), 1);
-        assert!(found[0].starts_with("value: "), "{}", found[0]);
-        assert!(found[0].contains("\"n\""), "{}", found[0]);
+        assert_eq!(
+            found,
+            vec!["value: the required field `n` is missing; add it: integer (at least 0)."]
+        );
+        // A value of the wrong type is named by its type, never quoted.
+        let found = messages(&full, json!({"n": "secret"}), Scope::Everything);
+        assert_eq!(
+            found,
+            vec!["value/n: expected integer (at least 0), found a string."]
+        );
     }
 
     #[test]
@@ -511,7 +604,10 @@ mod tests {
         let full = envelope(json!({"type": "array", "items": {"minimum": 1}}), json!({}));
         let found = messages(&full, json!(vec![0; 30]), Scope::ConstraintsOnly);
         assert_eq!(found.len(), MAX_SCHEMA_ISSUES + 1);
-        assert!(found[MAX_SCHEMA_ISSUES].starts_with("10 more schema violations"));
+        assert_eq!(
+            found[MAX_SCHEMA_ISSUES],
+            "22 more mismatches like these; check every field against the schema."
+        );
     }
 
     /// Schemas that between them use most keywords, so that the tape's accessors are

@@ -12,7 +12,7 @@ use crate::parse::{
 };
 use crate::provider::ProviderReply;
 use crate::result::{IssueSource, Repair, ResultIssue};
-use crate::schema::ENVELOPE_PROPERTY;
+use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
 
 /// Step 1, refusal: the model declined, so there is nothing to check.
 pub(crate) fn refusal(reply: &ProviderReply, attempt: u32) -> Option<ResultIssue> {
@@ -67,13 +67,14 @@ pub(crate) fn unfenced_text<'a>(
 // Step 4, a `String` target, is `verify_text` itself: the unfenced text is the value.
 
 /// Step 5, JSON: strict JSON, else JSON with comments and trailing commas, else a bare
-/// primitive (number, boolean, or one of `enum_members` by name).
+/// primitive (number, boolean, or one of `enum_members` by name). Text that is none of
+/// them fails with one issue per place where it stops being JSON (`not_json_issues`).
 pub(crate) fn read_json(
     text: &str,
     enum_members: &[String],
     attempt: u32,
     repairs: &mut Vec<Repair>,
-) -> Result<Value, ResultIssue> {
+) -> Result<Value, Vec<ResultIssue>> {
     match parse_json_lenient(text) {
         Ok((value, lenient)) => {
             repairs.extend(lenient);
@@ -84,17 +85,78 @@ pub(crate) fn read_json(
                 repairs.push(Repair::BarePrimitive);
                 Ok(value)
             }
-            None => Err(ResultIssue::new(
-                IssueSource::Verification,
-                format!(
-                    "The response was not valid JSON ({}); reply with one JSON object \
-                     {{\"{ENVELOPE_PROPERTY}\": ...}} and nothing else.",
-                    syntax.message
-                ),
-                attempt,
-            )),
+            None => Err(not_json_issues(text, &syntax.message, attempt)),
         },
     }
+}
+
+/// At most this many places are named in the text that is not JSON; one more issue
+/// counts the rest, so that one turn of feedback stays short.
+const MAX_SYNTAX_ISSUES: usize = 6;
+
+/// At most this many places of one kind are listed in one issue.
+const MAX_PLACES_LISTED: usize = 12;
+
+/// The issues of text that is not JSON: each place where it stops being JSON, with a few
+/// characters of the reply around it (a long reply is shown to the model cut, so the
+/// place must be recognisable on its own), what is there and what belongs there. Places
+/// of one kind outside any value (quotes, keys, commas) are one issue listing them all.
+/// When the scan names nothing, the parser's own message stands.
+fn not_json_issues(text: &str, parser_message: &str, attempt: u32) -> Vec<ResultIssue> {
+    let issue = |message: String| ResultIssue::new(IssueSource::Verification, message, attempt);
+    let problems = parse::diagnose(text);
+    if problems.is_empty() {
+        return vec![issue(format!(
+            "Not JSON ({parser_message}); send one JSON object {{\"{ENVELOPE_PROPERTY}\": ...}}."
+        ))];
+    }
+    // Problems of one kind outside values, grouped in the order first met.
+    let mut groups: Vec<Vec<parse::SyntaxProblem>> = Vec::new();
+    for problem in problems {
+        let same = groups.iter_mut().find(|group| {
+            problem.path.is_none() && group[0].path.is_none() && group[0].what == problem.what
+        });
+        match same {
+            Some(group) => group.push(problem),
+            None => groups.push(vec![problem]),
+        }
+    }
+    let total = groups.len();
+    let mut issues: Vec<ResultIssue> = groups
+        .into_iter()
+        .take(MAX_SYNTAX_ISSUES)
+        .map(|group| issue(syntax_message(&group)))
+        .collect();
+    if total > MAX_SYNTAX_ISSUES {
+        issues.push(issue(format!(
+            "{} more places like these are not JSON.",
+            total - MAX_SYNTAX_ISSUES
+        )));
+    }
+    issues
+}
+
+/// `Line 3 col 9 (value/age), near `...`: what.`, or for several places of one kind
+/// `At 1:2, 1:12 (line:col), near `...`: what.`, the excerpt around the first.
+fn syntax_message(group: &[parse::SyntaxProblem]) -> String {
+    let first = &group[0];
+    let place = if let [only] = group {
+        let path = only.path.as_deref().map_or_else(String::new, |path| {
+            format!(" ({})", path.trim_start_matches('/'))
+        });
+        format!("Line {} col {}{path}", only.line, only.column)
+    } else {
+        let mut listed: Vec<String> = group
+            .iter()
+            .take(MAX_PLACES_LISTED)
+            .map(|p| format!("{}:{}", p.line, p.column))
+            .collect();
+        if group.len() > MAX_PLACES_LISTED {
+            listed.push(format!("{} more", group.len() - MAX_PLACES_LISTED));
+        }
+        format!("At {} (line:col)", listed.join(", "))
+    };
+    format!("{place}, near `{}`: {}.", first.excerpt, first.what)
 }
 
 /// How step 6 treats an object that has a `value` key beside others.
@@ -109,9 +171,15 @@ pub(crate) enum EnvelopeRule {
 
 /// Step 6, envelope: `{"value": x}` gives `x`; `value` beside other keys fails (unless
 /// the rule says the bare form may hold one); anything else is the bare value.
+///
+/// `target` (the schema of a typed target or of a runtime shape, when there is one) is
+/// read only on failure: when keys beside `value` are the target's own fields, the model
+/// wrote the object at the top, and the issue says to put it inside `value` (removing
+/// them would leave no object of the target's shape).
 pub(crate) fn unwrap_envelope(
     reply: Value,
     rule: EnvelopeRule,
+    target: Option<&TargetSchema>,
     attempt: u32,
     repairs: &mut Vec<Repair>,
 ) -> Result<Value, ResultIssue> {
@@ -129,25 +197,60 @@ pub(crate) fn unwrap_envelope(
         repairs.push(Repair::MissingEnvelope);
         return Ok(Value::Object(object));
     }
+    let extra = unexpected_keys(&object);
+    let fields = target.map_or_else(Vec::new, |t| own_fields(&t.full));
+    let message = if extra.iter().any(|key| fields.contains(key)) {
+        let type_name = target.map_or("the result", |t| t.type_name.as_str());
+        format!(
+            "{} are fields of {type_name}: put the whole object inside `{ENVELOPE_PROPERTY}`, \
+             as {{\"{ENVELOPE_PROPERTY}\": {{...}}}}, with nothing beside it.",
+            quoted_list(&extra)
+        )
+    } else {
+        format!(
+            "Unexpected keys beside `{ENVELOPE_PROPERTY}`: {}; send {{\"{ENVELOPE_PROPERTY}\": \
+             ...}} alone.",
+            quoted_list(&extra)
+        )
+    };
     Err(ResultIssue::new(
         IssueSource::Verification,
-        format!(
-            "Reply with exactly one JSON object {{\"{ENVELOPE_PROPERTY}\": ...}} and nothing \
-             beside it; unexpected keys: {}.",
-            unexpected_keys(&object)
-        ),
+        message,
         attempt,
     ))
 }
 
-fn unexpected_keys(object: &Map<String, Value>) -> String {
+fn unexpected_keys(object: &Map<String, Value>) -> Vec<&str> {
     let mut keys: Vec<&str> = object
         .keys()
         .map(String::as_str)
         .filter(|key| *key != ENVELOPE_PROPERTY)
         .collect();
     keys.sort_unstable();
-    keys.join(", ")
+    keys
+}
+
+/// `` `a`, `b` ``.
+fn quoted_list(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|key| ["`", key, "`"].concat())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The property names of the envelope schema `full`'s value, behind `$ref`s and in every
+/// branch of a union.
+fn own_fields(full: &Value) -> Vec<&str> {
+    let (inner, _) = parse::schema_nav::resolve(full, parse::schema_nav::inner_schema(full));
+    let mut shapes = vec![inner];
+    for branch in parse::schema_nav::union_branches(inner) {
+        shapes.push(parse::schema_nav::resolve(full, branch).0);
+    }
+    shapes
+        .into_iter()
+        .filter_map(|shape| shape.get("properties").and_then(Value::as_object))
+        .flat_map(|properties| properties.keys().map(String::as_str))
+        .collect()
 }
 
 /// Step 7, deserialization: reads the repaired value as `T`. On failure, the findings of
@@ -347,17 +450,90 @@ mod tests {
     }
 
     #[test]
-    fn invalid_json_names_the_parser_position() {
+    fn invalid_json_names_each_place_in_words_with_an_excerpt() {
         let mut repairs = Vec::new();
-        let issue = read_json("{\"value\": }", &[], 4, &mut repairs).unwrap_err();
-        assert_eq!(issue.source, IssueSource::Verification);
-        assert_eq!(issue.attempt, 4);
-        assert!(
-            issue
-                .message
-                .starts_with("The response was not valid JSON (")
+        let issues = read_json("{\"value\": }", &[], 4, &mut repairs).unwrap_err();
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].source, IssueSource::Verification);
+        assert_eq!(issues[0].attempt, 4);
+        assert_eq!(
+            issues[0].message,
+            "Line 1 col 11 (value), near `{\"value\": }`: a value is missing before this; \
+             write one."
         );
-        assert!(issue.message.contains("line 1 column"), "{}", issue.message);
+        let issues = read_json("{'value': 'NaN'}", &[], 1, &mut repairs).unwrap_err();
+        assert_eq!(
+            issues[0].message,
+            "At 1:2, 1:11 (line:col), near `{'value': 'Na`: single quotes; JSON keys and \
+             strings take double quotes."
+        );
+        let issues = read_json("{'value': NaN}", &[], 1, &mut repairs).unwrap_err();
+        let messages: Vec<&str> = issues.iter().map(|i| i.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            vec![
+                "Line 1 col 2, near `{'value': NaN`: single quotes; JSON keys and strings take \
+                 double quotes.",
+                "Line 1 col 11 (value), near `{'value': NaN}`: `NaN` is no JSON number; write a \
+                 number, or null where the schema allows it."
+            ]
+        );
+    }
+
+    #[test]
+    fn many_places_are_capped_and_counted() {
+        let mut repairs = Vec::new();
+        let text = format!("[{}]", ["NaN"; 10].join(", "));
+        let issues = read_json(&text, &[], 1, &mut repairs).unwrap_err();
+        assert_eq!(issues.len(), MAX_SYNTAX_ISSUES + 1);
+        assert_eq!(
+            issues[MAX_SYNTAX_ISSUES].message,
+            "4 more places like these are not JSON."
+        );
+    }
+
+    #[test]
+    fn text_the_scan_cannot_place_keeps_the_parser_message() {
+        let mut repairs = Vec::new();
+        let issues = read_json("{\"value\": \"\\x\"}", &[], 1, &mut repairs).unwrap_err();
+        assert_eq!(issues.len(), 1);
+        assert!(
+            issues[0].message.starts_with("Not JSON (invalid escape"),
+            "{}",
+            issues[0].message
+        );
+    }
+
+    #[test]
+    fn an_envelope_beside_the_targets_own_fields_asks_for_the_object_inside_it() {
+        let target = crate::schema::target_schema::<Pair>().unwrap();
+        let mut repairs = Vec::new();
+        let issue = unwrap_envelope(
+            json!({"left": 1, "right": 2, "value": 1}),
+            EnvelopeRule::Strict,
+            Some(&target),
+            1,
+            &mut repairs,
+        )
+        .unwrap_err();
+        assert_eq!(
+            issue.message,
+            "`left`, `right` are fields of Pair: put the whole object inside `value`, as \
+             {\"value\": {...}}, with nothing beside it."
+        );
+        let other = unwrap_envelope(
+            json!({"note": 1, "value": {"left": 1, "right": 2}}),
+            EnvelopeRule::Strict,
+            Some(&target),
+            1,
+            &mut repairs,
+        )
+        .unwrap_err();
+        assert!(
+            other
+                .message
+                .starts_with("Unexpected keys beside `value`: `note`")
+        );
     }
 
     #[test]
@@ -377,6 +553,7 @@ mod tests {
         let value = unwrap_envelope(
             json!({"value": {"a": 1}}),
             EnvelopeRule::Strict,
+            None,
             1,
             &mut repairs,
         );
@@ -390,6 +567,7 @@ mod tests {
         let issue = unwrap_envelope(
             json!({"value": 1, "reason": "x", "note": "y"}),
             EnvelopeRule::Strict,
+            None,
             2,
             &mut repairs,
         )
@@ -398,8 +576,7 @@ mod tests {
         assert_eq!(issue.attempt, 2);
         assert_eq!(
             issue.message,
-            "Reply with exactly one JSON object {\"value\": ...} and nothing beside it; \
-             unexpected keys: note, reason."
+            "Unexpected keys beside `value`: `note`, `reason`; send {\"value\": ...} alone."
         );
     }
 
@@ -409,6 +586,7 @@ mod tests {
         let value = unwrap_envelope(
             json!({"value": 1, "unit": "m"}),
             EnvelopeRule::BareMayHoldValue,
+            None,
             1,
             &mut repairs,
         );
@@ -419,12 +597,18 @@ mod tests {
     #[test]
     fn anything_else_is_the_bare_value() {
         let mut repairs = Vec::new();
-        let value = unwrap_envelope(json!({"total": 1}), EnvelopeRule::Strict, 1, &mut repairs);
+        let value = unwrap_envelope(
+            json!({"total": 1}),
+            EnvelopeRule::Strict,
+            None,
+            1,
+            &mut repairs,
+        );
         assert_eq!(value.unwrap(), json!({"total": 1}));
         assert_eq!(repairs, vec![Repair::MissingEnvelope]);
     }
 
-    #[derive(Debug, serde::Deserialize)]
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     #[allow(dead_code)]
     struct Pair {
         left: i64,

@@ -170,8 +170,8 @@ fn missing_fields_are_named_with_their_type_and_path() {
     assert_eq!(
         messages(&check),
         vec![
-            "The required field \"total_cents\" is missing from Invoice; include it.",
-            "The required field \"qty\" is missing from Line at value/lines/0; include it.",
+            "value: the required field `total_cents` is missing; add it: integer.",
+            "value/lines/0: the required field `qty` is missing; add it: integer (at least 1).",
         ]
     );
     assert!(
@@ -190,7 +190,7 @@ fn schema_bounds_are_validator_issues() {
         verify_typed::<Vec<Line>>(&reply(text), &target_for::<Vec<Line>>("Vec<Line>"), &[], 1);
     assert_eq!(
         messages(&check),
-        vec!["value/0/qty: 0 is less than the minimum of 1."]
+        vec!["value/0/qty: the number is too small; allowed: at least 1."]
     );
     assert_eq!(check.issues[0].source, IssueSource::Validator);
     assert!(check.value.is_some());
@@ -231,24 +231,19 @@ fn integer_target_reads_envelope_bare_and_string() {
 fn wrong_type_names_the_expected_type() {
     let target = target_for::<i64>("i64");
     let check = verify_typed::<i64>(&reply("{\"value\": \"many\"}"), &target, &[], 1);
-    assert_eq!(check.issues.len(), 1);
-    assert!(
-        check.issues[0]
-            .message
-            .starts_with("The value does not match the expected type i64: invalid type: string"),
-        "{}",
-        check.issues[0].message
+    assert_eq!(
+        messages(&check),
+        vec!["value: expected integer, found a string."]
     );
 }
 
 #[test]
-fn not_json_is_reported_with_the_parser_message() {
+fn not_json_is_reported_in_words_with_an_excerpt() {
     let target = target_for::<i64>("i64");
     let check = verify_typed::<i64>(&reply("about forty"), &target, &[], 1);
-    assert!(
-        check.issues[0]
-            .message
-            .starts_with("The response was not valid JSON (")
+    assert_eq!(
+        messages(&check),
+        vec!["Line 1 col 1, near `about forty`: text, not JSON; send the answer as JSON."]
     );
 }
 
@@ -258,10 +253,7 @@ fn envelope_with_extra_keys_fails_and_names_them() {
     let check = verify_typed::<i64>(&reply(text), &target_for::<i64>("i64"), &[], 1);
     assert_eq!(
         messages(&check),
-        vec![
-            "Reply with exactly one JSON object {\"value\": ...} and nothing beside it; \
-             unexpected keys: note, reason."
-        ]
+        vec!["Unexpected keys beside `value`: `note`, `reason`; send {\"value\": ...} alone."]
     );
 }
 
@@ -298,17 +290,14 @@ fn enum_combination_or_number_lists_the_members() {
     assert_eq!(
         messages(&combined),
         vec![
-            "\"Neutral, Negative\" is not a member of Sentiment; answer with exactly one of: \
-             Positive, Neutral, Negative."
+            "value: expected one of Positive, Neutral, Negative, found a string that is none \
+             of them."
         ]
     );
     let number = verify_typed::<Sentiment>(&reply("{\"value\": 7}"), &target, &[], 1);
     assert_eq!(
         messages(&number),
-        vec![
-            "7 is not a member of Sentiment; answer with exactly one of: Positive, Neutral, \
-             Negative."
-        ]
+        vec!["value: expected one of Positive, Neutral, Negative, found a number."]
     );
 }
 
@@ -327,7 +316,7 @@ fn documented_enum_members_come_from_consts() {
         verify_typed::<Review>(&reply("{\"value\": {\"mood\": \"Flat\"}}"), &target, &[], 1);
     assert_eq!(
         messages(&wrong),
-        vec!["value/mood: \"Flat\" is not a member of Mood; answer with exactly one of: Up, Down."]
+        vec!["value/mood: expected one of Up, Down or null, found a string."]
     );
     let bare = verify_typed::<Mood>(&reply("up"), &target_for::<Mood>("Mood"), &[], 1);
     assert_eq!(bare.value, Some(Mood::Up));
@@ -441,7 +430,10 @@ fn runtime_envelope_with_extra_keys_always_fails() {
     );
     let check = verify_value(&reply(r#"{"value": 1, "b": 2}"#), Some(&target), &[], 1);
     assert!(check.value.is_none());
-    assert!(check.issues[0].message.ends_with("unexpected keys: b."));
+    assert_eq!(
+        messages(&check),
+        vec!["Unexpected keys beside `value`: `b`; send {\"value\": ...} alone."]
+    );
 }
 
 #[test]
@@ -464,7 +456,7 @@ fn runtime_schema_is_checked_in_full() {
     let low = verify_value(&reply(r#"{"value": {"total": 5}}"#), Some(&target), &[], 1);
     assert_eq!(
         messages(&low),
-        vec!["value/total: 5 is less than the minimum of 10."]
+        vec!["value/total: the number is too small; allowed: at least 10."]
     );
     let missing = verify_value(&reply(r#"{"value": {}}"#), Some(&target), &[], 1);
     assert_eq!(missing.issues.len(), 1);
@@ -979,7 +971,7 @@ fn fails_without_recovery<T: DeserializeOwned>(text: &str, target: &TargetSchema
         "{text}"
     );
     assert!(
-        messages(&check)[0].starts_with("The response was not valid JSON"),
+        messages(&check)[0].contains("JSON"),
         "{text}: {:?}",
         messages(&check)
     );
@@ -1093,7 +1085,7 @@ fn recovery_of_a_candidate_that_is_not_the_target_fails_with_the_usual_issue() {
     assert!(check.value.is_none());
     assert_eq!(
         messages(&check),
-        vec!["The required field \"qty\" is missing from Line; include it."]
+        vec!["value: the required field `qty` is missing; add it: integer (at least 1)."]
     );
     assert_eq!(check.repairs[0], Repair::JsonExtractedFromProse);
     fails_without_recovery::<Line>(text, &target);
@@ -1135,7 +1127,7 @@ fn recovery_leaves_prose_guesses_and_broken_json_failures() {
         let check = recovered::<Line>(text, &target);
         assert!(check.value.is_none(), "{text}");
         assert!(
-            messages(&check)[0].starts_with("The response was not valid JSON"),
+            messages(&check)[0].starts_with("Line "),
             "{text}: {:?}",
             messages(&check)
         );
@@ -1175,7 +1167,7 @@ fn a_recovered_answer_meets_the_schema_and_the_validators_like_any_reply() {
     let zero = recovered::<Line>(r#"Result: {"sku": "B", "qty": 0}."#, &target);
     assert_eq!(
         messages(&zero),
-        vec!["value/qty: 0 is less than the minimum of 1."]
+        vec!["value/qty: the number is too small; allowed: at least 1."]
     );
 }
 
