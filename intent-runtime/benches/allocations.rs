@@ -19,12 +19,12 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use intent_rs::__private::repair_against_schema;
+use intent_rs::__private::verify_typed;
 use intent_rs::input::prepare_input;
-use intent_rs::parse::repair_against_schema;
 use intent_rs::prompt::{OutputTarget, PromptPlan, render};
 use intent_rs::provider::{ProviderReply, ScriptedProvider};
 use intent_rs::schema::target_schema;
-use intent_rs::verify::verify_typed;
 use intent_rs::{IntentClient, IntentOptions, Validator};
 use serde::Deserialize;
 use serde_json::Value;

@@ -29,6 +29,11 @@ use crate::telemetry::CallTrace;
 
 pub use serde_json;
 
+// The parser and the verifier are not public API; the project's own benches and the
+// tests' literal model reach these through here.
+pub use crate::parse::{parse_json_lenient, repair_against_schema};
+pub use crate::verify::verify_typed;
+
 /// Compiles only when `T` is strict-compatible; the macro spans the call on the user's
 /// type so the error lands there.
 #[inline(always)]

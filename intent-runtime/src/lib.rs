@@ -75,7 +75,7 @@
 //! | choose a model provider, or write your own | [`provider`] (OpenAI Chat Completions and Responses, Anthropic, Gemini, Azure OpenAI, OpenAI-compatible servers, the scripted model) |
 //! | read what a call returns | [`AIResult`], [`ResultIssue`], [`AttemptRecord`], [`Usage`], [`IntentError`] |
 //! | set options per call | [`IntentOptions`], [`Overrides`], [`options`] |
-//! | see how the prompt is built and how replies are checked | [`prompt`], [`verify`], [`parse`], [`schema`], [`judge`] |
+//! | see how the prompt is built and how replies are checked | [`prompt`], [`schema`], [`judge`], [`AnswerRecovery`] |
 //! | ask yes/no, choice and score questions with probabilities | [`decision`], [`Binary`], [`Choice`], [`Score`] |
 //! | read values while they stream | [`stream`], [`IntentStream`], [`Partial`] |
 //! | send images and PDFs | [`media`] |
@@ -108,7 +108,7 @@
 // docs.rs builds every feature and marks the items a feature gates (`[package.metadata.docs.rs]`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod attempt;
+mod attempt;
 pub mod batch;
 pub mod cache;
 pub mod client;
@@ -122,7 +122,7 @@ pub mod judge;
 pub mod limits;
 pub mod media;
 pub mod options;
-pub mod parse;
+mod parse;
 pub mod prompt;
 pub mod provider;
 pub mod result;
@@ -132,7 +132,7 @@ pub mod stream;
 pub mod strict;
 mod summary;
 pub mod telemetry;
-pub mod verify;
+mod verify;
 
 #[doc(hidden)]
 pub mod __private;

@@ -9,7 +9,6 @@ mod provider_support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use intent_rs::batch::{BatchItem, BatchOptions};
 use intent_rs::input::PreparedInput;
 use intent_rs::media::{Document, Image, MediaLimits, MediaType};

@@ -16,7 +16,7 @@ pub(crate) mod schema_nav;
 mod wide;
 
 pub(crate) use diagnose::{SyntaxProblem, diagnose};
-pub use extract::{Candidate, Candidates, MAX_CANDIDATES, json_candidates};
+pub use extract::json_candidates;
 pub use repair::{Finding, SchemaRepair, repair_against_schema};
 pub(crate) use wide::{WIDE_INTEGER_MAGNITUDE, read_with_wide_integers};
 

@@ -503,4 +503,6 @@ fn repair_runtime_value(value: Value, target: &TargetSchema, repairs: &mut Vec<R
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -75,7 +75,7 @@ pub fn fix(previous: &str, feedback: &str, schema: Option<&Value>) -> String {
     if value_bullets.is_empty() {
         return text;
     }
-    let Ok((json, _)) = intent_rs::parse::parse_json_lenient(&text) else {
+    let Ok((json, _)) = intent_rs::__private::parse_json_lenient(&text) else {
         return text;
     };
     let mut envelope = match json {

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use intent_rs::Repair;
-use intent_rs::parse::json_candidates;
-use intent_rs::parse::{parse_bare_primitive, parse_json_lenient, strip_code_fence};
-use intent_rs::provider::ProviderReply;
-use intent_rs::schema::TargetSchema;
-use intent_rs::verify::{
+use crate::parse::json_candidates;
+use crate::parse::{parse_bare_primitive, parse_json_lenient, strip_code_fence};
+use crate::provider::ProviderReply;
+use crate::result::Repair;
+use crate::schema::TargetSchema;
+use crate::verify::{
     AnswerRecovery, verify_text, verify_typed, verify_typed_with, verify_value, verify_value_with,
 };
 use proptest::collection::{btree_map, vec};
