@@ -36,6 +36,16 @@ pub enum OnRedisFailure {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedisError {
+    /// The URL asks for TLS (`rediss://`), which this build's Redis client does not speak.
+    #[error(
+        "`{url}` asks for TLS (rediss://), which intent-rs's Redis client is not built with; \
+         reach Redis over redis:// on a private network, or through a TLS tunnel (stunnel, a \
+         sidecar proxy) listening on a local redis:// address"
+    )]
+    TlsNotBuiltIn {
+        /// The URL, without its password.
+        url: String,
+    },
     /// The URL is not a Redis URL.
     #[error("`{url}` is not a Redis URL ({reason}); write it as redis://host:port/db")]
     InvalidUrl {
@@ -94,6 +104,13 @@ impl Redis {
     /// is connected until the first call.
     pub fn new(url: &str) -> Result<Self, RedisError> {
         let shown_url = without_password(url);
+        if url
+            .trim_start()
+            .get(..9)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss://"))
+        {
+            return Err(RedisError::TlsNotBuiltIn { url: shown_url });
+        }
         let client = redis::Client::open(url).map_err(|error| RedisError::InvalidUrl {
             url: shown_url.clone(),
             reason: error.to_string(),
@@ -158,9 +175,15 @@ impl Redis {
 
     /// Runs `command` on the shared connection within the time limit (connecting first if
     /// needed). A connection that cannot be made is tried again on the next call.
+    ///
+    /// A connection Redis dropped (a restart, `CLIENT KILL`, an idle timeout) fails the
+    /// first command sent on it, and the manager reconnects only then: that command is
+    /// sent once more, on the new connection and within the same time limit, before the
+    /// failure counts. A command lost with its connection may therefore run twice; an
+    /// admission then books one request twice, erring on the quota's safe side.
     pub(crate) async fn run<T, F, Fut>(&self, command: F) -> Result<T, RedisError>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: Fn(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         if let Some(error) = self.recent_failure() {
@@ -183,10 +206,19 @@ impl Redis {
                 })
                 .await?
                 .clone();
-            command(connection).await
+            match command(connection.clone()).await {
+                Err(error) if connection_dropped(&error) => {
+                    tracing::debug!(%error, "the Redis connection was dropped; sending the command again on a new one");
+                    command(connection).await
+                }
+                result => result,
+            }
         };
         let error = match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(value)) => return Ok(value),
+            // redis-rs's own response timeout (set to the same limit) may fire first: it
+            // is the same failure, with the same advice.
+            Ok(Err(error)) if error.is_timeout() => RedisError::Timeout(timeout),
             Ok(Err(error)) => RedisError::Failed(error.to_string()),
             Err(_) => RedisError::Timeout(timeout),
         };
@@ -214,6 +246,12 @@ impl Redis {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Whether `error` says the connection is gone (the manager reconnects on it), rather
+/// than that Redis refused the command or was slow.
+fn connection_dropped(error: &redis::RedisError) -> bool {
+    !error.is_timeout() && (error.is_connection_dropped() || error.is_unrecoverable_error())
 }
 
 /// `url` with any password replaced, for messages and `Debug`.
@@ -253,6 +291,18 @@ mod tests {
             error.to_string().contains("redis://host:port/db"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_tls_url_is_refused_as_tls_not_as_a_bad_url() {
+        for url in ["rediss://default:s3cret@cache:6380/0", " REDISS://cache:6380"] {
+            let error = Redis::new(url).unwrap_err();
+            assert!(matches!(error, RedisError::TlsNotBuiltIn { .. }), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("TLS"), "{message}");
+            assert!(!message.contains("not a Redis URL"), "{message}");
+            assert!(!message.contains("s3cret"), "{message}");
+        }
     }
 
     #[tokio::test]
