@@ -216,10 +216,7 @@ impl Redis {
         };
         let error = match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(value)) => return Ok(value),
-            // redis-rs's own response timeout (set to the same limit) may fire first: it
-            // is the same failure, with the same advice.
-            Ok(Err(error)) if error.is_timeout() => RedisError::Timeout(timeout),
-            Ok(Err(error)) => RedisError::Failed(error.to_string()),
+            Ok(Err(error)) => failure(&error, timeout),
             Err(_) => RedisError::Timeout(timeout),
         };
         *self.failures() = Some((Instant::now() + REDIS_RETRY_AFTER_FAILURE, error.clone()));
@@ -245,6 +242,17 @@ impl Redis {
             .failed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The failure `error` is, under the time limit `limit`: redis-rs's own connection and
+/// response timeouts (set to the same limit) may fire before the call's, and are the same
+/// failure, with the same advice.
+fn failure(error: &redis::RedisError, limit: Duration) -> RedisError {
+    if error.is_timeout() {
+        RedisError::Timeout(limit)
+    } else {
+        RedisError::Failed(error.to_string())
     }
 }
 
@@ -291,6 +299,49 @@ mod tests {
             error.to_string().contains("redis://host:port/db"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn redis_rs_timeouts_are_the_time_limit_and_drops_are_retried() {
+        use std::io::{Error, ErrorKind};
+        let limit = Duration::from_millis(250);
+        let timed_out = redis::RedisError::from(Error::new(ErrorKind::TimedOut, "timed out"));
+        let error = failure(&timed_out, limit);
+        assert_eq!(error, RedisError::Timeout(limit));
+        assert!(error.to_string().contains("Redis::timeout"), "{error}");
+        assert!(!connection_dropped(&timed_out));
+        for kind in [ErrorKind::BrokenPipe, ErrorKind::ConnectionReset, ErrorKind::UnexpectedEof] {
+            let dropped = redis::RedisError::from(Error::new(kind, "gone"));
+            assert!(connection_dropped(&dropped), "{kind:?}");
+            assert!(matches!(failure(&dropped, limit), RedisError::Failed(_)));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_redis_that_never_answers_is_a_timeout_with_the_advice() {
+        // Accepts connections and never answers: the handshake or the command waits.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let limit = Duration::from_millis(200);
+        let redis = Redis::new(&format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .timeout(limit);
+        let error = redis
+            .run(|mut connection| async move {
+                redis::cmd("PING")
+                    .query_async::<String>(&mut connection)
+                    .await
+            })
+            .await
+            .unwrap_err();
+        silent.abort();
+        assert_eq!(error, RedisError::Timeout(limit));
     }
 
     #[test]
