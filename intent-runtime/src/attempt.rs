@@ -969,9 +969,13 @@ mod tests {
             .build()
             .unwrap();
         let options = || IntentOptions::<u32>::new();
-        let first = client.transform("a b c", "Count the words", options()).await;
+        let first = client
+            .transform("a b c", "Count the words", options())
+            .await;
         assert_eq!((first.value, first.attempts.len()), (Some(3), 2));
-        let second = client.transform("a b c", "Count the words", options()).await;
+        let second = client
+            .transform("a b c", "Count the words", options())
+            .await;
         assert_eq!(second.value, Some(3));
         assert!(second.attempts[0].cached);
         assert_eq!(provider.request_count(), 2);

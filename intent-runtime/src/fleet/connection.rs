@@ -310,7 +310,11 @@ mod tests {
         assert_eq!(error, RedisError::Timeout(limit));
         assert!(error.to_string().contains("Redis::timeout"), "{error}");
         assert!(!connection_dropped(&timed_out));
-        for kind in [ErrorKind::BrokenPipe, ErrorKind::ConnectionReset, ErrorKind::UnexpectedEof] {
+        for kind in [
+            ErrorKind::BrokenPipe,
+            ErrorKind::ConnectionReset,
+            ErrorKind::UnexpectedEof,
+        ] {
             let dropped = redis::RedisError::from(Error::new(kind, "gone"));
             assert!(connection_dropped(&dropped), "{kind:?}");
             assert!(matches!(failure(&dropped, limit), RedisError::Failed(_)));
@@ -346,7 +350,10 @@ mod tests {
 
     #[test]
     fn a_tls_url_is_refused_as_tls_not_as_a_bad_url() {
-        for url in ["rediss://default:s3cret@cache:6380/0", " REDISS://cache:6380"] {
+        for url in [
+            "rediss://default:s3cret@cache:6380/0",
+            " REDISS://cache:6380",
+        ] {
             let error = Redis::new(url).unwrap_err();
             assert!(matches!(error, RedisError::TlsNotBuiltIn { .. }), "{error}");
             let message = error.to_string();
