@@ -59,8 +59,9 @@ pub enum SystemOneConfigError {
     },
 }
 
-impl From<MalformedVariable> for SystemOneConfigError {
-    fn from(malformed: MalformedVariable) -> Self {
+impl SystemOneConfigError {
+    /// A variable read with a value it cannot hold.
+    pub(super) fn malformed(malformed: MalformedVariable) -> Self {
         SystemOneConfigError::MalformedVariable {
             variable: malformed.variable,
             problem: malformed.problem,

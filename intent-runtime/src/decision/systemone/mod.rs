@@ -23,8 +23,8 @@ pub use reply::DECISION_MODEL_SUM_TOLERANCE;
 
 use super::{DecisionClient, DecisionError, DecisionRequest, DecisionResponse, ProbabilitySource};
 use crate::provider::http::{
-    Holds, HttpTransport, RawResponse, Route, RouteCell, checked_variable, set_variable,
-    trim_base_url, warn_unknown_variables,
+    Holds, HttpTransport, RawResponse, Route, RouteCell, read_checked, set_variable, trim_base_url,
+    warn_unknown_variables,
 };
 use crate::provider::{ProviderError, ProviderReply};
 use crate::telemetry::Telemetry;
@@ -155,8 +155,11 @@ impl SystemOneClient {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, SystemOneConfigError> {
         let set = |name: &str| set_variable(lookup, name);
-        let key = checked_variable(lookup, "TYPESAFE_API_KEY", Holds::Key)?;
-        let base_url = checked_variable(lookup, "TYPESAFE_BASE_URL", Holds::Url)?;
+        let checked = |name, holds| {
+            read_checked(lookup, name, holds).map_err(SystemOneConfigError::malformed)
+        };
+        let key = checked("TYPESAFE_API_KEY", Holds::Key)?;
+        let base_url = checked("TYPESAFE_BASE_URL", Holds::Url)?;
         if key.is_none() && base_url.is_none() {
             return Err(SystemOneConfigError::NotConfigured);
         }

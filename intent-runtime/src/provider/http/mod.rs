@@ -57,6 +57,6 @@ pub(crate) use response::RawResponse;
 pub use transport::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT};
 pub(crate) use transport::{HttpTransport, Route, RouteCell, read_error};
 pub(crate) use variables::{
-    Holds, MalformedVariable, PROVIDER_PREFIXES, ProviderVariables, checked_variable, set_variable,
-    warn_unknown_variables,
+    Holds, MalformedVariable, PROVIDER_PREFIXES, ProviderVariables, checked_variable, read_checked,
+    set_variable, warn_unknown_variables,
 };

@@ -44,7 +44,7 @@ impl ProviderVariables {
         )?;
         let base_url = base_url_variable(lookup, self.base_url);
         if let Some(url) = &base_url {
-            check(self.base_url, url, Holds::Url)?;
+            check(self.base_url, url, Holds::Url).map_err(malformed)?;
         }
         Ok(ProviderSettings {
             key,
@@ -82,20 +82,20 @@ pub(crate) struct MalformedVariable {
     pub(crate) problem: String,
 }
 
-impl From<MalformedVariable> for ProviderConfigError {
-    fn from(malformed: MalformedVariable) -> Self {
-        ProviderConfigError::MalformedVariable {
-            variable: malformed.variable,
-            problem: malformed.problem,
-        }
-    }
-}
-
 /// The value of `name` (see [`set_variable`]), refused when it cannot be what it
 /// `holds`: refused here, when the client is built, the mistake is named with its
 /// variable; at the first call it would be a bare "authentication failed" or a failed
 /// request.
 pub(crate) fn checked_variable(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    name: &'static str,
+    holds: Holds,
+) -> Result<Option<String>, ProviderConfigError> {
+    read_checked(lookup, name, holds).map_err(malformed)
+}
+
+/// [`checked_variable`], for a client with an error type of its own.
+pub(crate) fn read_checked(
     lookup: &dyn Fn(&str) -> Option<String>,
     name: &'static str,
     holds: Holds,
@@ -105,6 +105,13 @@ pub(crate) fn checked_variable(
     };
     check(name, &value, holds)?;
     Ok(Some(value))
+}
+
+fn malformed(malformed: MalformedVariable) -> ProviderConfigError {
+    ProviderConfigError::MalformedVariable {
+        variable: malformed.variable,
+        problem: malformed.problem,
+    }
 }
 
 fn check(name: &'static str, value: &str, holds: Holds) -> Result<(), MalformedVariable> {
@@ -454,10 +461,10 @@ pub(crate) mod tests {
                 files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let text = std::fs::read_to_string(&path).unwrap();
-                for (start, _) in text
-                    .match_indices("lookup, \"")
-                    .chain(text.match_indices("set(\""))
-                {
+                // Every way a variable is read: through a lookup, a `set` or `checked`
+                // closure over one, or the process's environment.
+                let reads = ["lookup, \"", "set(\"", "checked(\"", "env::var(\""];
+                for (start, _) in reads.iter().flat_map(|call| text.match_indices(call)) {
                     let rest = &text[start..];
                     let name = rest[rest.find('"').unwrap() + 1..]
                         .split('"')
