@@ -398,8 +398,7 @@ pub(crate) mod tests {
             ("NO_SCHEME", Holds::Url, "the scheme `localhost`"),
             ("SECRET_URL", Holds::Url, "a URL with credentials"),
         ] {
-            let error =
-                ProviderConfigError::from(checked_variable(&vars, name, holds).unwrap_err());
+            let error = checked_variable(&vars, name, holds).unwrap_err();
             let message = error.to_string();
             assert!(
                 message.starts_with(&format!("the environment variable {name} ")),
