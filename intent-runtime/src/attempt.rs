@@ -521,8 +521,8 @@ where
                 // when the cache keeps the reply too (a 2 KB reply is worth not copying).
                 // The cache holds, under the first request's key, the reply that passed:
                 // a first reply that passes, or the answer of a later attempt whose first
-                // reply (cached or not) failed. A cached reply that failed is removed at
-                // once, so that the next call does not meet it again.
+                // reply (cached or not) failed. A cached reply that failed its checks is
+                // removed at once, so that the next call does not meet it again.
                 let cache_it = candidate.is_some() && !record.cached;
                 match (first_key, &client.cache) {
                     (Some(key), Some(cache)) if cache_it => {
@@ -534,7 +534,8 @@ where
                             });
                         }
                     }
-                    (Some(key), Some(cache)) if record.cached && candidate.is_none() => {
+                    // A guardrail that stopped the judge said nothing against the reply.
+                    (Some(key), Some(cache)) if record.cached && candidate.is_none() && !stop => {
                         record.raw_output = reply.text;
                         record.model = reply.model;
                         if let Err(unavailable) = cache.evict(&key).await {
