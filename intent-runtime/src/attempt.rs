@@ -14,7 +14,9 @@ use crate::limits::Deadline;
 use crate::prompt::{PromptPlan, first_request, retry_turns};
 use crate::provider::ReplyPiece;
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
-use crate::result::{AIResult, AttemptRecord, IssueSource, JudgeRecord, ResultIssue, Usage};
+use crate::result::{
+    AIResult, AttemptRecord, CacheUse, IssueSource, JudgeRecord, ResultIssue, Usage,
+};
 use crate::shared::ClientInner;
 use crate::stream::{AttemptEvent, EventSink};
 use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
@@ -41,6 +43,9 @@ enum CallFailure {
     Provider(ProviderError),
     /// The time budget ran out while waiting (for the provider, a backoff or the limiter).
     Budget,
+    /// The rate limiter would not admit the request (its shared quota is unreachable and
+    /// it fails closed): nothing was sent, and it is not retried.
+    Refused(crate::limits::RateLimitError),
 }
 
 /// The running state of one call.
@@ -144,6 +149,7 @@ impl Loop<'_> {
             Ok(reply) => trace.replied(reply, self.trace.records_content()),
             Err(CallFailure::Provider(error)) => trace.failed(error),
             Err(CallFailure::Budget) => trace.out_of_time(),
+            Err(CallFailure::Refused(_)) => trace.refused_by_limiter(),
         }
         result
     }
@@ -161,10 +167,12 @@ impl Loop<'_> {
             let estimated_tokens = request.prompt_len().div_ceil(4) as u64;
             if let Some(limiter) = &self.client.rate_limiter {
                 // Boxed, as the timer above: only calls through a limiter carry its state.
-                self.within_budget(Box::pin(limiter.acquire(estimated_tokens)))
+                let admission = self
+                    .within_budget(Box::pin(limiter.admit(estimated_tokens)))
                     .await
                     .ok_or(CallFailure::Budget)?
-                    .map_err(refused_by_the_limiter)?;
+                    .map_err(CallFailure::Refused)?;
+                record.admitted(admission.by);
             }
             self.count_call(record);
             let result = match self.events {
@@ -367,6 +375,7 @@ where
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
     let mut value = None;
+    let mut first_key: Option<CacheKey> = None;
     // Every attempt sends the same request but for its conversation. The provider is asked
     // before the first render whether it shows and enforces the schema: once per call, and
     // the prompt never describes the type when it does.
@@ -425,9 +434,28 @@ where
             _ => None,
         };
         let cached = match (cache_key, &client.cache) {
-            (Some(key), Some(cache)) => cache.get(&key).await,
+            (Some(key), Some(cache)) => match cache.lookup(&key).await {
+                Ok(Some(reply)) => {
+                    record.cache = Some(CacheUse::Hit);
+                    Some(reply)
+                }
+                Ok(None) => {
+                    record.cache = Some(CacheUse::Miss);
+                    None
+                }
+                Err(unavailable) => {
+                    record.cache = Some(CacheUse::Unavailable {
+                        reason: unavailable.reason,
+                    });
+                    None
+                }
+            },
             _ => None,
         };
+        // The key the call's answer is stored under: the first request's.
+        if cache_key.is_some() {
+            first_key = cache_key;
+        }
         let reply = match cached {
             Some(reply) => {
                 record.cached = true;
@@ -449,6 +477,14 @@ where
                 record
                     .issues
                     .push(state.budget_issue(number, "while waiting for the provider"));
+                true
+            }
+            Err(CallFailure::Refused(refused)) => {
+                record.issues.push(ResultIssue::new(
+                    IssueSource::Guardrail,
+                    refused.to_string(),
+                    number,
+                ));
                 true
             }
             Ok(reply) => {
@@ -483,11 +519,30 @@ where
                 }
                 // The reply's text and model move into the record; they are copied only
                 // when the cache keeps the reply too (a 2 KB reply is worth not copying).
-                match (cache_key, &client.cache, record.cached) {
-                    (Some(key), Some(cache), false) if candidate.is_some() => {
+                // The cache holds, under the first request's key, the reply that passed:
+                // a first reply that passes, or the answer of a later attempt whose first
+                // reply (cached or not) failed. A cached reply that failed its checks is
+                // removed at once, so that the next call does not meet it again.
+                let cache_it = candidate.is_some() && !record.cached;
+                match (first_key, &client.cache) {
+                    (Some(key), Some(cache)) if cache_it => {
                         record.raw_output.clone_from(&reply.text);
                         record.model.clone_from(&reply.model);
-                        cache.put(key, reply).await;
+                        if let Err(unavailable) = cache.store(key, reply).await {
+                            record.cache = Some(CacheUse::Unavailable {
+                                reason: unavailable.reason,
+                            });
+                        }
+                    }
+                    // A guardrail that stopped the judge said nothing against the reply.
+                    (Some(key), Some(cache)) if record.cached && candidate.is_none() && !stop => {
+                        record.raw_output = reply.text;
+                        record.model = reply.model;
+                        if let Err(unavailable) = cache.evict(&key).await {
+                            record.cache = Some(CacheUse::Unavailable {
+                                reason: unavailable.reason,
+                            });
+                        }
                     }
                     _ => {
                         record.raw_output = reply.text;
@@ -579,7 +634,7 @@ async fn judge_attempt(
     }
     if let Some(limiter) = &state.client.rate_limiter {
         let estimated_tokens = (plan.input.text.len() + candidate.len()).div_ceil(4) as u64;
-        match state.within_budget(limiter.acquire(estimated_tokens)).await {
+        match state.within_budget(limiter.admit(estimated_tokens)).await {
             None => {
                 record
                     .issues
@@ -594,7 +649,7 @@ async fn judge_attempt(
                 ));
                 return JudgeStep::Stopped;
             }
-            Some(Ok(_)) => {}
+            Some(Ok(admission)) => record.admitted(admission.by),
         }
     }
     let request = JudgeRequest {
@@ -685,19 +740,6 @@ async fn judge_attempt(
             JudgeStep::Rejected
         }
     }
-}
-
-/// A request the rate limiter would not admit, as the provider error the attempt reports:
-/// nothing was sent, and it is not retried (a limiter failing closed means to stop).
-fn refused_by_the_limiter(refused: crate::limits::RateLimitError) -> CallFailure {
-    CallFailure::Provider(
-        ProviderError::new(
-            crate::provider::ProviderErrorKind::Configuration,
-            "rate-limiter",
-            refused.to_string(),
-        )
-        .not_sent(),
-    )
 }
 
 #[cfg(test)]
@@ -868,5 +910,76 @@ mod tests {
                 assert_eq!(record.cached, cached && call == 1);
             }
         }
+    }
+
+    /// A cached reply that fails this call's checks (here a validator the first call did
+    /// not have) is removed, or replaced by the answer that passes: it is never met again.
+    #[tokio::test]
+    async fn a_cached_reply_that_fails_is_removed_or_replaced() {
+        use crate::result::CacheUse;
+        let plain = || IntentOptions::<u32>::new();
+        let not_three = || IntentOptions::<u32>::new().require(|n| *n != 3, "not 3");
+        let count = |client: &IntentClient, options| {
+            let client = client.clone();
+            async move { client.transform("a b c", "Count the words", options).await }
+        };
+
+        // One attempt: the bad entry fails the call, and is gone for the next one.
+        let provider = ScriptedProvider::new([REPLY, r#"{"value": 4}"#]);
+        let client = IntentClient::builder()
+            .provider(provider.clone())
+            .in_memory_cache(4)
+            .max_attempts(1)
+            .build()
+            .unwrap();
+        assert_eq!(count(&client, plain()).await.value, Some(3));
+        let refused = count(&client, not_three()).await;
+        assert_eq!(refused.value, None);
+        assert_eq!(refused.attempts[0].cache, Some(CacheUse::Hit));
+        let after = count(&client, plain()).await;
+        assert_eq!(after.attempts[0].cache, Some(CacheUse::Miss));
+        assert_eq!(after.value, Some(4));
+        assert_eq!(provider.request_count(), 2);
+
+        // Two attempts: the answer that passed takes the bad entry's place.
+        let provider = ScriptedProvider::new([REPLY, r#"{"value": 4}"#]);
+        let client = IntentClient::builder()
+            .provider(provider.clone())
+            .in_memory_cache(4)
+            .max_attempts(2)
+            .build()
+            .unwrap();
+        assert_eq!(count(&client, plain()).await.value, Some(3));
+        let retried = count(&client, not_three()).await;
+        assert_eq!(retried.value, Some(4));
+        let served = count(&client, not_three()).await;
+        assert_eq!(served.value, Some(4));
+        assert!(served.attempts[0].cached);
+        assert_eq!(served.attempts.len(), 1);
+        assert_eq!(provider.request_count(), 2);
+    }
+
+    /// The answer of a retry is cached under the first request's key: the next identical
+    /// call is served it, without paying for the failed first reply again.
+    #[tokio::test]
+    async fn the_answer_of_a_retry_is_cached_for_the_first_request() {
+        let provider = ScriptedProvider::new(["not json", REPLY]);
+        let client = IntentClient::builder()
+            .provider(provider.clone())
+            .in_memory_cache(4)
+            .build()
+            .unwrap();
+        let options = || IntentOptions::<u32>::new();
+        let first = client
+            .transform("a b c", "Count the words", options())
+            .await;
+        assert_eq!((first.value, first.attempts.len()), (Some(3), 2));
+        let second = client
+            .transform("a b c", "Count the words", options())
+            .await;
+        assert_eq!(second.value, Some(3));
+        assert!(second.attempts[0].cached);
+        assert_eq!(provider.request_count(), 2);
+        assert!(!second.used_local_fallback());
     }
 }

@@ -62,13 +62,48 @@ fn hash_request(request: &ProviderRequest, model: &str, hasher: &mut impl Hasher
 /// [`async_trait`](crate::async_trait)) to put the cache somewhere else.
 ///
 /// A cache cannot fail a call: an entry it cannot read is a miss, a reply it cannot store
-/// is not stored.
+/// is not stored. The attempt loop calls [`lookup`](Self::lookup),
+/// [`store`](Self::store) and [`remove`](Self::remove), which say when the cache's store
+/// could not be reached (the attempt's record then says so); a cache that is never
+/// unreachable implements only `get`, `put` and `remove`.
+///
+/// A served reply is verified like any other; one that fails is removed, and the answer
+/// that passes (from a later attempt of the same call) is stored in its place, so a bad
+/// entry is never served twice.
 #[async_trait::async_trait]
 pub trait ResponseCache: Send + Sync + fmt::Debug {
     /// The cached reply for `key`, if any.
     async fn get(&self, key: &CacheKey) -> Option<ProviderReply>;
-    /// Stores `reply` under `key`.
+    /// Stores `reply` under `key`, replacing any reply stored there.
     async fn put(&self, key: CacheKey, reply: ProviderReply);
+    /// Removes the reply stored under `key`, if any: it failed verification.
+    async fn remove(&self, key: &CacheKey);
+
+    /// The cached reply for `key`, or why the cache could not be read.
+    async fn lookup(&self, key: &CacheKey) -> Result<Option<ProviderReply>, CacheUnavailable> {
+        Ok(self.get(key).await)
+    }
+
+    /// Stores `reply` under `key`, or says why the cache could not be written.
+    async fn store(&self, key: CacheKey, reply: ProviderReply) -> Result<(), CacheUnavailable> {
+        self.put(key, reply).await;
+        Ok(())
+    }
+
+    /// Removes the reply under `key`, or says why the cache could not be written.
+    async fn evict(&self, key: &CacheKey) -> Result<(), CacheUnavailable> {
+        self.remove(key).await;
+        Ok(())
+    }
+}
+
+/// The store behind a [`ResponseCache`] could not be reached (down, slow): the call went
+/// on without the cache.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the response cache is unavailable ({reason}); the call went on without it")]
+pub struct CacheUnavailable {
+    /// What failed.
+    pub reason: String,
 }
 
 /// An in-process cache holding at most `capacity` replies; the oldest is dropped first.
@@ -132,6 +167,13 @@ impl ResponseCache for InMemoryCache {
             if let Some(oldest) = entries.order.pop_front() {
                 entries.replies.remove(&oldest);
             }
+        }
+    }
+
+    async fn remove(&self, key: &CacheKey) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.replies.remove(key).is_some() {
+            entries.order.retain(|kept| kept != key);
         }
     }
 }
@@ -218,5 +260,22 @@ mod tests {
             cache.get(&keys[2]).await.map(|r| r.text),
             Some("3".to_owned())
         );
+    }
+
+    #[tokio::test]
+    async fn a_removed_entry_is_gone_and_frees_its_place() {
+        let cache = InMemoryCache::new(2);
+        let keys: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .map(|u| CacheKey::of(&ProviderRequest::text("s", *u), "m"))
+            .collect();
+        cache.put(keys[0], ProviderReply::text("1")).await;
+        cache.put(keys[1], ProviderReply::text("2")).await;
+        cache.remove(&keys[0]).await;
+        assert!(cache.get(&keys[0]).await.is_none());
+        // Its place in the eviction order went with it: a new entry evicts nothing.
+        cache.put(keys[2], ProviderReply::text("3")).await;
+        assert_eq!(cache.len(), 2);
+        assert!(cache.get(&keys[1]).await.is_some());
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::provider::ProviderError;
+use crate::result::LimiterUse;
 
 /// How transient provider failures (rate limits, overload, timeouts, dropped
 /// connections) are retried inside one attempt.
@@ -113,14 +114,25 @@ pub struct RateLimiter {
     fleet: Option<Arc<crate::fleet::limiter::SharedQuota>>,
 }
 
+/// A request the limiter let through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Admission {
+    /// How long it waited.
+    pub(crate) waited: Duration,
+    /// Which limiter admitted it.
+    pub(crate) by: LimiterUse,
+}
+
 /// Why the rate limiter refused to admit a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RateLimitError {
-    /// The quota lives in Redis, Redis failed, and the limiter fails closed.
+    /// The quota lives in Redis, Redis failed, and the limiter fails closed: Redis is
+    /// unavailable (the configuration may be right).
     #[error(
         "the shared rate limiter could not reach Redis ({reason}); the request was not sent. \
-         Check Redis, or let calls through on a local limiter with `OnRedisFailure::FailOpen`"
+         Check that Redis is running and reachable, or let calls through on a local limiter \
+         with `OnRedisFailure::FailOpen`"
     )]
     SharedQuotaUnavailable {
         /// What Redis said, or that it timed out.
@@ -235,6 +247,18 @@ impl RateLimiter {
     /// quota until the booked time has passed. The local limiter books nothing before
     /// the wait.
     pub async fn acquire(&self, estimated_tokens: u64) -> Result<Duration, RateLimitError> {
+        self.admit(estimated_tokens)
+            .await
+            .map(|admission| admission.waited)
+    }
+
+    /// [`acquire`](Self::acquire), saying also which limiter admitted the request: the
+    /// attempt's record keeps it, so a result shows a fallback from the shared quota.
+    pub(crate) async fn admit(&self, estimated_tokens: u64) -> Result<Admission, RateLimitError> {
+        #[cfg(feature = "redis")]
+        let mut by = LimiterUse::Local;
+        #[cfg(not(feature = "redis"))]
+        let by = LimiterUse::Local;
         #[cfg(feature = "redis")]
         if let Some(quota) = &self.fleet {
             match quota.admit(estimated_tokens).await {
@@ -243,7 +267,10 @@ impl RateLimiter {
                     if !wait.is_zero() {
                         tokio::time::sleep(wait).await;
                     }
-                    return Ok(wait);
+                    return Ok(Admission {
+                        waited: wait,
+                        by: LimiterUse::Shared,
+                    });
                 }
                 Err(error) => match quota.redis().failure_behaviour() {
                     crate::fleet::OnRedisFailure::FailClosed => {
@@ -251,14 +278,20 @@ impl RateLimiter {
                             reason: error.to_string(),
                         });
                     }
-                    _ => tracing::warn!(
-                        %error,
-                        "the shared rate limiter could not reach Redis; admitting through this process's limiter"
-                    ),
+                    _ => {
+                        tracing::warn!(
+                            %error,
+                            "the shared rate limiter could not reach Redis; admitting through this process's limiter"
+                        );
+                        by = LimiterUse::LocalFallback {
+                            reason: error.to_string(),
+                        };
+                    }
                 },
             }
         }
-        Ok(self.acquire_locally(estimated_tokens).await)
+        let waited = self.acquire_locally(estimated_tokens).await;
+        Ok(Admission { waited, by })
     }
 
     /// Settles the token booking of a request admitted with `estimated_tokens` that used

@@ -289,6 +289,42 @@ pub enum GateOutcome {
     },
 }
 
+/// How the rate limiter admitted an attempt's requests.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
+pub enum LimiterUse {
+    /// This process's limiter, as configured.
+    Local,
+    /// The quota shared by the fleet in Redis.
+    Shared,
+    /// The shared quota could not be reached and the limiter fails open: this process's
+    /// own limiter with the same quota admitted the request, so the fleet together may
+    /// have gone past the quota.
+    LocalFallback {
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// What the response cache did for an attempt that could be served from it (a first
+/// attempt).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
+pub enum CacheUse {
+    /// The reply came from the cache.
+    Hit,
+    /// Nothing was cached for the request: the model was asked.
+    Miss,
+    /// The cache's store (a shared Redis) could not be reached: the call went on without
+    /// the cache.
+    Unavailable {
+        /// What failed.
+        reason: String,
+    },
+}
+
 /// One attempt: the request's reply exactly as it came, and what was found.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AttemptRecord {
@@ -316,6 +352,12 @@ pub struct AttemptRecord {
     pub model: String,
     /// Whether the reply was served from the response cache.
     pub cached: bool,
+    /// What the response cache did, when the client has one and the attempt could be
+    /// served from it.
+    pub cache: Option<CacheUse>,
+    /// How the rate limiter admitted this attempt's requests, when the client has one: a
+    /// fallback to the local limiter on any of them is kept.
+    pub limiter: Option<LimiterUse>,
 }
 
 impl AttemptRecord {
@@ -334,6 +376,26 @@ impl AttemptRecord {
             duration: Duration::ZERO,
             model: String::new(),
             cached: false,
+            cache: None,
+            limiter: None,
+        }
+    }
+
+    /// Notes how the limiter admitted one of the attempt's requests; a fallback, once
+    /// recorded, stays.
+    pub(crate) fn admitted(&mut self, by: LimiterUse) {
+        if !matches!(self.limiter, Some(LimiterUse::LocalFallback { .. })) {
+            self.limiter = Some(by);
+        }
+    }
+
+    /// Why shared state (the fleet's quota or cache) was not used for this attempt, when
+    /// it fell back to this process's own.
+    pub fn fallback(&self) -> Option<&str> {
+        match (&self.limiter, &self.cache) {
+            (Some(LimiterUse::LocalFallback { reason }), _) => Some(reason),
+            (_, Some(CacheUse::Unavailable { reason })) => Some(reason),
+            _ => None,
         }
     }
 }
@@ -357,6 +419,16 @@ impl<T> AIResult<T> {
     /// Whether the call produced a value that passed every check.
     pub fn is_success(&self) -> bool {
         self.value.is_some()
+    }
+
+    /// Whether any attempt ran without the shared state it was configured with: the
+    /// fleet's quota in Redis (admitted by this process's limiter instead) or its cache.
+    /// Each attempt's [`limiter`](AttemptRecord::limiter) and
+    /// [`cache`](AttemptRecord::cache) say which, and why.
+    pub fn used_local_fallback(&self) -> bool {
+        self.attempts
+            .iter()
+            .any(|attempt| attempt.fallback().is_some())
     }
 
     /// Total model calls made, judge calls included.

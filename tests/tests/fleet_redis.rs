@@ -14,7 +14,8 @@ mod test_servers;
 use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache};
 use intent_rs::limits::RateLimiter;
 use intent_rs::provider::OpenAiCompatible;
-use intent_rs::{IntentClient, IntentError, intents};
+use intent_rs::result::{AIResult, CacheUse, IssueSource, LimiterUse};
+use intent_rs::{IntentClient, IntentError, IntentOptions, intents};
 use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -199,15 +200,24 @@ async fn a_reply_paid_by_one_process_is_served_to_the_others() {
     );
 }
 
-fn fleet_client(redis: &Redis, provider: &MockServer) -> CounterClient {
-    let client = IntentClient::builder()
+fn fleet_intent_client(redis: &Redis, provider: &MockServer) -> IntentClient {
+    IntentClient::builder()
         .provider(OpenAiCompatible::new(provider.uri(), "fleet-model"))
         .max_attempts(1)
         .rate_limiter(RateLimiter::per_minute(1_000).shared(redis, "outage"))
         .cache(RedisCache::new(redis))
         .build()
-        .expect("a client");
-    CounterClient::new(client)
+        .expect("a client")
+}
+
+fn fleet_client(redis: &Redis, provider: &MockServer) -> CounterClient {
+    CounterClient::new(fleet_intent_client(redis, provider))
+}
+
+async fn count(client: &IntentClient, text: &str) -> AIResult<u32> {
+    client
+        .transform(text, "Count the words", IntentOptions::<u32>::new())
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -249,9 +259,27 @@ async fn with_redis_stopped_calls_fail_open_or_closed_as_configured_and_recover(
         refused.to_string().contains("could not reach Redis"),
         "{refused}"
     );
+    // Redis being down is not the user's configuration.
+    assert!(!refused.to_string().contains("configuration"), "{refused}");
+    assert_eq!(refused.issues()[0].source, IssueSource::Guardrail);
     assert_eq!(
         provider.received_requests().await.unwrap_or_default().len(),
         before
+    );
+    // The result says that the call ran on this process's fallback, and why.
+    let fallback = count(&fleet_intent_client(&open, &provider), "m n").await;
+    assert_eq!(fallback.value, Some(3));
+    assert!(fallback.used_local_fallback());
+    let attempt = &fallback.attempts[0];
+    assert!(
+        matches!(&attempt.limiter, Some(LimiterUse::LocalFallback { reason }) if reason.contains("Redis")),
+        "{:?}",
+        attempt.limiter
+    );
+    assert!(
+        matches!(attempt.cache, Some(CacheUse::Unavailable { .. })),
+        "{:?}",
+        attempt.cache
     );
 
     // Redis back on the same port: the connection is made again and the shared quota used.
@@ -295,4 +323,97 @@ async fn a_cached_reply_is_served_only_to_the_request_it_answers() {
     ]);
     assert_eq!(copied, ":1");
     assert!(cache.get(&other).await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_connection_is_sent_again_not_counted_as_an_outage() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let provider = provider_server(10, 2).await;
+    let timeout = Duration::from_millis(500);
+    let open = Redis::new(&server.url()).unwrap().timeout(timeout);
+    let closed = Redis::new(&server.url())
+        .unwrap()
+        .timeout(timeout)
+        .on_failure(OnRedisFailure::FailClosed);
+    let open_client = fleet_intent_client(&open, &provider);
+    let closed_client = fleet_intent_client(&closed, &provider);
+    for (round, text) in ["a", "b", "c"].into_iter().enumerate() {
+        // Both clients connected, then every ordinary connection dropped by Redis.
+        assert!(count(&open_client, text).await.is_success());
+        assert!(count(&closed_client, text).await.is_success());
+        let killed: u32 = server.command(&["CLIENT", "KILL", "TYPE", "normal"])[1..]
+            .parse()
+            .expect("a count of connections killed");
+        assert!(killed >= 2, "round {round}: {killed} connections killed");
+        for call in 0..5 {
+            let text = format!("{text} {call}");
+            let closed_result = count(&closed_client, &text).await;
+            assert!(
+                closed_result.is_success(),
+                "round {round}, call {call}: {}",
+                closed_result.failure_summary()
+            );
+            // Another text: a reply the other client cached would need no admission.
+            let open_result = count(&open_client, &format!("{text} open")).await;
+            assert!(
+                !open_result.used_local_fallback(),
+                "round {round}, call {call}: {:?}",
+                open_result.attempts[0]
+            );
+            assert_eq!(open_result.attempts[0].limiter, Some(LimiterUse::Shared));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_redis_is_reported_with_the_time_limit_advice() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let provider = provider_server(10, 2).await;
+    let redis = Redis::new(&server.url())
+        .unwrap()
+        .timeout(Duration::from_millis(300));
+    let client = fleet_intent_client(&redis, &provider);
+    assert_eq!(
+        count(&client, "a b").await.attempts[0].limiter,
+        Some(LimiterUse::Shared)
+    );
+    // Every client's commands held for 1.5 s: a Redis that is up and slow.
+    assert_eq!(server.command(&["CLIENT", "PAUSE", "1500", "ALL"]), "+OK");
+    let slow = count(&client, "c d").await;
+    assert_eq!(slow.value, Some(3));
+    let Some(LimiterUse::LocalFallback { reason }) = &slow.attempts[0].limiter else {
+        panic!("{:?}", slow.attempts[0])
+    };
+    assert!(reason.contains("Redis::timeout"), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shared_cached_reply_that_fails_verification_is_deleted() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let provider = provider_server(10, 2).await;
+    let redis = Redis::new(&server.url()).unwrap();
+    let client = fleet_intent_client(&redis, &provider);
+    let options = || IntentOptions::<u32>::new();
+    let words = |options| client.transform("a b c", "Count the words", options);
+    assert_eq!(words(options()).await.value, Some(3));
+    let cached = words(options()).await;
+    assert_eq!(cached.attempts[0].cache, Some(CacheUse::Hit));
+    // A check the cached reply fails (another version's rules, a stricter caller): the
+    // call fails, and the entry is gone from Redis for every replica.
+    let refused = words(options().require(|n| *n != 3, "not 3")).await;
+    assert_eq!(refused.attempts[0].cache, Some(CacheUse::Hit));
+    assert!(!refused.is_success());
+    assert_eq!(server.command(&["KEYS", "intent-rs:cache:*"]), "*0");
+    let asked = words(options()).await;
+    assert_eq!(asked.attempts[0].cache, Some(CacheUse::Miss));
+    assert_eq!(
+        provider.received_requests().await.unwrap_or_default().len(),
+        2
+    );
 }

@@ -96,14 +96,30 @@ impl DecisionError {
 
     /// A failed provider call, classified; transient as the provider said (it may have
     /// sent `x-should-retry`).
+    ///
+    /// A request that never went out (a base URL that is not a URL, a key a header cannot
+    /// carry, a refused connection) failed for a reason this crate wrote, which quotes
+    /// nothing the provider said: it is shown in the message. Only what a provider wrote
+    /// is withheld.
     pub fn from_provider(error: &ProviderError) -> Self {
         let kind = of_provider(error.kind());
+        let (message, provider_message) = if error.request_sent() {
+            (
+                format!("the {} call failed", error.provider()),
+                Some(error.message().to_owned()),
+            )
+        } else {
+            (
+                format!("the {} call failed: {}", error.provider(), error.message()),
+                None,
+            )
+        };
         Self {
             kind,
-            message: format!("the {} call failed", error.provider()),
+            message,
             status: error.status(),
             transient: error.is_transient(),
-            provider_message: Some(error.message().to_owned()),
+            provider_message,
             retry_after: error.retry_after(),
             request_id: error.request_id().map(str::to_owned),
         }
@@ -208,6 +224,32 @@ mod tests {
         // An error raised here has no provider words to withhold, and says nothing of them.
         let own = format!("{:?}", DecisionError::invalid_request("no questions"));
         assert!(!own.contains("provider_message"), "{own}");
+    }
+
+    #[test]
+    fn a_reason_of_this_crate_for_a_request_never_sent_is_shown() {
+        let unsent = [
+            ProviderError::new(
+                ProviderErrorKind::Configuration,
+                "systemone-compatible",
+                "the endpoint `127.0.0.1 port 8787/v1/systemone` is not a valid URL",
+            ),
+            ProviderError::new(
+                ProviderErrorKind::Authentication,
+                "typesafe",
+                "the API key contains characters an HTTP header cannot carry",
+            )
+            .not_sent(),
+        ];
+        for provider in unsent {
+            let error = DecisionError::from_provider(&provider);
+            assert!(error.to_string().contains(provider.message()), "{error}");
+            assert!(
+                format!("{error:?}").contains(provider.message()),
+                "{error:?}"
+            );
+            assert_eq!(error.provider_message(), None);
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Redis;
-use crate::cache::{CacheKey, ResponseCache};
+use super::{Redis, RedisError};
+use crate::cache::{CacheKey, CacheUnavailable, ResponseCache};
 use crate::provider::{LogprobAlternative, ProviderReply, TokenLogprob};
 use crate::result::Usage;
 
@@ -18,9 +18,10 @@ pub const DEFAULT_MAX_ENTRY_BYTES: usize = 256 * 1024;
 /// A [`ResponseCache`] in Redis, under the same keys as the in-process cache
 /// ([`CacheKey`]), each entry with a time to live and a size limit.
 ///
-/// Redis failing or slow is a cache miss (and a store skipped), with a `tracing` warning:
+/// Redis failing or slow is a cache miss (and a store skipped), with a `tracing` warning
+/// and a note on the attempt's record ([`CacheUse::Unavailable`](crate::result::CacheUse)):
 /// the call then asks the model, as it would without a cache. A cached reply is verified
-/// like any other reply before its value is returned.
+/// like any other reply before its value is returned; one that fails is deleted.
 #[derive(Clone)]
 pub struct RedisCache {
     redis: Redis,
@@ -69,12 +70,24 @@ impl RedisCache {
 #[async_trait::async_trait]
 impl ResponseCache for RedisCache {
     async fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
-        let redis_key = self.key(key);
+        self.lookup(key).await.ok().flatten()
+    }
+
+    async fn put(&self, key: CacheKey, reply: ProviderReply) {
+        let _ = self.store(key, reply).await;
+    }
+
+    async fn remove(&self, key: &CacheKey) {
+        let _ = self.evict(key).await;
+    }
+
+    async fn lookup(&self, key: &CacheKey) -> Result<Option<ProviderReply>, CacheUnavailable> {
+        let redis_key = &self.key(key);
         let stored = self
             .redis
             .run(|mut connection| async move {
                 redis::cmd("GET")
-                    .arg(&redis_key)
+                    .arg(redis_key)
                     .query_async::<Option<Vec<u8>>>(&mut connection)
                     .await
             })
@@ -83,37 +96,38 @@ impl ResponseCache for RedisCache {
             Ok(Some(bytes)) => match serde_json::from_slice::<StoredReply>(&bytes) {
                 // The entry names the request it answers: a value written under this
                 // Redis key for anything else is not handed out.
-                Ok(reply) if reply.key == key.to_hex() => Some(reply.into()),
+                Ok(reply) if reply.key == key.to_hex() => Ok(Some(reply.into())),
                 Ok(_) => {
                     tracing::warn!("an entry of the Redis cache answers another request; ignored");
-                    None
+                    Ok(None)
                 }
                 Err(error) => {
                     // Another version's layout, or a foreign value under our key: a miss.
                     tracing::warn!(%error, "an unreadable entry in the Redis cache was ignored");
-                    None
+                    Ok(None)
                 }
             },
-            Ok(None) => None,
+            Ok(None) => Ok(None),
             Err(error) => {
                 tracing::warn!(%error, "the Redis cache could not be read; asking the model");
-                None
+                Err(unavailable(&error))
             }
         }
     }
 
-    async fn put(&self, key: CacheKey, reply: ProviderReply) {
+    async fn store(&self, key: CacheKey, reply: ProviderReply) -> Result<(), CacheUnavailable> {
         let bytes = match serde_json::to_vec(&StoredReply::new(&key, &reply)) {
             Ok(bytes) if bytes.len() <= self.max_entry_bytes => bytes,
-            Ok(_) | Err(_) => return,
+            // Too large to keep: not stored, as documented; the store is not at fault.
+            Ok(_) | Err(_) => return Ok(()),
         };
-        let redis_key = self.key(&key);
+        let (redis_key, bytes) = (&self.key(&key), &bytes);
         let seconds = self.ttl.as_secs().max(1);
         let stored = self
             .redis
             .run(|mut connection| async move {
                 redis::cmd("SET")
-                    .arg(&redis_key)
+                    .arg(redis_key)
                     .arg(bytes)
                     .arg("EX")
                     .arg(seconds)
@@ -121,9 +135,33 @@ impl ResponseCache for RedisCache {
                     .await
             })
             .await;
-        if let Err(error) = stored {
+        stored.map_err(|error| {
             tracing::warn!(%error, "a reply could not be stored in the Redis cache");
-        }
+            unavailable(&error)
+        })
+    }
+
+    async fn evict(&self, key: &CacheKey) -> Result<(), CacheUnavailable> {
+        let redis_key = &self.key(key);
+        let removed = self
+            .redis
+            .run(|mut connection| async move {
+                redis::cmd("DEL")
+                    .arg(redis_key)
+                    .query_async::<i64>(&mut connection)
+                    .await
+            })
+            .await;
+        removed.map(|_| ()).map_err(|error| {
+            tracing::warn!(%error, "a reply that failed verification could not be removed from the Redis cache");
+            unavailable(&error)
+        })
+    }
+}
+
+fn unavailable(error: &RedisError) -> CacheUnavailable {
+    CacheUnavailable {
+        reason: error.to_string(),
     }
 }
 

@@ -36,6 +36,16 @@ pub enum OnRedisFailure {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedisError {
+    /// The URL asks for TLS (`rediss://`), which this build's Redis client does not speak.
+    #[error(
+        "`{url}` asks for TLS (rediss://), which intent-rs's Redis client is not built with; \
+         reach Redis over redis:// on a private network, or through a TLS tunnel (stunnel, a \
+         sidecar proxy) listening on a local redis:// address"
+    )]
+    TlsNotBuiltIn {
+        /// The URL, without its password.
+        url: String,
+    },
     /// The URL is not a Redis URL.
     #[error("`{url}` is not a Redis URL ({reason}); write it as redis://host:port/db")]
     InvalidUrl {
@@ -94,6 +104,13 @@ impl Redis {
     /// is connected until the first call.
     pub fn new(url: &str) -> Result<Self, RedisError> {
         let shown_url = without_password(url);
+        if url
+            .trim_start()
+            .get(..9)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss://"))
+        {
+            return Err(RedisError::TlsNotBuiltIn { url: shown_url });
+        }
         let client = redis::Client::open(url).map_err(|error| RedisError::InvalidUrl {
             url: shown_url.clone(),
             reason: error.to_string(),
@@ -158,9 +175,15 @@ impl Redis {
 
     /// Runs `command` on the shared connection within the time limit (connecting first if
     /// needed). A connection that cannot be made is tried again on the next call.
+    ///
+    /// A connection Redis dropped (a restart, `CLIENT KILL`, an idle timeout) fails the
+    /// first command sent on it, and the manager reconnects only then: that command is
+    /// sent once more, on the new connection and within the same time limit, before the
+    /// failure counts. A command lost with its connection may therefore run twice; an
+    /// admission then books one request twice, erring on the quota's safe side.
     pub(crate) async fn run<T, F, Fut>(&self, command: F) -> Result<T, RedisError>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: Fn(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         if let Some(error) = self.recent_failure() {
@@ -183,11 +206,17 @@ impl Redis {
                 })
                 .await?
                 .clone();
-            command(connection).await
+            match command(connection.clone()).await {
+                Err(error) if connection_dropped(&error) => {
+                    tracing::debug!(%error, "the Redis connection was dropped; sending the command again on a new one");
+                    command(connection).await
+                }
+                result => result,
+            }
         };
         let error = match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(value)) => return Ok(value),
-            Ok(Err(error)) => RedisError::Failed(error.to_string()),
+            Ok(Err(error)) => failure(&error, timeout),
             Err(_) => RedisError::Timeout(timeout),
         };
         *self.failures() = Some((Instant::now() + REDIS_RETRY_AFTER_FAILURE, error.clone()));
@@ -214,6 +243,23 @@ impl Redis {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The failure `error` is, under the time limit `limit`: redis-rs's own connection and
+/// response timeouts (set to the same limit) may fire before the call's, and are the same
+/// failure, with the same advice.
+fn failure(error: &redis::RedisError, limit: Duration) -> RedisError {
+    if error.is_timeout() {
+        RedisError::Timeout(limit)
+    } else {
+        RedisError::Failed(error.to_string())
+    }
+}
+
+/// Whether `error` says the connection is gone (the manager reconnects on it), rather
+/// than that Redis refused the command or was slow.
+fn connection_dropped(error: &redis::RedisError) -> bool {
+    !error.is_timeout() && (error.is_connection_dropped() || error.is_unrecoverable_error())
 }
 
 /// `url` with any password replaced, for messages and `Debug`.
@@ -253,6 +299,68 @@ mod tests {
             error.to_string().contains("redis://host:port/db"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn redis_rs_timeouts_are_the_time_limit_and_drops_are_retried() {
+        use std::io::{Error, ErrorKind};
+        let limit = Duration::from_millis(250);
+        let timed_out = redis::RedisError::from(Error::new(ErrorKind::TimedOut, "timed out"));
+        let error = failure(&timed_out, limit);
+        assert_eq!(error, RedisError::Timeout(limit));
+        assert!(error.to_string().contains("Redis::timeout"), "{error}");
+        assert!(!connection_dropped(&timed_out));
+        for kind in [
+            ErrorKind::BrokenPipe,
+            ErrorKind::ConnectionReset,
+            ErrorKind::UnexpectedEof,
+        ] {
+            let dropped = redis::RedisError::from(Error::new(kind, "gone"));
+            assert!(connection_dropped(&dropped), "{kind:?}");
+            assert!(matches!(failure(&dropped, limit), RedisError::Failed(_)));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_redis_that_never_answers_is_a_timeout_with_the_advice() {
+        // Accepts connections and never answers: the handshake or the command waits.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let limit = Duration::from_millis(200);
+        let redis = Redis::new(&format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .timeout(limit);
+        let error = redis
+            .run(|mut connection| async move {
+                redis::cmd("PING")
+                    .query_async::<String>(&mut connection)
+                    .await
+            })
+            .await
+            .unwrap_err();
+        silent.abort();
+        assert_eq!(error, RedisError::Timeout(limit));
+    }
+
+    #[test]
+    fn a_tls_url_is_refused_as_tls_not_as_a_bad_url() {
+        for url in [
+            "rediss://default:s3cret@cache:6380/0",
+            " REDISS://cache:6380",
+        ] {
+            let error = Redis::new(url).unwrap_err();
+            assert!(matches!(error, RedisError::TlsNotBuiltIn { .. }), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("TLS"), "{message}");
+            assert!(!message.contains("not a Redis URL"), "{message}");
+            assert!(!message.contains("s3cret"), "{message}");
+        }
     }
 
     #[tokio::test]

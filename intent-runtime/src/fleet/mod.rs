@@ -12,7 +12,11 @@
 //! with the same quota, the cache to no cache, each with a `tracing` warning in the call's
 //! span) or fail closed (the call fails with an error that says Redis is unavailable).
 //! The connection is re-established by itself once Redis is back; the quota accounting is
-//! kept in Redis, not in the connection, so a reconnect loses none of it.
+//! kept in Redis, not in the connection, so a reconnect loses none of it. A connection
+//! Redis dropped while up is not an outage: the command is sent once more on a new
+//! connection within the same time limit. Each attempt's record says whether the shared
+//! quota and cache served it or the local fallback
+//! ([`LimiterUse`](crate::result::LimiterUse), [`CacheUse`](crate::result::CacheUse)).
 //!
 //! Behind the `redis` cargo feature.
 //!

@@ -5,7 +5,10 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use super::http::{ProviderConfigError, set_variable, transport_settings};
+use super::http::{
+    Holds, ProviderConfigError, checked_variable, set_variable, transport_settings,
+    warn_unknown_variables,
+};
 use super::openai::endpoint::ChatEndpoint;
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest, ReplyStream};
 use crate::media::MediaLimits;
@@ -58,6 +61,7 @@ impl OpenAiCompatible {
     /// The provider has [`new`](Self::new)'s settings; adjust them with the `with_*`
     /// methods for a server that differs (Ollama reads only `max_tokens`, for example).
     pub fn from_env() -> Result<Self, ProviderConfigError> {
+        warn_unknown_variables(&["OPENAI_COMPATIBLE_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
@@ -65,7 +69,7 @@ impl OpenAiCompatible {
     pub(crate) fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
-        let base_url = set_variable(lookup, "OPENAI_COMPATIBLE_BASE_URL").ok_or(
+        let base_url = checked_variable(lookup, "OPENAI_COMPATIBLE_BASE_URL", Holds::Url)?.ok_or(
             ProviderConfigError::MissingBaseUrl {
                 variable: "OPENAI_COMPATIBLE_BASE_URL",
                 example: "the server's base URL, such as http://localhost:11434/v1 for Ollama",
@@ -74,10 +78,12 @@ impl OpenAiCompatible {
         let model = set_variable(lookup, "OPENAI_COMPATIBLE_MODEL")
             .unwrap_or_else(|| OPENAI_COMPATIBLE_DEFAULT_MODEL.to_owned());
         let provider = Self::new(base_url, model);
-        Ok(match set_variable(lookup, "OPENAI_COMPATIBLE_API_KEY") {
-            Some(key) => provider.with_api_key(key),
-            None => provider,
-        })
+        Ok(
+            match checked_variable(lookup, "OPENAI_COMPATIBLE_API_KEY", Holds::Key)? {
+                Some(key) => provider.with_api_key(key),
+                None => provider,
+            },
+        )
     }
 
     /// Ollama's `/v1` endpoint on its default port.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::http::{ProviderConfigError, set_variable};
+use super::http::{PROVIDER_PREFIXES, ProviderConfigError, set_variable, warn_unknown_variables};
 use super::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResponses, Provider};
 
 /// The provider the environment configures, tried in this order:
@@ -15,6 +15,13 @@ use super::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResp
 /// | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | [`Gemini::from_env`] | `GEMINI_BASE_URL`, `GEMINI_MODEL` |
 /// | `AZURE_OPENAI_ENDPOINT` | [`AzureOpenAi::from_env`] | `AZURE_OPENAI_DEPLOYMENT`, `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN`, `AZURE_OPENAI_API_VERSION` |
 /// | `OPENAI_COMPATIBLE_BASE_URL` | [`OpenAiCompatible::from_env`] | `OPENAI_COMPATIBLE_MODEL`, `OPENAI_COMPATIBLE_API_KEY` |
+///
+/// The choice is logged at `info` (the provider and the variable that chose it); when
+/// more than one provider is configured, a warning names the variables that were passed
+/// over. Variables under these providers' prefixes that the library does not read (a
+/// misspelt `OPENAI_MODLE`) are named in a warning, once each, with the nearest one it
+/// reads. Values are trimmed; a key with a line break or a space inside, or a base URL
+/// that is not an absolute http(s) URL, is refused here, naming its variable.
 ///
 /// A variable set to blanks counts as unset. When none is set, the error names every
 /// variable ([`ProviderConfigError::NoProvider`]), so a test or an example can fall back
@@ -35,13 +42,66 @@ use super::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResp
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn from_env() -> Result<Arc<dyn Provider>, ProviderConfigError> {
+    warn_unknown_variables(PROVIDER_PREFIXES);
     from_lookup(&|name| std::env::var(name).ok())
 }
 
-/// [`from_env`] over any source of variables (tests give a map).
+/// The variable that configures each provider, in the order they are tried; Gemini's
+/// key may be in either of two.
+const CHOOSING_VARIABLES: [(&str, &[&str]); 5] = [
+    ("OpenAI", &["OPENAI_API_KEY"]),
+    ("Anthropic", &["ANTHROPIC_API_KEY"]),
+    ("Gemini", &["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+    ("Azure OpenAI", &["AZURE_OPENAI_ENDPOINT"]),
+    (
+        "an OpenAI-compatible server",
+        &["OPENAI_COMPATIBLE_BASE_URL"],
+    ),
+];
+
+/// The providers `lookup` configures, in the order they are tried, each with the
+/// variable that configures it.
+pub(crate) fn configured_providers(
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(&'static str, &'static str)> {
+    CHOOSING_VARIABLES
+        .iter()
+        .filter_map(|(provider, variables)| {
+            let variable = variables
+                .iter()
+                .find(|name| set_variable(lookup, name).is_some())?;
+            Some((*provider, *variable))
+        })
+        .collect()
+}
+
+/// [`from_env`] over any source of variables (tests give a map). Shaped to be made
+/// public as it is: a program reading its settings from elsewhere (a secrets store, a
+/// file) passes its own lookup.
 pub(crate) fn from_lookup(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Provider>, ProviderConfigError> {
+    let configured = configured_providers(lookup);
+    if let [(provider, variable), passed_over @ ..] = configured.as_slice() {
+        tracing::info!(
+            provider,
+            variable,
+            "model provider chosen from the environment: {provider}, because {variable} is set"
+        );
+        if !passed_over.is_empty() {
+            let others: Vec<String> = passed_over
+                .iter()
+                .map(|(provider, variable)| format!("{variable} ({provider})"))
+                .collect();
+            tracing::warn!(
+                "more than one model provider is configured: {variable} chose {provider}, \
+                 and {} {} not used; unset what you do not mean to use, or build the \
+                 provider you want with its own from_env",
+                others.join(", "),
+                if others.len() == 1 { "is" } else { "are" },
+            );
+        }
+    }
     let set = |name: &str| set_variable(lookup, name).is_some();
     if set("OPENAI_API_KEY") {
         return match set_variable(lookup, "OPENAI_API").as_deref().map(str::trim) {
@@ -76,6 +136,34 @@ pub(crate) fn from_lookup(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// What `run` logs, as a `fmt` subscriber writes it (levels included), at `info` and
+    /// above.
+    pub(crate) fn captured(run: impl FnOnce()) -> String {
+        use std::sync::{Arc, Mutex};
+
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, run);
+        let bytes = buffer.0.lock().unwrap().clone();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
     use crate::provider::compatible::OPENAI_COMPATIBLE_DEFAULT_MODEL;
     use crate::provider::http::variables::tests::lookup;
 
@@ -139,6 +227,120 @@ pub(crate) mod tests {
         assert_eq!(
             chosen(&all[9..10]).unwrap().1,
             OPENAI_COMPATIBLE_DEFAULT_MODEL
+        );
+    }
+
+    #[test]
+    fn every_configured_provider_is_listed_in_order_with_its_variable() {
+        let both = lookup(&[
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_API_KEY", "sk-1"),
+            ("GOOGLE_API_KEY", "g"),
+            ("OPENAI_COMPATIBLE_BASE_URL", " "),
+        ]);
+        assert_eq!(
+            configured_providers(&both),
+            [
+                ("OpenAI", "OPENAI_API_KEY"),
+                ("Anthropic", "ANTHROPIC_API_KEY"),
+                ("Gemini", "GOOGLE_API_KEY"),
+            ]
+        );
+        assert!(configured_providers(&lookup(&[])).is_empty());
+    }
+
+    #[test]
+    fn the_choice_is_logged_and_a_provider_passed_over_is_warned_about() {
+        let logs = captured(|| {
+            let both = [("OPENAI_API_KEY", "sk-1"), ("ANTHROPIC_API_KEY", "sk-ant")];
+            assert_eq!(chosen(&both).unwrap().0, "openai");
+        });
+        assert!(
+            logs.contains("INFO")
+                && logs
+                    .contains("chosen from the environment: OpenAI, because OPENAI_API_KEY is set"),
+            "{logs}"
+        );
+        assert!(
+            logs.contains("WARN") && logs.contains("ANTHROPIC_API_KEY (Anthropic) is not used"),
+            "{logs}"
+        );
+        assert!(!logs.contains("sk-"), "{logs}");
+    }
+
+    #[test]
+    fn a_malformed_key_or_base_url_is_refused_naming_its_variable() {
+        for (pairs, variable) in [
+            (&[("OPENAI_API_KEY", "sk-1\nsk-2")][..], "OPENAI_API_KEY"),
+            (
+                &[
+                    ("OPENAI_API_KEY", "sk-1"),
+                    ("OPENAI_BASE_URL", "127.0.0.1 port 8787"),
+                ][..],
+                "OPENAI_BASE_URL",
+            ),
+            (&[("ANTHROPIC_API_KEY", "sk ant")][..], "ANTHROPIC_API_KEY"),
+            (&[("GEMINI_API_KEY", "g\r\nx")][..], "GEMINI_API_KEY"),
+            (
+                &[
+                    ("GEMINI_API_KEY", "g"),
+                    ("GEMINI_BASE_URL", "localhost:8080"),
+                ][..],
+                "GEMINI_BASE_URL",
+            ),
+            (
+                &[("OPENAI_COMPATIBLE_BASE_URL", "127.0.0.1 port 8787")][..],
+                "OPENAI_COMPATIBLE_BASE_URL",
+            ),
+            (
+                &[
+                    ("OPENAI_COMPATIBLE_BASE_URL", "http://h"),
+                    ("OPENAI_COMPATIBLE_API_KEY", "a\nb"),
+                ][..],
+                "OPENAI_COMPATIBLE_API_KEY",
+            ),
+            (
+                &[
+                    ("AZURE_OPENAI_ENDPOINT", "res.openai.azure.com x"),
+                    ("AZURE_OPENAI_DEPLOYMENT", "d"),
+                    ("AZURE_OPENAI_API_KEY", "k"),
+                ][..],
+                "AZURE_OPENAI_ENDPOINT",
+            ),
+            (
+                &[
+                    ("AZURE_OPENAI_ENDPOINT", "https://r"),
+                    ("AZURE_OPENAI_DEPLOYMENT", "d"),
+                    ("AZURE_OPENAI_AD_TOKEN", "Bearer t"),
+                ][..],
+                "AZURE_OPENAI_AD_TOKEN",
+            ),
+        ] {
+            let error = chosen(pairs).unwrap_err();
+            assert!(
+                matches!(&error, ProviderConfigError::MalformedVariable { variable: v, .. } if *v == variable),
+                "{error}"
+            );
+            assert!(error.to_string().contains(variable), "{error}");
+        }
+    }
+
+    #[test]
+    fn keys_are_sent_without_the_spaces_and_line_break_around_them() {
+        let padded = lookup(&[
+            ("OPENAI_API_KEY", "  sk-1 \n"),
+            ("OPENAI_MODEL", " gpt-x\n"),
+        ]);
+        let settings = super::super::openai::OPENAI_VARIABLES
+            .read(&padded)
+            .unwrap();
+        assert_eq!(
+            (settings.key.as_str(), settings.model.as_deref()),
+            ("sk-1", Some("gpt-x"))
+        );
+        assert_eq!(
+            chosen(&[("GEMINI_API_KEY", " g-key\n")]).unwrap().0,
+            "gcp.gemini"
         );
     }
 

@@ -638,6 +638,12 @@ impl<'a> ModelRequest<'a> {
         self.ended_in(&snake_case(&format!("{kind:?}")));
     }
 
+    /// Records a request the rate limiter would not admit (its shared quota unreachable,
+    /// failing closed): nothing was sent.
+    pub(crate) fn refused_by_limiter(self) {
+        self.ended_in("rate_limiter_unavailable");
+    }
+
     /// Records a request cut short by the call's time budget.
     pub(crate) fn out_of_time(self) {
         self.ended_in("time_budget");

@@ -6,7 +6,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::hosts::DecisionHost;
-use crate::provider::http::{ErrorBody, RawResponse, base_kind, error_from_response, excerpt};
+use crate::provider::http::{
+    ErrorBody, MalformedVariable, RawResponse, base_kind, error_from_response, excerpt,
+};
 use crate::provider::{ProviderError, ProviderErrorKind};
 
 /// The header TypeSafe names the request with.
@@ -37,6 +39,15 @@ pub enum SystemOneConfigError {
         /// The value read.
         value: String,
     },
+    /// A variable holds something it cannot be used as: a base URL that is not an
+    /// absolute http(s) URL, a key with a line break or a space inside.
+    #[error("the environment variable {variable} {problem}")]
+    MalformedVariable {
+        /// The variable read.
+        variable: &'static str,
+        /// What is wrong with it and what to set (a key's value is never quoted).
+        problem: String,
+    },
     /// `TYPESAFE_WIRE_FORMAT` names no wire format.
     #[error(
         "TYPESAFE_WIRE_FORMAT is `{value}`, which names no wire format; use systemone or \
@@ -46,6 +57,16 @@ pub enum SystemOneConfigError {
         /// The value read.
         value: String,
     },
+}
+
+impl SystemOneConfigError {
+    /// A variable read with a value it cannot hold.
+    pub(super) fn malformed(malformed: MalformedVariable) -> Self {
+        SystemOneConfigError::MalformedVariable {
+            variable: malformed.variable,
+            problem: malformed.problem,
+        }
+    }
 }
 
 /// The classified error of a reply with an error status.

@@ -163,8 +163,10 @@ impl DecisionHost {
     }
 
     /// The URL of `format`'s endpoint under `base_url` (trimmed of trailing slashes); a
-    /// base URL that already ends in the host's prefix does not get it twice.
+    /// base URL that already ends in `/v1` (as OpenAI's base URL variable must), or in the
+    /// host's prefix, does not get it twice.
     pub(crate) fn endpoint(self, base_url: &str, format: WireFormat) -> String {
+        let base_url = base_url.strip_suffix("/v1").unwrap_or(base_url);
         let prefix = self.path_prefix();
         let prefix = if base_url.ends_with(prefix) {
             ""
@@ -261,6 +263,21 @@ mod tests {
         assert_eq!(
             DecisionHost::TypeSafe.endpoint("http://127.0.0.1:9", WireFormat::SystemOne),
             "http://127.0.0.1:9/v1/systemone"
+        );
+    }
+
+    #[test]
+    fn a_base_url_ending_in_v1_does_not_get_it_twice() {
+        assert_eq!(
+            DecisionHost::Compatible.endpoint("http://127.0.0.1:8787/v1", WireFormat::SystemOne),
+            "http://127.0.0.1:8787/v1/systemone"
+        );
+        assert_eq!(
+            DecisionHost::Fireworks.endpoint(
+                "https://api.fireworks.ai/inference/v1",
+                WireFormat::OpenAiDecisions
+            ),
+            "https://api.fireworks.ai/inference/v1/decisions"
         );
     }
 

@@ -22,7 +22,10 @@ pub use hosts::{DecisionHost, DecisionLimits, WireFormat};
 pub use reply::DECISION_MODEL_SUM_TOLERANCE;
 
 use super::{DecisionClient, DecisionError, DecisionRequest, DecisionResponse, ProbabilitySource};
-use crate::provider::http::{HttpTransport, RawResponse, Route, RouteCell, trim_base_url};
+use crate::provider::http::{
+    Holds, HttpTransport, RawResponse, Route, RouteCell, read_checked, set_variable, trim_base_url,
+    warn_unknown_variables,
+};
 use crate::provider::{ProviderError, ProviderReply};
 use crate::telemetry::Telemetry;
 use errors::{REQUEST_ID_HEADER, error_reply};
@@ -133,10 +136,17 @@ impl SystemOneClient {
     /// | `TYPESAFE_DEFAULT_MODEL` | the model asked | [`SYSTEM_ONE_DEFAULT_MODEL`] |
     /// | `TYPESAFE_WIRE_FORMAT` | `systemone` or `openai-decisions` | `systemone` |
     ///
+    /// Values are trimmed; a key with a line break or a space inside, or a base URL that is
+    /// not an absolute http(s) URL, is refused naming its variable. A base URL may end in
+    /// `/v1` (as OpenAI's variable does): the paths are not doubled. A variable starting
+    /// with `TYPESAFE_` that is not one of these (a misspelt `TYPESAFE_URL`) is named in a
+    /// warning, once, with the nearest one read.
+    ///
     /// With neither the key nor the base URL set the error is
     /// [`SystemOneConfigError::NotConfigured`], so a program can fall back to another
     /// decision client on exactly that error.
     pub fn from_env() -> Result<Self, SystemOneConfigError> {
+        warn_unknown_variables(&["TYPESAFE_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
@@ -144,9 +154,12 @@ impl SystemOneClient {
     pub(crate) fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, SystemOneConfigError> {
-        let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let key = set("TYPESAFE_API_KEY");
-        let base_url = set("TYPESAFE_BASE_URL");
+        let set = |name: &str| set_variable(lookup, name);
+        let checked = |name, holds| {
+            read_checked(lookup, name, holds).map_err(SystemOneConfigError::malformed)
+        };
+        let key = checked("TYPESAFE_API_KEY", Holds::Key)?;
+        let base_url = checked("TYPESAFE_BASE_URL", Holds::Url)?;
         if key.is_none() && base_url.is_none() {
             return Err(SystemOneConfigError::NotConfigured);
         }
@@ -184,8 +197,8 @@ impl SystemOneClient {
         self
     }
 
-    /// Sends requests under another root (the part before `/v1/...`; a Fireworks root may
-    /// end in `/inference` or not).
+    /// Sends requests under another root (the part before `/v1/...`; a root ending in
+    /// `/v1` is read without it, and a Fireworks root may end in `/inference` or not).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = trim_base_url(base_url);
         self.refresh();
@@ -446,6 +459,35 @@ mod tests {
         let format =
             env(&[("TYPESAFE_API_KEY", "k"), ("TYPESAFE_WIRE_FORMAT", "xml")]).unwrap_err();
         assert!(format.to_string().contains("openai-decisions"), "{format}");
+    }
+
+    #[test]
+    fn malformed_variables_are_refused_naming_them_and_a_v1_base_url_is_read() {
+        for (pairs, variable) in [
+            (
+                &[("TYPESAFE_BASE_URL", "127.0.0.1 port 8787")][..],
+                "TYPESAFE_BASE_URL",
+            ),
+            (
+                &[("TYPESAFE_API_KEY", "apikey_1\napikey_2")][..],
+                "TYPESAFE_API_KEY",
+            ),
+        ] {
+            let error = env(pairs).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.starts_with(&format!("the environment variable {variable} ")),
+                "{message}"
+            );
+            assert!(!message.contains("apikey_2"), "{message}");
+        }
+        let padded = env(&[
+            ("TYPESAFE_BASE_URL", " http://127.0.0.1:8787/v1/ \n"),
+            ("TYPESAFE_API_KEY", " apikey_1\n"),
+        ])
+        .unwrap();
+        assert_eq!(padded.endpoint(), "http://127.0.0.1:8787/v1/systemone");
+        assert_eq!(padded.api_key.as_deref(), Some("apikey_1"));
     }
 
     #[test]

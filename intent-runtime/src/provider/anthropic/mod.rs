@@ -81,6 +81,7 @@ impl Anthropic {
     /// Reads `ANTHROPIC_API_KEY` (required), `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`
     /// (optional).
     pub fn from_env() -> Result<Self, ProviderConfigError> {
+        super::http::warn_unknown_variables(&["ANTHROPIC_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 

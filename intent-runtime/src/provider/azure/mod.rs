@@ -4,7 +4,10 @@
 //! content filter answered as a refusal.
 
 use super::batch::BatchProvider;
-use super::http::{ProviderConfigError, set_variable, transport_settings};
+use super::http::{
+    Holds, ProviderConfigError, checked_variable, set_variable, transport_settings,
+    warn_unknown_variables,
+};
 use super::openai::batch_for_endpoint;
 use super::openai::endpoint::{ChatAddress, ChatEndpoint, KeyHeader};
 use super::{
@@ -19,6 +22,14 @@ pub const AZURE_OPENAI_PROVIDER_NAME: &str = "azure.ai.openai";
 /// The `api-version` sent to deployment URLs when none is given: the GA inference
 /// version that has strict structured outputs.
 pub const AZURE_OPENAI_DEFAULT_API_VERSION: &str = "2024-10-21";
+
+/// The variables whose value is checked when read: the endpoint a URL, the key and the
+/// token each one run of characters.
+const AZURE_CHECKED: [(&str, Holds); 3] = [
+    ("AZURE_OPENAI_ENDPOINT", Holds::Url),
+    ("AZURE_OPENAI_API_KEY", Holds::Key),
+    ("AZURE_OPENAI_AD_TOKEN", Holds::Key),
+];
 
 /// How requests reach the resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +102,7 @@ impl AzureOpenAi {
     /// (one is required), and `AZURE_OPENAI_API_VERSION` (or `OPENAI_API_VERSION`, as
     /// OpenAI's SDKs read it), which when set switches to the deployment URLs.
     pub fn from_env() -> Result<Self, ProviderConfigError> {
+        warn_unknown_variables(&["AZURE_OPENAI_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
@@ -99,6 +111,9 @@ impl AzureOpenAi {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
         let set = |name: &str| set_variable(lookup, name);
+        for (name, holds) in AZURE_CHECKED {
+            checked_variable(lookup, name, holds)?;
+        }
         let endpoint = set("AZURE_OPENAI_ENDPOINT").ok_or(ProviderConfigError::MissingBaseUrl {
             variable: "AZURE_OPENAI_ENDPOINT",
             example: "your Azure OpenAI resource's endpoint, such as \

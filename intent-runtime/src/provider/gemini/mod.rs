@@ -23,7 +23,8 @@ use self::schema::gemini_schema_json;
 use self::stream::GeminiStream;
 use crate::media::{MediaLimits, MediaType};
 use crate::provider::http::{
-    Connection, ProviderConfigError, Route, RouteCell, WireApi, base_kind, transport_settings,
+    Connection, Holds, ProviderConfigError, Route, RouteCell, WireApi, base_kind, checked_variable,
+    set_variable, transport_settings, warn_unknown_variables,
 };
 use crate::provider::{
     Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ReplyStream,
@@ -111,6 +112,7 @@ impl Gemini {
     /// API root with its version, such as `https://generativelanguage.googleapis.com/v1beta`)
     /// and `GEMINI_MODEL` (optional). A variable set to blanks counts as unset.
     pub fn from_env() -> Result<Self, ProviderConfigError> {
+        warn_unknown_variables(&["GEMINI_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
@@ -118,9 +120,9 @@ impl Gemini {
     pub(crate) fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
-        let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let google = set("GOOGLE_API_KEY");
-        let gemini = set("GEMINI_API_KEY");
+        let set = |name: &str| set_variable(lookup, name);
+        let google = checked_variable(lookup, "GOOGLE_API_KEY", Holds::Key)?;
+        let gemini = checked_variable(lookup, "GEMINI_API_KEY", Holds::Key)?;
         if let (Some(google), Some(gemini)) = (&google, &gemini)
             && google != gemini
         {
@@ -135,12 +137,12 @@ impl Gemini {
                 variable: "GEMINI_API_KEY",
                 provider: "Gemini",
             })?;
-        let mut provider = Self::new(api_key.trim());
-        if let Some(base_url) = set("GEMINI_BASE_URL") {
-            provider = provider.with_base_url(base_url.trim());
+        let mut provider = Self::new(api_key);
+        if let Some(base_url) = checked_variable(lookup, "GEMINI_BASE_URL", Holds::Url)? {
+            provider = provider.with_base_url(base_url);
         }
         if let Some(model) = set("GEMINI_MODEL") {
-            provider = provider.with_model(model.trim());
+            provider = provider.with_model(model);
         }
         Ok(provider)
     }

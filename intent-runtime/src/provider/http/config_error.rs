@@ -54,6 +54,16 @@ pub enum ProviderConfigError {
         /// What it may hold.
         accepted: &'static str,
     },
+    /// An environment variable holds something it cannot be used as: a URL that does not
+    /// parse or is not http(s), a key with a line break or a space inside. Refused when
+    /// the provider is built, rather than failing every call.
+    #[error("the environment variable {variable} {problem}")]
+    MalformedVariable {
+        /// The variable that was read.
+        variable: &'static str,
+        /// What is wrong with it and what to set (a key's value is never quoted).
+        problem: String,
+    },
     /// No provider is configured in the environment ([`from_env`](crate::provider::from_env)).
     #[error(
         "no model provider is configured: set OPENAI_API_KEY (OpenAI), ANTHROPIC_API_KEY \

@@ -56,4 +56,7 @@ pub use response::REQUEST_ID_HEADERS;
 pub(crate) use response::RawResponse;
 pub use transport::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT};
 pub(crate) use transport::{HttpTransport, Route, RouteCell, read_error};
-pub(crate) use variables::{ProviderVariables, set_variable};
+pub(crate) use variables::{
+    Holds, MalformedVariable, PROVIDER_PREFIXES, ProviderVariables, checked_variable, read_checked,
+    set_variable, warn_unknown_variables,
+};

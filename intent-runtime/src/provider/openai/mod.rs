@@ -56,6 +56,7 @@ impl OpenAi {
 
     /// Reads `OPENAI_API_KEY` (required), `OPENAI_BASE_URL` and `OPENAI_MODEL` (optional).
     pub fn from_env() -> Result<Self, ProviderConfigError> {
+        super::http::warn_unknown_variables(&["OPENAI_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 

@@ -93,6 +93,7 @@ impl OpenAiResponses {
     /// Reads `OPENAI_API_KEY` (required), `OPENAI_BASE_URL` and `OPENAI_MODEL` (optional),
     /// as [`OpenAi::from_env`](crate::provider::OpenAi::from_env) does.
     pub fn from_env() -> Result<Self, ProviderConfigError> {
+        super::http::warn_unknown_variables(&["OPENAI_"]);
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
