@@ -184,11 +184,14 @@ fn read_answers(
                     |probabilities| {
                         let read = match question {
                             DecisionQuestion::Choice(_) => {
-                                ChoiceAnswer::most_likely(probabilities).map(DecisionAnswer::Choice)
+                                ChoiceAnswer::answering(question, probabilities, None)
+                                    .map(DecisionAnswer::Choice)
                             }
-                            _ => ScoreAnswer::new(probabilities).map(DecisionAnswer::Score),
+                            _ => ScoreAnswer::answering(question, probabilities)
+                                .map(DecisionAnswer::Score),
                         };
-                        read.map_err(|error| format!("`{id}`: {error}."))
+                        // The message names the question and its labels, never the reply.
+                        read.map_err(|error| format!("{error}."))
                     },
                 )
             }
