@@ -1553,3 +1553,38 @@ mod bounded_memory {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_busy_batch_api_is_asked_again_no_sooner_than_its_retry_after() {
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            busy_once: Some("1"),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    let dir = dir("busy-once");
+    // The job's own pace is 5 ms: only the provider's advice makes it wait longer.
+    let results = client
+        .batch(items(&[" a", " a b"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2)]);
+    let state = fake.state();
+    let advised = Duration::from_secs(1);
+    assert_eq!(state.creates_at.len(), 2, "the creation was tried again");
+    let gap = state.creates_at[1] - state.creates_at[0];
+    assert!(
+        gap >= advised,
+        "created again {gap:?} after a 429 with retry-after: 1"
+    );
+    assert!(state.looks_at.len() >= 2, "looked at again");
+    let gap = state.looks_at[1] - state.looks_at[0];
+    assert!(
+        gap >= advised,
+        "looked at again {gap:?} after a 429 with retry-after: 1"
+    );
+}
