@@ -569,11 +569,14 @@ async fn the_key_never_appears_in_errors_debug_or_logs() {
 // ---------------------------------------------------------------------------------------
 // Decision clients: the same status table, read as decision failures
 
+/// Builds a decision client against a server's root.
+type BuildDecisionClient = Box<dyn Fn(&str) -> Arc<dyn DecisionClient>>;
+
 /// One decision client under test: how to build it against a server, and how its host
 /// writes an error.
 struct DecisionSubject {
     name: String,
-    build: Box<dyn Fn(&str) -> Arc<dyn DecisionClient>>,
+    build: BuildDecisionClient,
     error: fn(status: u16, message: &str) -> Value,
     invalid_request: fn(status: u16, message: &str) -> Value,
     request_id_header: &'static str,

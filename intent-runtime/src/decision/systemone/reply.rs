@@ -154,7 +154,7 @@ fn whole_number(value: &Value) -> Option<u64> {
     }
     let float = value.as_f64()?;
     // 2^64 as a float: every whole float below it fits.
-    let fits = float.is_finite() && float >= 0.0 && float < 18_446_744_073_709_551_616.0;
+    let fits = (0.0..18_446_744_073_709_551_616.0).contains(&float);
     (fits && float.fract() == 0.0).then_some(float as u64)
 }
 
