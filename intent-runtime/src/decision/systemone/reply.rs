@@ -8,6 +8,7 @@ use crate::decision::{
     BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionError, DecisionQuestion, DecisionRequest,
     ScoreAnswer,
 };
+use crate::provider::http::json_error_position;
 use crate::result::Usage;
 
 /// How far a decision model's distribution may stray from summing to 1: hosts round
@@ -39,20 +40,11 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// A body that is not JSON, described by where it broke and how. The JSON reader's own
-/// message is never shown: it may quote the text it read ("invalid type: string ...").
+/// A body that is not JSON, described by where it broke and how, never by what it holds.
 fn unreadable(format: &str, error: &serde_json::Error) -> DecisionError {
-    use serde_json::error::Category;
-    let what = match error.classify() {
-        Category::Io => "could not be read",
-        Category::Syntax => "is not valid JSON",
-        Category::Eof => "ends before its JSON is complete",
-        Category::Data => "holds a value of the wrong type",
-    };
     DecisionError::invalid_response(format!(
-        "the reply {what} (line {}, column {}), so it is not a {format} body",
-        error.line(),
-        error.column()
+        "the reply {}, so it is not a {format} body",
+        json_error_position(error)
     ))
 }
 

@@ -57,6 +57,20 @@ pub fn parse_should_retry(headers: &HeaderMap) -> Option<bool> {
     }
 }
 
+/// What is wrong with JSON that could not be read, by category and position only: the
+/// JSON reader's own message may quote the text it read (`invalid type: string "..."`),
+/// and a reply may quote the request, state included.
+pub(crate) fn json_error_position(error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match error.classify() {
+        Category::Io => "could not be read",
+        Category::Syntax => "is not valid JSON",
+        Category::Eof => "ends before its JSON is complete",
+        Category::Data => "holds a value of another type than expected",
+    };
+    format!("{what} (line {}, column {})", error.line(), error.column())
+}
+
 /// At most [`EXCERPT_MAX_CHARS`] characters of `body`, whitespace runs folded into one space,
 /// ending in `…` when it was cut.
 pub fn excerpt(body: &str) -> String {
@@ -331,6 +345,30 @@ mod tests {
         let bad_ms = headers(&[("retry-after-ms", "lots"), ("retry-after", "4")]);
         assert_eq!(parse_retry_after(&bad_ms), Some(Duration::from_secs(4)));
         assert_eq!(parse_retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_json_error_is_described_by_its_position_never_by_what_it_read() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Line {
+            #[allow(dead_code)]
+            count: u64,
+        }
+        let error = serde_json::from_str::<Line>(r#"{"count": "SECRET text"}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("SECRET"),
+            "serde quotes it: {error}"
+        );
+        let described = json_error_position(&error);
+        assert_eq!(
+            described,
+            "holds a value of another type than expected (line 1, column 23)"
+        );
+        let cut = serde_json::from_str::<Value>(r#"{"a": "SECRET"#).unwrap_err();
+        assert_eq!(
+            json_error_position(&cut),
+            "ends before its JSON is complete (line 1, column 13)"
+        );
     }
 
     #[test]

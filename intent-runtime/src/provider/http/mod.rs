@@ -51,7 +51,8 @@ pub use classify::{
     EXCERPT_MAX_CHARS, excerpt, parse_retry_after, parse_retry_after_at, parse_should_retry,
 };
 pub(crate) use classify::{
-    ErrorBody, base_kind, error_from_response, invalid_response, names_schema, status_decides,
+    ErrorBody, base_kind, error_from_response, invalid_response, json_error_position, names_schema,
+    status_decides,
 };
 pub use config_error::ProviderConfigError;
 pub(crate) use connection::{Connection, WireApi, transport_settings};
