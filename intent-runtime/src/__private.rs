@@ -320,8 +320,8 @@ async fn choice<E>(
         .position(|(name, _)| name == answer.selected())
         .ok_or_else(|| missing(id))?;
     let choice = Choice {
-        probabilities: enum_options.variants(answer.probabilities())?,
-        selected: enum_options.variant(selected)?,
+        probabilities: enum_options.variants(id, answer.probabilities())?,
+        selected: enum_options.variant(id, selected)?,
         source: response.source(),
     };
     Ok((choice, response.usage()))
@@ -340,8 +340,8 @@ async fn score<E>(
     let response = ask::<Score<E>>(client, id, state, asked, model).await?;
     let answer = response.score(id).ok_or_else(|| missing(id))?;
     let score = Score {
-        probabilities: enum_options.variants(answer.probabilities())?,
-        most_likely: enum_options.variant(answer.most_likely_index())?,
+        probabilities: enum_options.variants(id, answer.probabilities())?,
+        most_likely: enum_options.variant(id, answer.most_likely_index())?,
         expected: answer.expected(),
         source: response.source(),
     };

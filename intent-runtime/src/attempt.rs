@@ -57,6 +57,9 @@ struct Loop<'a> {
     /// Set for a streamed call: model requests stream, and their text and restarts are
     /// told here as they happen.
     events: Option<&'a EventSink>,
+    /// When the decision gate may be asked again: its host asked to wait (a 429's
+    /// `retry-after`) before a failure whose behaviour is to retry.
+    gate_not_before: Option<Instant>,
 }
 
 impl Loop<'_> {
@@ -371,6 +374,7 @@ where
         trace,
         model_calls: 0,
         events,
+        gate_not_before: None,
     };
     let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut issues: Vec<ResultIssue> = Vec::new();
@@ -606,7 +610,19 @@ async fn judge_attempt(
     }
     // A cheap decision first: only a candidate it finds likely to pass reaches the judge.
     if let Some(gate) = &state.client.decision_gate {
-        let asked = Box::pin(decision::gate(gate, plan, candidate, number));
+        if let Some(at) = state.gate_not_before.take() {
+            // The wait the decision host advised runs from its failure; the attempt's
+            // own model call has already spent part of it.
+            let advised = Box::pin(tokio::time::sleep_until(at.into()));
+            if state.within_budget(advised).await.is_none() {
+                let issue =
+                    state.budget_issue(number, "while waiting to ask the decision gate again");
+                record.issues.push(issue);
+                return JudgeStep::Stopped;
+            }
+        }
+        let max_wait = state.client.retry_policy.max_delay;
+        let asked = Box::pin(decision::gate(gate, plan, candidate, number, max_wait));
         let Some((gate_record, step)) = state.within_budget(asked).await else {
             let issue = state.budget_issue(number, "while waiting for the decision gate");
             record.issues.push(issue);
@@ -624,6 +640,24 @@ async fn judge_attempt(
             GateStep::Judge => {}
             GateStep::Rejected(issue) => {
                 record.issues.push(issue);
+                return JudgeStep::Rejected;
+            }
+            GateStep::Again(issue, wait) => {
+                record.issues.push(issue);
+                if let Some(wait) = wait {
+                    if !state.settings.deadline.allows(wait) {
+                        let issue = state.budget_issue(
+                            number,
+                            &format!(
+                                "before the decision gate could be asked again (its host asked to wait {} ms)",
+                                wait.as_millis()
+                            ),
+                        );
+                        record.issues.push(issue);
+                        return JudgeStep::Stopped;
+                    }
+                    state.gate_not_before = Some(Instant::now() + wait);
+                }
                 return JudgeStep::Rejected;
             }
             GateStep::Stopped(issue) => {

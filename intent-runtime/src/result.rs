@@ -243,7 +243,8 @@ pub enum FailureBehavior {
     #[default]
     Fail,
     /// Try again: the caller's loop makes another iteration, the gate makes another
-    /// attempt (the output was not assessed).
+    /// attempt (the output was not assessed) and asks its decision client again no
+    /// sooner than the wait the host advised (`retry-after`), when it advised one.
     Retry,
     /// Leave the verdict to whatever comes next: the gate hands the candidate to the
     /// generative judge.

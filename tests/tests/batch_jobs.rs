@@ -1276,6 +1276,39 @@ mod decision_companions {
         assert!(requests[2].user().contains(r#""customer":"Ann""#));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+    /// A decision item whose reply echoes the state (the answer token is the user's
+    /// text): its issue says what was wrong by the question and its labels, and neither
+    /// the issue nor any log line quotes the state.
+    #[tokio::test]
+    async fn a_decision_item_answered_with_the_state_never_quotes_it() {
+        const MARKER: &str = "ECHOED-STATE-7731";
+        let logs = crate::provider_support::CapturedLogs::start();
+        let answer: batch_support::Answer = Arc::new(|body: &Value| {
+            Ok(if last_user(body).contains(MARKER) {
+                format!("{MARKER}=0.9,yes=0.1")
+            } else {
+                "no=0.8,yes=0.2".to_owned()
+            })
+        });
+        let fake = batch_support::openai(answer, Behaviour::default()).await;
+        let client = openai_client(&fake);
+        let triage = TriageClient::new(client.clone());
+        let dir = dir("decision-companions-echo");
+        let items = [
+            triage.urgent_batch_item(&format!("{MARKER}: I was charged twice")),
+            triage.urgent_batch_item("a typo in the docs"),
+        ];
+        let results = client.batch(items, options(&dir)).run().await.unwrap();
+        assert!(results[1].value.is_some());
+        assert!(results[0].value.is_none());
+        let issue = &results[0].issues[0];
+        assert_eq!(issue.source, IssueSource::Verification, "{issue:?}");
+        assert!(issue.message.contains("`urgent`"), "{}", issue.message);
+        assert!(!issue.message.contains(MARKER), "{}", issue.message);
+        assert!(!format!("{:?}", results[0]).contains(MARKER));
+        assert!(!logs.text().contains(MARKER), "the state was logged");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 /// Jobs larger than their memory bound: items start in waves, never more of them in
@@ -1557,4 +1590,39 @@ mod bounded_memory {
         assert_eq!(values(&again), values(&first));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+#[tokio::test]
+async fn a_busy_batch_api_is_asked_again_no_sooner_than_its_retry_after() {
+    let fake = batch_support::openai(
+        answer(),
+        Behaviour {
+            busy_once: Some("1"),
+            ..Behaviour::default()
+        },
+    )
+    .await;
+    let client = openai_client(&fake);
+    let dir = dir("busy-once");
+    // The job's own pace is 5 ms: only the provider's advice makes it wait longer.
+    let results = client
+        .batch(items(&[" a", " a b"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2)]);
+    let state = fake.state();
+    let advised = Duration::from_secs(1);
+    assert_eq!(state.creates_at.len(), 2, "the creation was tried again");
+    let gap = state.creates_at[1] - state.creates_at[0];
+    assert!(
+        gap >= advised,
+        "created again {gap:?} after a 429 with retry-after: 1"
+    );
+    assert!(state.looks_at.len() >= 2, "looked at again");
+    let gap = state.looks_at[1] - state.looks_at[0];
+    assert!(
+        gap >= advised,
+        "looked at again {gap:?} after a 429 with retry-after: 1"
+    );
 }

@@ -6,7 +6,8 @@
 mod provider_support;
 mod test_servers;
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use intent_rs::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator,
@@ -206,8 +207,8 @@ async fn a_busy_mock_is_a_transient_rate_limit_and_is_not_retried() {
     assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
     assert!(error.is_transient());
     assert_eq!(error.provider_message(), Some("slow down"));
-    // `Retry-After: 0` is no advice.
-    assert_eq!(error.retry_after(), None);
+    // The mock's `Retry-After: 0` is advice: retry now.
+    assert_eq!(error.retry_after(), Some(Duration::ZERO));
 }
 
 /// Each deliberate contract break of the mock is caught, naming the question. (Its
@@ -217,9 +218,10 @@ async fn a_busy_mock_is_a_transient_rate_limit_and_is_not_retried() {
 async fn the_mocks_contract_breaks_are_invalid_responses_naming_the_question() {
     let cases = [
         ("first-question-only", "no answer to `team`"),
+        // A type outside the wire's words is described, not quoted.
         (
             "boolean-type",
-            "`is_billing` is of type `boolean`, not `noul`",
+            "`is_billing` is of a type this client does not know, not `noul`",
         ),
         (
             "noul-range",
@@ -493,7 +495,7 @@ async fn answers_that_fail_a_check_are_invalid_responses_naming_the_question() {
                 team_answer(0.9, 0.1, 0.0, "Refunds"),
                 urgency_answer([1.0, 0.0, 0.0, 0.0], 0.0),
             ),
-            "`team` chose `Refunds`, which is not one of the choices asked",
+            "`team` selects none of the 3 choices asked (`Billing`, `Technical`, `Other`)",
         ),
         (
             mixed_reply(
@@ -523,7 +525,18 @@ async fn answers_that_fail_a_check_are_invalid_responses_naming_the_question() {
             ),
             "`urgency` is of type `choice`, not `score`",
         ),
-        (json!({"answers": []}), "the reply is not a System One body"),
+        (
+            json!({"answers": []}),
+            "the reply's `answers` is an array, not an object keyed by question id",
+        ),
+        // The selection must be the most probable choice; the refusal names the question.
+        (
+            mixed_reply(
+                team_answer(0.75, 0.25, 0.0, "Technical"),
+                urgency_answer([1.0, 0.0, 0.0, 0.0], 0.0),
+            ),
+            "the answer to `team`: the selected choice `Technical` has the probability 0.25, but `Billing` has 0.75",
+        ),
     ];
     for (reply, expected) in cases {
         let server = server_answering(
@@ -659,14 +672,35 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             message: "request body must not exceed 64 KiB without images",
             retry_after: None,
         },
+        // A 401 or 403 is a credentials failure whatever the body's type says: this is
+        // OpenAI's body for a wrong key.
+        Case {
+            host: DecisionHost::Compatible,
+            status: 401,
+            body: r#"{"error":{"message":"Incorrect API key provided: sk-te**3.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
+            headers: &[],
+            kind: DecisionFailureKind::Authentication,
+            message: "Incorrect API key provided: sk-te**3.",
+            retry_after: None,
+        },
         Case {
             host: DecisionHost::Compatible,
             status: 403,
             body: r#"{"error":{"message":"bad field","type":"invalid_request_error"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::InvalidRequest,
+            kind: DecisionFailureKind::Authentication,
             message: "bad field",
             retry_after: None,
+        },
+        // `retry-after: 0` is advice too: retry now.
+        Case {
+            host: DecisionHost::TypeSafe,
+            status: 429,
+            body: r#"{"detail":{"error_type":"rate_limit_error","message":"slow down"}}"#,
+            headers: &[("retry-after", "0")],
+            kind: DecisionFailureKind::RateLimited,
+            message: "slow down",
+            retry_after: Some(Duration::ZERO),
         },
         Case {
             host: DecisionHost::Compatible,
@@ -959,5 +993,334 @@ async fn decisions_answers_match_by_name_or_position_and_a_refusal_names_the_que
             .to_string()
             .contains("`team` gives no probability for `other`"),
         "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// A host that echoes the state
+
+/// What a host that echoes its input writes back: the user's text, state marker included.
+fn echoed() -> String {
+    format!("refund (I was charged twice. Please fix this ASAP. {STATE_SECRET})")
+}
+
+/// Every reply shape that once put what the host wrote into an error, as a body and the
+/// words the error says instead.
+fn echoing_replies() -> Vec<(WireFormat, String, &'static str)> {
+    let echo = echoed();
+    let urgency = urgency_answer([1.0, 0.0, 0.0, 0.0], 0.0);
+    let body = |value: Value| value.to_string();
+    vec![
+        // A selection that is not a label asked.
+        (
+            WireFormat::SystemOne,
+            body(mixed_reply(
+                team_answer(1.0, 0.0, 0.0, &echo),
+                urgency.clone(),
+            )),
+            "`team` selects none of the 3 choices asked (`Billing`, `Technical`, `Other`)",
+        ),
+        // What the JSON reader would have quoted: `answers` of another type, a body that
+        // is a string, a body that is not JSON or is cut off.
+        (
+            WireFormat::SystemOne,
+            body(json!({"model": "m", "answers": echo})),
+            "the reply's `answers` is a string, not an object keyed by question id",
+        ),
+        (
+            WireFormat::SystemOne,
+            body(json!(echo)),
+            "the reply is a string, not a System One body",
+        ),
+        (
+            WireFormat::SystemOne,
+            echo.clone(),
+            "the reply is not valid JSON (line 1, column 1)",
+        ),
+        (
+            WireFormat::SystemOne,
+            format!(r#"{{"answers": {{"team": "{echo}"#),
+            "the reply ends before its JSON is complete",
+        ),
+        // An answer type the wire does not have, and an answer that is not an object.
+        (
+            WireFormat::SystemOne,
+            body(mixed_reply(json!({"type": echo}), urgency.clone())),
+            "`team` is of a type this client does not know, not `choice`",
+        ),
+        (
+            WireFormat::SystemOne,
+            body(mixed_reply(json!(echo), urgency.clone())),
+            "the answer to `team` is a string, not an object",
+        ),
+        // A probability for an option not asked.
+        (
+            WireFormat::SystemOne,
+            body(mixed_reply(
+                json!({"type": "choice", "choice": "Billing", "probabilities": {"Billing": 1.0, "Technical": 0.0, "Other": 0.0, echo.clone(): 0.0}}),
+                urgency,
+            )),
+            "`team` gives probabilities for 4 options, not the 3 asked",
+        ),
+        // The Decisions API's list shapes.
+        (
+            WireFormat::OpenAiDecisions,
+            body(json!({"answers": echo})),
+            "the reply's `answers` is a string, not a list of answers",
+        ),
+        (
+            WireFormat::OpenAiDecisions,
+            body(json!({"answers": [
+                {"type": "predicate", "name": "is_billing", "probability": 0.5},
+                {"type": "choice", "name": "team", "choice": "Billing", "probabilities": [
+                    {"value": echo.clone(), "probability": 0.5},
+                    {"value": echo.clone(), "probability": 0.5}]}]})),
+            "entries 1 and 2 of the answer to `team`'s `probabilities` are for the same value",
+        ),
+        (
+            WireFormat::OpenAiDecisions,
+            body(json!({"answers": [
+                {"type": "predicate", "name": "is_billing", "probability": 0.5},
+                {"type": echo.clone(), "name": "team"}]})),
+            "`team` is of a type this client does not know, not `choice`",
+        ),
+        (
+            WireFormat::OpenAiDecisions,
+            body(json!({"answers": [
+                {"type": "predicate", "name": "is_billing", "probability": 0.5},
+                {"type": "choice", "name": "team", "choice": echo.clone(), "probabilities": [
+                    {"value": "Billing", "probability": 1.0},
+                    {"value": "Technical", "probability": 0.0},
+                    {"value": "Other", "probability": 0.0}]}]})),
+            "`team` selects none of the 3 choices asked",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_host_that_echoes_the_state_never_puts_it_in_an_error_or_a_log() {
+    let logs = CapturedLogs::start();
+    for (format, reply, expected) in echoing_replies() {
+        let route = match format {
+            WireFormat::SystemOne => "/v1/systemone",
+            _ => "/v1/decisions",
+        };
+        let server = server_answering(
+            route,
+            ResponseTemplate::new(200)
+                .set_body_raw(reply.clone(), "application/json")
+                .insert_header("x-typesafe-request-id", "req_echo"),
+        )
+        .await;
+        let error = loopback(&server)
+            .with_wire_format(format)
+            .decide(&mixed_request())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.kind(),
+            DecisionFailureKind::InvalidResponse,
+            "{reply}: {error}"
+        );
+        assert!(
+            error.to_string().contains(expected),
+            "{expected}\n  got: {error}\n  for: {reply}"
+        );
+        assert_eq!(error.request_id(), Some("req_echo"));
+        // Nothing the host wrote is kept: the error was raised here, on the reply.
+        assert_eq!(error.provider_message(), None);
+        for printed in [
+            error.to_string(),
+            format!("{error:?}"),
+            format!("{error:#?}"),
+        ] {
+            assert!(!printed.contains(STATE_SECRET), "{printed}");
+            assert!(!printed.contains("charged twice"), "{printed}");
+        }
+    }
+    let text = logs.text();
+    assert!(
+        text.contains("decision reply refused"),
+        "the capture saw the refusals"
+    );
+    assert!(!text.contains(STATE_SECRET), "the state was logged");
+    assert!(!text.contains("charged twice"), "the state was logged");
+}
+
+#[tokio::test]
+async fn usage_counts_written_as_floats_are_read_and_an_unreadable_usage_keeps_the_answers() {
+    let answered = |usage: Value| {
+        let mut reply = mixed_reply(
+            team_answer(1.0, 0.0, 0.0, "Billing"),
+            urgency_answer([0.0, 0.0, 1.0, 0.0], 2.0),
+        );
+        reply["usage"] = usage;
+        reply
+    };
+    let decide = |reply: Value, format: WireFormat| async move {
+        let route = match format {
+            WireFormat::SystemOne => "/v1/systemone",
+            _ => "/v1/decisions",
+        };
+        let server = server_answering(route, ResponseTemplate::new(200).set_body_json(reply)).await;
+        loopback(&server)
+            .with_wire_format(format)
+            .decide(&mixed_request())
+            .await
+    };
+
+    // Whole numbers written as floats are whole numbers.
+    let response = decide(
+        answered(json!({"input_tokens": 97.0, "output_tokens": 55.0,
+            "input_tokens_details": {"cached_tokens": 12.0}})),
+        WireFormat::SystemOne,
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.usage().input_tokens, 97);
+    assert_eq!(response.usage().output_tokens, 55);
+    assert_eq!(response.usage().cached_input_tokens, 12);
+    assert!(response.notes().is_empty(), "{:?}", response.notes());
+    let mut decisions = example_d_reply();
+    decisions["usage"]["input_tokens"] = json!(86.0);
+    let server = server_answering(
+        "/v1/decisions",
+        ResponseTemplate::new(200).set_body_json(decisions),
+    )
+    .await;
+    let response = decisions_client(&server)
+        .decide(&example_d())
+        .await
+        .unwrap();
+    assert_eq!(response.usage().input_tokens, 86);
+
+    // A count that is not a whole number, or a usage block that is no object: the
+    // answers stand, and what could not be read is noted by field, never quoted.
+    let logs = CapturedLogs::start();
+    let response = decide(
+        answered(json!({"input_tokens": 97.5, "output_tokens": echoed()})),
+        WireFormat::SystemOne,
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.choice("team").unwrap().selected(), "Billing");
+    assert_eq!(response.usage().input_tokens, 0);
+    assert_eq!(response.usage().output_tokens, 0);
+    let notes = response.notes().join(" | ");
+    assert!(
+        notes.contains("`usage.input_tokens` is a number with a fraction"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("`usage.output_tokens` is a string"),
+        "{notes}"
+    );
+    assert!(!notes.contains(STATE_SECRET), "{notes}");
+    let response = decide(answered(json!(echoed())), WireFormat::SystemOne)
+        .await
+        .unwrap();
+    assert_eq!(
+        response.notes(),
+        [
+            "the reply's `usage` is a string, not an object; its token counts are unknown and counted as 0"
+        ]
+    );
+    let text = logs.text();
+    assert!(text.contains("usage.input_tokens"), "the note is logged");
+    assert!(!text.contains(STATE_SECRET), "the state was logged");
+}
+
+/// A decision host that answers its first request 429 with `retry-after: 1`, then a yes,
+/// and notes when each request came.
+struct BusyOnce(Arc<Mutex<Vec<Instant>>>, &'static str);
+
+impl wiremock::Respond for BusyOnce {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        let mut times = self.0.lock().unwrap();
+        times.push(Instant::now());
+        if times.len() == 1 {
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", self.1)
+                .set_body_json(
+                    json!({"detail": {"error_type": "rate_limit_error", "message": "slow down"}}),
+                )
+        } else {
+            ResponseTemplate::new(200).set_body_json(json!({"model": "jev",
+                "answers": {"satisfies_intent": {"type": "noul", "noul": 0.99}}}))
+        }
+    }
+}
+
+async fn busy_once(retry_after: &'static str) -> (MockServer, Arc<Mutex<Vec<Instant>>>) {
+    let times = Arc::new(Mutex::new(Vec::new()));
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(BusyOnce(times.clone(), retry_after))
+        .mount(&server)
+        .await;
+    (server, times)
+}
+
+fn gated_by(server: &MockServer) -> IntentClient {
+    let gate = DecisionEvaluator::new(loopback(server))
+        .on_transient_failure(intent_rs::decision::FailureBehavior::Retry);
+    IntentClient::builder()
+        .provider(ScriptedProvider::new(["a summary", "another summary"]))
+        .judge_provider(ScriptedProvider::new([
+            r#"{"passes": true, "problems": []}"#,
+        ]))
+        .decision_gate(gate)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_gate_set_to_retry_waits_as_long_as_the_decision_host_asked() {
+    let (server, times) = busy_once("1").await;
+    let result: intent_rs::AIResult<String> = gated_by(&server)
+        .transform(
+            "Our refund policy is 30 days",
+            "Summarize in one sentence",
+            intent_rs::IntentOptions::new().require_judge(),
+        )
+        .await;
+    assert!(result.is_success(), "{:?}", result.issues);
+    let times = times.lock().unwrap().clone();
+    assert_eq!(times.len(), 2, "asked once more");
+    let gap = times[1] - times[0];
+    assert!(
+        gap >= Duration::from_secs(1),
+        "asked again {gap:?} after a 429 with retry-after: 1"
+    );
+    let issue = &result.attempts[0].issues[0];
+    assert!(
+        issue
+            .message
+            .contains("asked again after 1000 ms, as it advised"),
+        "{}",
+        issue.message
+    );
+
+    // A wait the time budget cannot cover stops the call at once.
+    let (server, times) = busy_once("60").await;
+    let started = Instant::now();
+    let result: intent_rs::AIResult<String> = gated_by(&server)
+        .transform(
+            "Our refund policy is 30 days",
+            "Summarize in one sentence",
+            intent_rs::IntentOptions::new()
+                .require_judge()
+                .time_budget(Duration::from_secs(5)),
+        )
+        .await;
+    assert!(!result.is_success());
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(times.lock().unwrap().len(), 1, "not asked again");
+    assert_eq!(result.attempts.len(), 1);
+    let last = result.attempts[0].issues.last().unwrap();
+    assert!(
+        last.message.contains("asked to wait 30000 ms"),
+        "{}",
+        last.message
     );
 }

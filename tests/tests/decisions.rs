@@ -514,6 +514,91 @@ async fn a_stated_answer_that_does_not_verify_is_refused_over_anthropic() {
     assert!(error.to_string().contains("between 0 and 1"), "{error}");
 }
 
+/// A provider that echoes the state back, in every place its reply has: an answer token,
+/// a refusal, a body that is no completion, stated probabilities, a reply that is the
+/// state. Whatever it wrote, no decision error (Display, Debug) nor log line quotes it.
+#[tokio::test]
+async fn a_provider_that_echoes_the_state_never_puts_it_in_a_decision_error_or_a_log() {
+    let logs = CapturedLogs::start();
+    let echo = format!("I was charged twice, account {STATE_SECRET}");
+    let request = DecisionRequest::new(state(), mixed_questions()).unwrap();
+    let mut errors = Vec::new();
+
+    // Log-probabilities (OpenAI).
+    let refusal = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "refusal": echo},
+        "logprobs": null, "finish_reason": "stop"}]});
+    for reply in [
+        ResponseTemplate::new(200).set_body_json(logprob_completion(&[
+            (echo.as_str(), -0.01),
+            ("yes", -6.0),
+            ("A", -6.0),
+            ("0", -6.0),
+        ])),
+        ResponseTemplate::new(200).set_body_json(refusal),
+        ResponseTemplate::new(200).set_body_string(echo.clone()),
+    ] {
+        let server = openai_server(reply).await;
+        let client = LogprobDecisionClient::new(openai(&server));
+        errors.push(client.decide(&request).await.unwrap_err());
+    }
+
+    // Stated (Anthropic).
+    for text in [
+        json!({"value": {"resolved": {"probability_yes": echo},
+            "route": {"probabilities": {"billing": 0.5, "support": 0.5, "sales": 0.0}},
+            "urgency": {"probabilities": {"low": 0.5, "medium": 0.5, "high": 0.0}}}})
+        .to_string(),
+        json!({"value": {"resolved": {"probability_yes": 0.5},
+            "route": {"probabilities": {"billing": 0.5, "support": 0.5, "sales": 0.0, echo.as_str(): 1.0}},
+            "urgency": {"probabilities": {"low": 0.5, "medium": 0.5, "high": 0.0}}}})
+        .to_string(),
+        echo.clone(),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "type": "message", "model": "claude-test-1",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}
+            })))
+            .mount(&server)
+            .await;
+        let client =
+            StatedDecisionClient::new(Anthropic::new(SECRET_KEY).with_base_url(server.uri()));
+        errors.push(client.decide(&request).await.unwrap_err());
+    }
+
+    for error in &errors {
+        assert_eq!(
+            error.kind(),
+            DecisionFailureKind::InvalidResponse,
+            "{error}"
+        );
+        for printed in [
+            error.to_string(),
+            format!("{error:?}"),
+            format!("{error:#?}"),
+        ] {
+            assert!(!printed.contains(STATE_SECRET), "{printed}");
+            assert!(!printed.contains("charged twice"), "{printed}");
+        }
+    }
+    // Each says which question, or that the reply is not the answers asked for.
+    assert!(
+        errors[0].to_string().contains("`resolved`"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].to_string().contains("refused to answer"),
+        "{}",
+        errors[1]
+    );
+    let text = logs.text();
+    assert!(!text.contains(STATE_SECRET), "the state was logged");
+}
+
 // ---------------------------------------------------------------------------------------
 // The DSL
 

@@ -5,13 +5,19 @@
 //! documented error types, its reply shapes) stays in that provider's own test file.
 //!
 //! A new provider joins by adding a [`Subject`] to [`subjects`]: every row then runs
-//! against it.
+//! against it, and against the decision client it gets. The status rows also run against
+//! the System One client in each wire format ([`decision_subjects`]), read as decision
+//! failures.
 
 mod provider_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use intent_rs::decision::{
+    BinaryQuestion, DecisionClient, DecisionFailureKind, DecisionHost, DecisionRequest,
+    SystemOneClient, WireFormat, decision_client_for,
+};
 use intent_rs::provider::{
     Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResponses, Provider,
     ProviderError, ProviderErrorKind, ProviderRequest,
@@ -39,6 +45,9 @@ struct Subject {
     /// An error reply in the API's shape: the type the API documents for `status`, and
     /// `message`.
     error: fn(status: u16, message: &str) -> Value,
+    /// An error reply whose type says "invalid request" whatever the status (OpenAI's
+    /// body for a wrong key is one, with 401).
+    invalid_request: fn(status: u16, message: &str) -> Value,
     /// The header the API sends its request id in.
     request_id_header: &'static str,
     /// What its debug log calls a call (so the log capture is known to have seen it).
@@ -69,6 +78,11 @@ fn openai_error(status: u16, message: &str) -> Value {
     json!({"error": {"message": message, "type": error_type, "param": null, "code": null}})
 }
 
+/// OpenAI's real body for a wrong key (with 401), its type saying "invalid request".
+fn openai_invalid_request(_status: u16, message: &str) -> Value {
+    json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
+}
+
 fn openai_success(text: &str) -> Value {
     json!({
         "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
@@ -88,6 +102,10 @@ fn anthropic_error(status: u16, message: &str) -> Value {
         _ => "api_error",
     };
     json!({"type": "error", "error": {"type": error_type, "message": message}})
+}
+
+fn anthropic_invalid_request(_status: u16, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
 }
 
 fn anthropic_success(text: &str) -> Value {
@@ -110,6 +128,10 @@ fn gemini_error(status: u16, message: &str) -> Value {
         _ => "INTERNAL",
     };
     json!({"error": {"code": status, "message": message, "status": status_name}})
+}
+
+fn gemini_invalid_request(status: u16, message: &str) -> Value {
+    json!({"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}})
 }
 
 fn gemini_success(text: &str) -> Value {
@@ -142,6 +164,7 @@ fn subjects() -> Vec<Subject> {
             },
             success: openai_success,
             error: openai_error,
+            invalid_request: openai_invalid_request,
             request_id_header: "x-request-id",
             logged_as: "sending a chat completion",
         },
@@ -157,6 +180,7 @@ fn subjects() -> Vec<Subject> {
             },
             success: openai_success,
             error: openai_error,
+            invalid_request: openai_invalid_request,
             request_id_header: "x-request-id",
             logged_as: "sending a chat completion",
         },
@@ -170,6 +194,7 @@ fn subjects() -> Vec<Subject> {
             },
             success: responses_success,
             error: openai_error,
+            invalid_request: openai_invalid_request,
             request_id_header: "x-request-id",
             logged_as: "sending a response",
         },
@@ -183,6 +208,7 @@ fn subjects() -> Vec<Subject> {
             },
             success: gemini_success,
             error: gemini_error,
+            invalid_request: gemini_invalid_request,
             request_id_header: "x-request-id",
             logged_as: "sending a generateContent request",
         },
@@ -196,6 +222,7 @@ fn subjects() -> Vec<Subject> {
             },
             success: openai_success,
             error: openai_error,
+            invalid_request: openai_invalid_request,
             request_id_header: "x-request-id",
             logged_as: "sending a chat completion",
         },
@@ -206,6 +233,7 @@ fn subjects() -> Vec<Subject> {
             },
             success: anthropic_success,
             error: anthropic_error,
+            invalid_request: anthropic_invalid_request,
             request_id_header: "request-id",
             logged_as: "sending a message request",
         },
@@ -244,6 +272,9 @@ async fn error_with(
 struct StatusRow {
     status: u16,
     headers: &'static [(&'static str, &'static str)],
+    /// The body's type says "invalid request" instead of the type documented for the
+    /// status: the status must decide.
+    says_invalid_request: bool,
     kind: ProviderErrorKind,
     transient: bool,
     retry_after: Option<Duration>,
@@ -253,6 +284,7 @@ const fn row(status: u16, kind: ProviderErrorKind, transient: bool) -> StatusRow
     StatusRow {
         status,
         headers: &[],
+        says_invalid_request: false,
         kind,
         transient,
         retry_after: None,
@@ -280,6 +312,21 @@ fn status_rows() -> Vec<StatusRow> {
             retry_after: Some(Duration::from_secs(7)),
             ..row(500, Server, true)
         },
+        // Zero is advice too: retry now.
+        StatusRow {
+            headers: &[("retry-after", "0")],
+            retry_after: Some(Duration::ZERO),
+            ..row(429, RateLimited, true)
+        },
+        // A 401 and a 403 are credentials failures whatever the body's type says.
+        StatusRow {
+            says_invalid_request: true,
+            ..row(401, Authentication, false)
+        },
+        StatusRow {
+            says_invalid_request: true,
+            ..row(403, Permission, false)
+        },
         // The provider knows better than the status whether a retry can help.
         StatusRow {
             headers: &[("x-should-retry", "false")],
@@ -297,14 +344,22 @@ async fn every_status_becomes_the_same_kind_with_the_same_advice_on_every_provid
     for subject in subjects() {
         for row in status_rows() {
             let message = format!("documented failure {}", row.status);
+            let body = if row.says_invalid_request {
+                (subject.invalid_request)(row.status, &message)
+            } else {
+                (subject.error)(row.status, &message)
+            };
             let mut template = ResponseTemplate::new(row.status)
-                .set_body_json((subject.error)(row.status, &message))
+                .set_body_json(body)
                 .insert_header(subject.request_id_header, "req-table");
             for (name, value) in row.headers {
                 template = template.insert_header(*name, *value);
             }
             let err = error_for(&subject, template).await;
-            let label = format!("{} HTTP {} {:?}", subject.name, row.status, row.headers);
+            let label = format!(
+                "{} HTTP {} {:?} invalid request body: {}",
+                subject.name, row.status, row.headers, row.says_invalid_request
+            );
             assert_eq!(err.kind(), row.kind, "{label}: {err}");
             assert_eq!(err.is_transient(), row.transient, "{label}");
             assert_eq!(err.retry_after(), row.retry_after, "{label}");
@@ -507,6 +562,150 @@ async fn the_key_never_appears_in_errors_debug_or_logs() {
                 "{}: the key leaked: {text}",
                 subject.name
             );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Decision clients: the same status table, read as decision failures
+
+/// Builds a decision client against a server's root.
+type BuildDecisionClient = Box<dyn Fn(&str) -> Arc<dyn DecisionClient>>;
+
+/// One decision client under test: how to build it against a server, and how its host
+/// writes an error.
+struct DecisionSubject {
+    name: String,
+    build: BuildDecisionClient,
+    error: fn(status: u16, message: &str) -> Value,
+    invalid_request: fn(status: u16, message: &str) -> Value,
+    request_id_header: &'static str,
+}
+
+/// TypeSafe's error envelope (`detail.error_type`, `detail.message`).
+fn typesafe_error(status: u16, message: &str) -> Value {
+    let error_type = match status {
+        400 => "invalid_request_error",
+        401 | 403 => "authentication_error",
+        429 => "rate_limit_error",
+        503 => "overloaded_error",
+        _ => "api_error",
+    };
+    json!({"detail": {"error_type": error_type, "message": message}})
+}
+
+fn typesafe_invalid_request(_status: u16, message: &str) -> Value {
+    json!({"detail": {"error_type": "invalid_request_error", "message": message}})
+}
+
+/// The decision client each provider gets ([`decision_client_for`]: log-probabilities or
+/// stated answers), and the System One client in each wire format.
+fn decision_subjects() -> Vec<DecisionSubject> {
+    let mut subjects: Vec<DecisionSubject> = subjects()
+        .into_iter()
+        .map(|subject| {
+            let build = subject.build;
+            DecisionSubject {
+                name: format!("decision_client_for({})", subject.name),
+                build: Box::new(move |url| decision_client_for(build(url, Settings::default()))),
+                error: subject.error,
+                invalid_request: subject.invalid_request,
+                request_id_header: subject.request_id_header,
+            }
+        })
+        .collect();
+    subjects.push(DecisionSubject {
+        name: "systemone typesafe".into(),
+        build: Box::new(|url| {
+            Arc::new(
+                SystemOneClient::new(DecisionHost::TypeSafe)
+                    .with_base_url(url)
+                    .with_api_key(SECRET_KEY),
+            )
+        }),
+        error: typesafe_error,
+        invalid_request: typesafe_invalid_request,
+        request_id_header: "x-typesafe-request-id",
+    });
+    subjects.push(DecisionSubject {
+        name: "systemone compatible".into(),
+        build: Box::new(|url| Arc::new(SystemOneClient::compatible(url).with_api_key(SECRET_KEY))),
+        error: openai_error,
+        invalid_request: openai_invalid_request,
+        request_id_header: "x-request-id",
+    });
+    subjects.push(DecisionSubject {
+        name: "decisions api (litellm)".into(),
+        build: Box::new(|url| {
+            Arc::new(
+                SystemOneClient::new(DecisionHost::LiteLlm)
+                    .with_base_url(url)
+                    .with_api_key(SECRET_KEY)
+                    .with_wire_format(WireFormat::OpenAiDecisions),
+            )
+        }),
+        error: openai_error,
+        invalid_request: openai_invalid_request,
+        request_id_header: "x-request-id",
+    });
+    subjects
+}
+
+/// What a provider failure kind becomes for a decision.
+fn decision_kind(kind: ProviderErrorKind) -> DecisionFailureKind {
+    use ProviderErrorKind as P;
+    match kind {
+        P::Authentication | P::Permission => DecisionFailureKind::Authentication,
+        P::NotFound | P::InvalidRequest => DecisionFailureKind::InvalidRequest,
+        P::RateLimited => DecisionFailureKind::RateLimited,
+        P::Overloaded => DecisionFailureKind::Overloaded,
+        P::Server => DecisionFailureKind::Unavailable,
+        other => panic!("no status row has the kind {other}"),
+    }
+}
+
+#[tokio::test]
+async fn every_status_becomes_the_same_decision_failure_with_the_same_advice_on_every_decision_client()
+ {
+    let request = DecisionRequest::new(
+        json!({"ticket": "hi"}),
+        [BinaryQuestion::new("done", "Is it done?").unwrap()],
+    )
+    .unwrap();
+    for subject in decision_subjects() {
+        for row in status_rows() {
+            let message = format!("documented failure {}", row.status);
+            let body = if row.says_invalid_request {
+                (subject.invalid_request)(row.status, &message)
+            } else {
+                (subject.error)(row.status, &message)
+            };
+            let mut template = ResponseTemplate::new(row.status)
+                .set_body_json(body)
+                .insert_header(subject.request_id_header, "req-table");
+            for (name, value) in row.headers {
+                template = template.insert_header(*name, *value);
+            }
+            let server = MockServer::start().await;
+            Mock::given(wiremock::matchers::any())
+                .respond_with(template)
+                .mount(&server)
+                .await;
+            let label = format!(
+                "{} HTTP {} {:?} invalid request body: {}",
+                subject.name, row.status, row.headers, row.says_invalid_request
+            );
+            let err = (subject.build)(&server.uri())
+                .decide(&request)
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind(), decision_kind(row.kind), "{label}: {err}");
+            assert_eq!(err.is_transient(), row.transient, "{label}");
+            assert_eq!(err.retry_after(), row.retry_after, "{label}");
+            assert_eq!(err.status(), Some(row.status), "{label}");
+            assert_eq!(err.provider_message(), Some(message.as_str()), "{label}");
+            assert!(!err.to_string().contains(&message), "{label}: {err}");
+            assert_eq!(err.request_id(), Some("req-table"), "{label}");
         }
     }
 }

@@ -311,6 +311,7 @@ impl<T: Send + 'static> BatchJob<T> {
                 .map_or(api.limits(), |limits| limits.min(api.limits())),
             progress,
             items: count,
+            advised: None,
         };
         let deadline = options
             .time_limit
@@ -410,6 +411,10 @@ impl<T: Send + 'static> BatchJob<T> {
             } else {
                 (wait * 2).min(options.max_poll_interval)
             };
+            // A provider that asked for a longer wait is not looked at before it.
+            if let Some(advised) = driver.advised {
+                wait = wait.max(advised);
+            }
         }
         while let Some(joined) = tasks.join_next().await {
             keep(joined, &mut results);
@@ -744,6 +749,9 @@ struct Driver<'a> {
     limits: BatchLimits,
     progress: Option<ProgressFn>,
     items: usize,
+    /// The longest wait a provider asked for while the last look failed transiently: the
+    /// next look waits at least this long.
+    advised: Option<Duration>,
 }
 
 impl Driver<'_> {
@@ -842,8 +850,10 @@ impl Driver<'_> {
             {
                 Ok(id) => break Ok(id),
                 Err(error) if error.is_transient() && tries < SUBMIT_TRIES => {
-                    tracing::warn!(parent: &span, %error, "a batch submission failed; trying again");
-                    cancel.sleep(backoff * tries).await;
+                    // The provider's advice, when it gave one, rather than the backoff.
+                    let wait = error.retry_after().unwrap_or(backoff * tries);
+                    tracing::warn!(parent: &span, %error, wait_ms = wait.as_millis() as u64, "a batch submission failed; trying again");
+                    cancel.sleep(wait).await;
                 }
                 Err(error) => break Err(error),
             }
@@ -886,6 +896,7 @@ impl Driver<'_> {
     /// whether any did.
     async fn poll(&mut self) -> Result<bool, BatchError> {
         let mut ended_any = false;
+        self.advised = None;
         let mut index = 0;
         while index < self.running.len() {
             let batch_id = self.running[index].batch_id.clone();
@@ -900,6 +911,7 @@ impl Driver<'_> {
                 Ok(state) => state,
                 Err(error) if error.is_transient() => {
                     tracing::warn!(parent: &span, %error, "looking at a batch failed; looking again later");
+                    self.advise(&error);
                     index += 1;
                     continue;
                 }
@@ -942,6 +954,7 @@ impl Driver<'_> {
                     // Read again on the next look; what was handed back is handed back
                     // again then, and kept aside by the router.
                     tracing::warn!(parent: &span, %error, "reading a batch's results failed; reading again later");
+                    self.advise(&error);
                     index += 1;
                     continue;
                 }
@@ -952,6 +965,13 @@ impl Driver<'_> {
             ended_any = true;
         }
         Ok(ended_any)
+    }
+
+    /// Keeps the wait `error` asks for, the longest of this look's.
+    fn advise(&mut self, error: &ProviderError) {
+        if let Some(wait) = error.retry_after() {
+            self.advised = Some(self.advised.map_or(wait, |other| other.max(wait)));
+        }
     }
 
     /// Cancels the job: queued requests fail at once, running batches are asked to stop.

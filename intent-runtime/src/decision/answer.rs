@@ -36,23 +36,38 @@ fn check_probability(what: &str, p: f64) -> Result<(), DecisionError> {
     }
 }
 
-fn check_distribution(probabilities: &[(String, f64)]) -> Result<(), DecisionError> {
+/// How an answer's errors name option `index` of its distribution.
+type Namer<'a> = &'a dyn Fn(usize) -> String;
+
+/// Options named by position: a distribution a caller built may carry any names (a
+/// host's words, which may quote the state), so they are never quoted.
+fn by_position(index: usize) -> String {
+    format!("option {}", index + 1)
+}
+
+fn check_distribution(
+    probabilities: &[(String, f64)],
+    name: Namer<'_>,
+) -> Result<(), DecisionError> {
     let mut sum = 0.0;
-    for (index, (name, p)) in probabilities.iter().enumerate() {
-        if name.trim().is_empty() {
-            return Err(DecisionError::invalid_response(
-                "an answer names a blank option",
-            ));
-        }
-        if probabilities[..index]
-            .iter()
-            .any(|(other, _)| other == name)
-        {
+    for (index, (option, p)) in probabilities.iter().enumerate() {
+        if option.trim().is_empty() {
             return Err(DecisionError::invalid_response(format!(
-                "an answer names `{name}` twice"
+                "an answer gives {} a blank name",
+                name(index)
             )));
         }
-        check_probability(&format!("`{name}`"), *p)?;
+        if let Some(first) = probabilities[..index]
+            .iter()
+            .position(|(other, _)| other == option)
+        {
+            return Err(DecisionError::invalid_response(format!(
+                "an answer names {} and {} the same",
+                name(first),
+                name(index)
+            )));
+        }
+        check_probability(&name(index), *p)?;
         sum += p;
     }
     if probabilities.len() < 2 || (sum - 1.0).abs() > SUM_TOLERANCE {
@@ -62,6 +77,33 @@ fn check_distribution(probabilities: &[(String, f64)]) -> Result<(), DecisionErr
         )));
     }
     Ok(())
+}
+
+/// The labels of `question` as a namer, once `probabilities` is known to be over exactly
+/// them, in their order: labels this crate sent may be named.
+fn question_labels<'q>(
+    question: &'q DecisionQuestion,
+    probabilities: &[(String, f64)],
+) -> Result<impl Fn(usize) -> String + 'q, DecisionError> {
+    let options = question.options();
+    let same = probabilities.len() == options.len()
+        && probabilities
+            .iter()
+            .zip(options)
+            .all(|((name, _), option)| name == option.name());
+    if !same {
+        return Err(DecisionError::invalid_response(format!(
+            "the answer to `{}` is not a distribution over the {} options asked, in their order",
+            question.id(),
+            options.len()
+        )));
+    }
+    Ok(move |index: usize| {
+        options.get(index).map_or_else(
+            || by_position(index),
+            |option| format!("`{}`", option.name()),
+        )
+    })
 }
 
 fn check_coverage(coverage: Option<f64>) -> Result<(), DecisionError> {
@@ -128,20 +170,51 @@ impl ChoiceAnswer {
         probabilities: Vec<(String, f64)>,
         selected: impl Into<String>,
     ) -> Result<Self, DecisionError> {
-        check_distribution(&probabilities)?;
-        let selected = selected.into();
-        let Some(chosen) = probabilities
+        Self::checked(probabilities, selected.into(), &by_position)
+    }
+
+    /// [`ChoiceAnswer::new`] for `question`, whose labels the distribution must be over
+    /// (in their order); `selected` is the most probable choice when `None`. Its errors
+    /// name the question and its labels.
+    pub(crate) fn answering(
+        question: &DecisionQuestion,
+        probabilities: Vec<(String, f64)>,
+        selected: Option<String>,
+    ) -> Result<Self, DecisionError> {
+        let id = question.id();
+        let name = question_labels(question, &probabilities)?;
+        let selected = selected.unwrap_or_else(|| most_probable(&probabilities));
+        Self::checked(probabilities, selected, &name).map_err(|error| error.about(id))
+    }
+
+    fn checked(
+        probabilities: Vec<(String, f64)>,
+        selected: String,
+        name: Namer<'_>,
+    ) -> Result<Self, DecisionError> {
+        check_distribution(&probabilities, name)?;
+        let Some((index, chosen)) = probabilities
             .iter()
-            .find(|(name, _)| *name == selected)
-            .map(|(_, p)| *p)
+            .enumerate()
+            .find(|(_, (option, _))| *option == selected)
+            .map(|(index, (_, p))| (index, *p))
         else {
+            // The selection is not quoted: it is not one of the names checked above, and
+            // may be anything a host wrote.
             return Err(DecisionError::invalid_response(format!(
-                "the selected choice `{selected}` is not one of the choices asked"
+                "the selected choice is not one of the {} choices of the answer",
+                probabilities.len()
             )));
         };
-        if let Some((likelier, p)) = probabilities.iter().find(|(_, p)| *p > chosen) {
+        if let Some((likelier, (_, p))) = probabilities
+            .iter()
+            .enumerate()
+            .find(|(_, (_, p))| *p > chosen)
+        {
             return Err(DecisionError::invalid_response(format!(
-                "the selected choice `{selected}` has the probability {chosen}, but `{likelier}` has {p}: the selected choice must be the most probable one"
+                "the selected choice {} has the probability {chosen}, but {} has {p}: the selected choice must be the most probable one",
+                name(index),
+                name(likelier)
             )));
         }
         Ok(Self {
@@ -154,10 +227,7 @@ impl ChoiceAnswer {
 
     /// A distribution whose most likely choice is the selected one (the first on a tie).
     pub fn most_likely(probabilities: Vec<(String, f64)>) -> Result<Self, DecisionError> {
-        let selected = probabilities
-            .get(argmax(probabilities.iter().map(|(_, p)| *p)))
-            .map(|(name, _)| name.clone())
-            .unwrap_or_default();
+        let selected = most_probable(&probabilities);
         Self::new(probabilities, selected)
     }
 
@@ -222,7 +292,21 @@ pub struct ScoreAnswer {
 impl ScoreAnswer {
     /// A distribution over the levels, lowest first (each in [0, 1], summing to 1).
     pub fn new(probabilities: Vec<(String, f64)>) -> Result<Self, DecisionError> {
-        check_distribution(&probabilities)?;
+        Self::checked(probabilities, &by_position)
+    }
+
+    /// [`ScoreAnswer::new`] for `question`, whose levels the distribution must be over
+    /// (lowest first). Its errors name the question and its levels.
+    pub(crate) fn answering(
+        question: &DecisionQuestion,
+        probabilities: Vec<(String, f64)>,
+    ) -> Result<Self, DecisionError> {
+        let name = question_labels(question, &probabilities)?;
+        Self::checked(probabilities, &name).map_err(|error| error.about(question.id()))
+    }
+
+    fn checked(probabilities: Vec<(String, f64)>, name: Namer<'_>) -> Result<Self, DecisionError> {
+        check_distribution(&probabilities, name)?;
         let most_likely = argmax(probabilities.iter().map(|(_, p)| *p));
         let expected = probabilities
             .iter()
@@ -287,6 +371,14 @@ impl ScoreAnswer {
     }
 }
 
+/// The name of the first most probable option (empty for none).
+fn most_probable(probabilities: &[(String, f64)]) -> String {
+    probabilities
+        .get(argmax(probabilities.iter().map(|(_, p)| *p)))
+        .map(|(name, _)| name.clone())
+        .unwrap_or_default()
+}
+
 /// The first index of the largest value (0 for none).
 fn argmax(values: impl Iterator<Item = f64>) -> usize {
     let mut best = (0, f64::NEG_INFINITY);
@@ -344,6 +436,8 @@ pub struct DecisionResponse {
     request_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fallback: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 impl DecisionResponse {
@@ -380,6 +474,7 @@ impl DecisionResponse {
             source,
             request_id: None,
             fallback: None,
+            notes: Vec::new(),
         })
     }
 
@@ -397,6 +492,20 @@ impl DecisionResponse {
     /// here and in [`source`](Self::source). `None` when the first method answered.
     pub fn fallback_reason(&self) -> Option<&str> {
         self.fallback.as_deref()
+    }
+
+    /// With what the client noted about the reply without refusing it.
+    pub(crate) fn with_notes(mut self, notes: Vec<String>) -> Self {
+        self.notes.extend(notes);
+        self
+    }
+
+    /// What the client could not read in the reply outside the answers (a usage block
+    /// whose counts are not whole numbers, a model that is not a string), each naming
+    /// the field. The answers stand; a count that could not be read is counted as 0 in
+    /// [`usage`](Self::usage). Empty for a reply read whole.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// With the id the host gave the request, to quote when asking it about one.
@@ -474,8 +583,12 @@ mod tests {
 
     #[test]
     fn the_selected_choice_must_be_one_asked() {
-        let error = ChoiceAnswer::new(named(&[("a", 0.5), ("b", 0.5)]), "c").unwrap_err();
-        assert!(error.to_string().contains("`c` is not one of"), "{error}");
+        let error = ChoiceAnswer::new(named(&[("a", 0.5), ("b", 0.5)]), "c SECRET").unwrap_err();
+        assert!(
+            error.to_string().contains("not one of the 2 choices"),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("SECRET"), "{error}");
         assert_eq!(
             ChoiceAnswer::new(named(&[("a", 0.5), ("b", 0.5)]), "b")
                 .unwrap()
@@ -499,8 +612,44 @@ mod tests {
             error.kind(),
             crate::decision::DecisionFailureKind::InvalidResponse
         );
-        assert!(error.to_string().contains("`tech` has 0.85"), "{error}");
+        // A caller's names may hold anything: the options are named by position.
+        assert!(error.to_string().contains("option 2 has 0.85"), "{error}");
         assert!(error.to_string().contains("most probable"), "{error}");
+        assert!(!error.to_string().contains("tech"), "{error}");
+    }
+
+    #[test]
+    fn an_answer_to_a_question_names_the_question_and_its_labels() {
+        let question: DecisionQuestion =
+            ChoiceQuestion::new("route", "Where?", ["billing", "technical"])
+                .unwrap()
+                .into();
+        let error = ChoiceAnswer::answering(
+            &question,
+            named(&[("billing", 0.74), ("technical", 0.26)]),
+            Some("technical".to_owned()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "decision invalid response: the answer to `route`: the selected choice `technical` has the probability 0.26, but `billing` has 0.74: the selected choice must be the most probable one"
+        );
+        let out_of_range =
+            ScoreAnswer::answering(&question, named(&[("billing", 1.5), ("technical", -0.5)]))
+                .unwrap_err();
+        assert!(
+            out_of_range
+                .to_string()
+                .contains("the answer to `route`: `billing` has the probability 1.5"),
+            "{out_of_range}"
+        );
+        // A distribution over other names than the labels asked is refused without
+        // quoting them.
+        let other =
+            ChoiceAnswer::answering(&question, named(&[("billing", 0.5), ("SECRET", 0.5)]), None)
+                .unwrap_err();
+        assert!(other.to_string().contains("`route`"), "{other}");
+        assert!(!other.to_string().contains("SECRET"), "{other}");
     }
 
     #[test]

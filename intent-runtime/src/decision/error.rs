@@ -160,6 +160,16 @@ impl DecisionError {
         self.retry_after
     }
 
+    /// This failure, said of the answer to question `id` (every refusal of an answer
+    /// names its question); a message that already begins so is kept as it is.
+    pub(crate) fn about(mut self, id: &str) -> Self {
+        let subject = format!("the answer to `{id}`");
+        if !self.message.starts_with(&subject) {
+            self.message = format!("{subject}: {}", self.message);
+        }
+        self
+    }
+
     /// This failure, with the id of the request it concerns.
     pub(crate) fn with_request_id(mut self, request_id: Option<&str>) -> Self {
         if let Some(id) = request_id {

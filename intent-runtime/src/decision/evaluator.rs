@@ -35,7 +35,9 @@ pub enum EvaluationOutcome {
         /// Deterministic feedback naming the question, the probability and the threshold.
         feedback: String,
     },
-    /// The decision client failed and the behaviour says to try again.
+    /// The decision client failed and the behaviour says to try again: no sooner than
+    /// [`failure.retry_after()`](DecisionError::retry_after), when the host advised a
+    /// wait (the decision gate waits so).
     Retry {
         /// The failure.
         failure: DecisionError,
@@ -306,17 +308,23 @@ pub(crate) enum GateStep {
     Judge,
     /// Reject the attempt with this issue; the judge is not asked.
     Rejected(ResultIssue),
+    /// The gate could not assess the attempt and its behaviour says to try again: reject
+    /// the attempt with this issue, and ask the decision client again no sooner than the
+    /// wait its host advised (capped), when it advised one.
+    Again(ResultIssue, Option<Duration>),
     /// Stop the call with this issue.
     Stopped(ResultIssue),
 }
 
 /// Asks the gate's question about attempt `attempt`'s candidate: the intent, the
-/// requirements, the input and the candidate, as data.
+/// requirements, the input and the candidate, as data. A wait the decision host advises
+/// is capped at `max_wait` (the retry policy's longest delay).
 pub(crate) async fn gate(
     evaluator: &DecisionEvaluator,
     plan: &PromptPlan,
     candidate: &str,
     attempt: u32,
+    max_wait: Duration,
 ) -> (GateRecord, GateStep) {
     let state = json!({
         "intent": plan.intent,
@@ -386,14 +394,18 @@ pub(crate) async fn gate(
         }
         EvaluationOutcome::Retry { failure } => {
             record.outcome = failed(&failure, FailureBehavior::Retry);
-            GateStep::Rejected(ResultIssue::new(
-                IssueSource::Provider,
-                unassessed(
-                    &failure,
-                    "the output was not assessed and is asked for again.",
+            let wait = failure.retry_after().map(|wait| wait.min(max_wait));
+            let then = match wait {
+                Some(wait) => format!(
+                    "the output was not assessed and is asked for again; the decision host is asked again after {} ms, as it advised.",
+                    wait.as_millis()
                 ),
-                attempt,
-            ))
+                None => "the output was not assessed and is asked for again.".to_owned(),
+            };
+            GateStep::Again(
+                ResultIssue::new(IssueSource::Provider, unassessed(&failure, &then), attempt),
+                wait,
+            )
         }
         EvaluationOutcome::Defer { failure } => {
             record.outcome = failed(&failure, FailureBehavior::Defer);

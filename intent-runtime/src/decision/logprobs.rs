@@ -342,19 +342,24 @@ pub(crate) fn read_answer(
             .collect()
     };
     let answer = match question {
-        DecisionQuestion::Binary(_) => {
-            DecisionAnswer::Binary(BinaryAnswer::new(distribution[0])?.with_coverage(coverage)?)
-        }
-        DecisionQuestion::Choice(q) => DecisionAnswer::Choice(
-            ChoiceAnswer::most_likely(named(q.choices().iter().map(|o| o.name()).collect()))?
-                .with_coverage(coverage)?,
-        ),
-        DecisionQuestion::Score(q) => DecisionAnswer::Score(
-            ScoreAnswer::new(named(q.levels().iter().map(|o| o.name()).collect()))?
-                .with_coverage(coverage)?,
-        ),
+        DecisionQuestion::Binary(_) => BinaryAnswer::new(distribution[0])
+            .and_then(|answer| answer.with_coverage(coverage))
+            .map(DecisionAnswer::Binary),
+        DecisionQuestion::Choice(q) => ChoiceAnswer::answering(
+            question,
+            named(q.choices().iter().map(|o| o.name()).collect()),
+            None,
+        )
+        .and_then(|answer| answer.with_coverage(coverage))
+        .map(DecisionAnswer::Choice),
+        DecisionQuestion::Score(q) => ScoreAnswer::answering(
+            question,
+            named(q.levels().iter().map(|o| o.name()).collect()),
+        )
+        .and_then(|answer| answer.with_coverage(coverage))
+        .map(DecisionAnswer::Score),
     };
-    Ok(answer)
+    answer.map_err(|error| error.about(id))
 }
 
 /// The probability of each label, normalised over the labels, and the share of the

@@ -193,11 +193,14 @@ fn read_answers(
                     |probabilities| {
                         let read = match question {
                             DecisionQuestion::Choice(_) => {
-                                ChoiceAnswer::most_likely(probabilities).map(DecisionAnswer::Choice)
+                                ChoiceAnswer::answering(question, probabilities, None)
+                                    .map(DecisionAnswer::Choice)
                             }
-                            _ => ScoreAnswer::new(probabilities).map(DecisionAnswer::Score),
+                            _ => ScoreAnswer::answering(question, probabilities)
+                                .map(DecisionAnswer::Score),
                         };
-                        read.map_err(|error| format!("`{id}`: {error}."))
+                        // The message names the question and its labels, never the reply.
+                        read.map_err(|error| format!("{error}."))
                     },
                 )
             }
@@ -212,6 +215,54 @@ fn read_answers(
     } else {
         Err(problems)
     }
+}
+
+/// Where a value that failed the answers' schema strays from it, by the question ids and
+/// labels asked and by counts: the keys a reply adds are what the model wrote, and may
+/// quote the state, so they are counted, never named.
+fn shape_problems(request: &DecisionRequest, value: &Value) -> Vec<String> {
+    let Some(answers) = value.as_object() else {
+        return vec!["The reply is not an object of answers keyed by question id.".to_owned()];
+    };
+    let mut problems = Vec::new();
+    let unasked = answers
+        .keys()
+        .filter(|key| !request.questions().iter().any(|q| q.id() == key.as_str()))
+        .count();
+    if unasked > 0 {
+        problems.push(format!(
+            "The reply answers {unasked} question(s) that were not asked."
+        ));
+    }
+    let extra = |object: &Map<String, Value>, allowed: &[&str]| {
+        object
+            .keys()
+            .filter(|key| !allowed.contains(&key.as_str()))
+            .count()
+    };
+    for question in request.questions() {
+        let id = question.id();
+        let Some(answer) = answers.get(id).and_then(Value::as_object) else {
+            continue;
+        };
+        let field = match question {
+            DecisionQuestion::Binary(_) => "probability_yes",
+            _ => "probabilities",
+        };
+        let fields = extra(answer, &[field]);
+        if fields > 0 {
+            problems.push(format!("`{id}` has {fields} field(s) besides `{field}`."));
+        }
+        if let Some(stated) = answer.get("probabilities").and_then(Value::as_object) {
+            let options = extra(stated, &option_names(question));
+            if options > 0 {
+                problems.push(format!(
+                    "`{id}.probabilities` has {options} option(s) that were not asked."
+                ));
+            }
+        }
+    }
+    problems
 }
 
 /// The stated distribution over `question`'s options, in their order, normalised.
@@ -277,9 +328,13 @@ impl DecisionClient for StatedDecisionClient {
                 // This module's own checks are worded here and quote no reply; the
                 // verifier's and the schema's words may quote the reply, and a reply may
                 // quote the state, so of those only the check that failed is named.
-                let own = value
-                    .and_then(|value| read_answers(request, &value).err())
-                    .unwrap_or_default();
+                let (own, shape) = match &value {
+                    Some(value) => (
+                        read_answers(request, value).err().unwrap_or_default(),
+                        shape_problems(request, value),
+                    ),
+                    None => (Vec::new(), Vec::new()),
+                };
                 let others = verification
                     .issues
                     .iter()
@@ -291,7 +346,7 @@ impl DecisionClient for StatedDecisionClient {
                         _ => "The reply does not match the answers' schema.".to_owned(),
                     })
                     .collect::<Vec<_>>();
-                return Err(not_verified(own.into_iter().chain(others)));
+                return Err(not_verified(own.into_iter().chain(shape).chain(others)));
             }
         };
         let answers = read_answers(request, &value).map_err(not_verified)?;
@@ -393,6 +448,15 @@ mod tests {
             (
                 r#"{"value": {"refund please": 1, "urgent": {"probability_yes": 0.5}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
                 "does not match the answers' schema",
+            ),
+            // Keys the model added are counted, and the question they are under named.
+            (
+                r#"{"value": {"refund please": 1, "urgent": {"probability_yes": 0.5}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
+                "answers 1 question(s) that were not asked",
+            ),
+            (
+                r#"{"value": {"urgent": {"probability_yes": 0.5, "refund please": 1}, "route": {"probabilities": {"billing": 0.5, "tech": 0.5, "refund please": 0}}, "tone": {"probabilities": {"rude": 0.2, "neutral": 0.3, "kind": 0.5}}}}"#,
+                "`urgent` has 1 field(s) besides `probability_yes`. `route.probabilities` has 1 option(s) that were not asked.",
             ),
         ] {
             let client = StatedDecisionClient::new(ScriptedProvider::new([reply]));

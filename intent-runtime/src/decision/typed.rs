@@ -94,9 +94,11 @@ impl<E> EnumOptions<E> {
             .collect()
     }
 
-    /// A distribution over the variants from answer probabilities in declaration order.
+    /// A distribution over the variants from the probabilities of the answer to `id`, in
+    /// declaration order.
     pub(crate) fn variants(
         &self,
+        id: &str,
         probabilities: &[(String, f64)],
     ) -> Result<Vec<(E, f64)>, DecisionError> {
         probabilities
@@ -106,16 +108,21 @@ impl<E> EnumOptions<E> {
                 (self.from_index)(index)
                     .map(|variant| (variant, *p))
                     .ok_or_else(|| {
-                        DecisionError::invalid_response("an answer has more options than the enum")
+                        DecisionError::invalid_response(format!(
+                            "the answer to `{id}` has more options than the enum's {} variants",
+                            self.variants.len()
+                        ))
                     })
             })
             .collect()
     }
 
-    /// The variant at `index`, or an invalid response.
-    pub(crate) fn variant(&self, index: usize) -> Result<E, DecisionError> {
+    /// The variant at `index` of the answer to `id`, or an invalid response.
+    pub(crate) fn variant(&self, id: &str, index: usize) -> Result<E, DecisionError> {
         (self.from_index)(index).ok_or_else(|| {
-            DecisionError::invalid_response("an answer names no variant of the enum")
+            DecisionError::invalid_response(format!(
+                "the answer to `{id}` names no variant of the enum"
+            ))
         })
     }
 }

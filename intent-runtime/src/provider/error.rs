@@ -188,7 +188,8 @@ impl ProviderError {
         self.request_id.as_deref()
     }
 
-    /// How long the provider asked the caller to wait, when it said.
+    /// How long the provider asked the caller to wait, when it said; `Duration::ZERO`
+    /// when it said to retry now (`retry-after: 0`, or a date already past).
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
     }

@@ -80,6 +80,9 @@ pub struct FakeState {
     /// Each batch's metadata (OpenAI) and creation time (seconds since the epoch).
     metadata: HashMap<String, Value>,
     created_at: HashMap<String, u64>,
+    /// When each batch creation and each look at a batch came (OpenAI).
+    pub creates_at: Vec<std::time::Instant>,
+    pub looks_at: Vec<std::time::Instant>,
 }
 
 fn now_s() -> u64 {
@@ -123,6 +126,9 @@ pub struct Behaviour {
     pub results_in_response: bool,
     /// Gemini: a done batch's results are in a responses file to download (JSONL).
     pub results_in_file: bool,
+    /// OpenAI: the first batch creation and the first look at a batch are answered 429
+    /// with this `retry-after`.
+    pub busy_once: Option<&'static str>,
 }
 
 impl Behaviour {
@@ -286,6 +292,13 @@ fn completion(text: &str) -> Value {
     })
 }
 
+/// OpenAI's 429, asking the client to wait `retry_after` seconds.
+fn busy(retry_after: &str) -> ResponseTemplate {
+    ResponseTemplate::new(429)
+        .insert_header("retry-after", retry_after)
+        .set_body_json(json!({"error": {"message": "Too many requests", "type": "requests", "param": null, "code": null}}))
+}
+
 impl OpenAiFake {
     fn finish(&self, state: &mut FakeState, id: &str, answered: Option<usize>) {
         let lines = state
@@ -386,6 +399,10 @@ impl Respond for OpenAiFake {
                     .set_body_json(json!({"id": id, "object": "file", "purpose": "batch"}))
             }
             ("POST", "/batches") => {
+                state.creates_at.push(std::time::Instant::now());
+                if let (Some(wait), 1) = (self.behaviour.busy_once, state.creates_at.len()) {
+                    return busy(wait);
+                }
                 let body: Value = serde_json::from_slice(&request.body).unwrap();
                 assert_eq!(body["endpoint"], self.line_url);
                 assert_eq!(body["completion_window"], "24h");
@@ -435,6 +452,10 @@ impl Respond for OpenAiFake {
                 ResponseTemplate::new(404).set_body_json(json!({"error": {"message": "No such object", "type": "invalid_request_error"}}))
             }
             ("GET", p) if p.starts_with("/batches/") => {
+                state.looks_at.push(std::time::Instant::now());
+                if let (Some(wait), 1) = (self.behaviour.busy_once, state.looks_at.len()) {
+                    return busy(wait);
+                }
                 let id = p.trim_start_matches("/batches/").to_owned();
                 state.polls += 1;
                 let looks = {

@@ -159,10 +159,21 @@ fn validation_entry(entry: &Value) -> Option<String> {
     })
 }
 
-/// The kind: the body's error type decides where it says (Vercel answers a bad request
-/// with 403, LiteLLM a throttled one with its own type), then the status. TypeSafe's 403
-/// is a missing key, so it is an authentication failure, not a permission one.
+/// The kind: a 401 is an authentication failure and a 403 a permission one whatever the
+/// body says (OpenAI's wrong-key body says `invalid_request_error`); TypeSafe's 403 is a
+/// missing key, so an authentication failure. Otherwise the body's error type decides
+/// where it says (LiteLLM answers a throttled request with its own type), then the
+/// status.
 fn classify(host: DecisionHost, status: StatusCode, error_type: Option<&str>) -> ProviderErrorKind {
+    match status.as_u16() {
+        401 => return ProviderErrorKind::Authentication,
+        403 if host == DecisionHost::TypeSafe => return ProviderErrorKind::Authentication,
+        403 if error_type == Some("authentication_error") => {
+            return ProviderErrorKind::Authentication;
+        }
+        403 => return ProviderErrorKind::Permission,
+        _ => {}
+    }
     match error_type {
         Some("authentication_error") => return ProviderErrorKind::Authentication,
         Some("permission_error") => return ProviderErrorKind::Permission,
@@ -178,7 +189,6 @@ fn classify(host: DecisionHost, status: StatusCode, error_type: Option<&str>) ->
         _ => {}
     }
     match status.as_u16() {
-        403 if host == DecisionHost::TypeSafe => ProviderErrorKind::Authentication,
         408 | 504 => ProviderErrorKind::Timeout,
         _ => base_kind(status),
     }
@@ -231,13 +241,25 @@ mod tests {
             classify(host, status(403), Some("authentication_error")),
             ProviderErrorKind::Authentication
         );
+        // A 401 or 403 is a credentials failure whatever the body says: OpenAI's body
+        // for a wrong key says `invalid_request_error`.
+        for host in [DecisionHost::Compatible, DecisionHost::LiteLlm, host] {
+            assert_eq!(
+                classify(host, status(401), Some("invalid_request_error")),
+                ProviderErrorKind::Authentication
+            );
+        }
         assert_eq!(
             classify(
                 DecisionHost::Compatible,
                 status(403),
                 Some("invalid_request_error")
             ),
-            ProviderErrorKind::InvalidRequest
+            ProviderErrorKind::Permission
+        );
+        assert_eq!(
+            classify(host, status(403), Some("invalid_request_error")),
+            ProviderErrorKind::Authentication
         );
         assert_eq!(
             classify(host, status(403), None),

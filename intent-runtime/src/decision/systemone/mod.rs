@@ -359,6 +359,16 @@ impl SystemOneClient {
         if let Some(id) = &request_id {
             response = response.with_request_id(id.clone());
         }
+        for note in &answers.notes {
+            // A note names a field and a JSON type, never a value.
+            tracing::warn!(
+                provider,
+                request_id = request_id.as_deref(),
+                note = note.as_str(),
+                "part of a decision reply could not be read; the answers stand"
+            );
+        }
+        response = response.with_notes(answers.notes);
         // What the span records: the answering model, the usage and the request id.
         let trace = ProviderReply {
             model: answered_by,

@@ -2,13 +2,13 @@
 //! the options asked; probabilities in [0, 1]; distributions summing to 1 within the
 //! host's rounding; a score consistent with its distribution. Nothing is trusted.
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::decision::{
     BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionError, DecisionQuestion, DecisionRequest,
     ScoreAnswer,
 };
+use crate::provider::http::json_error_position;
 use crate::result::Usage;
 
 /// How far a decision model's distribution may stray from summing to 1: hosts round
@@ -22,60 +22,133 @@ pub(super) struct Answers {
     pub(super) answers: Vec<DecisionAnswer>,
     pub(super) usage: Usage,
     pub(super) model: Option<String>,
+    /// What could not be read outside the answers (a usage block, the model), each
+    /// naming the field: recorded, never a reason to throw valid answers away.
+    pub(super) notes: Vec<String>,
 }
 
-#[derive(Deserialize)]
-struct SystemOneReply {
-    #[serde(default)]
-    model: Option<String>,
-    answers: Map<String, Value>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
+/// What a JSON value is, to say what was found where something else was expected
+/// without quoting it (a host may echo the state anywhere).
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
-#[derive(Deserialize)]
-struct DecisionsReply {
-    #[serde(default)]
-    model: Option<String>,
-    answers: Vec<Value>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
+/// A body that is not JSON, described by where it broke and how, never by what it holds.
+fn unreadable(format: &str, error: &serde_json::Error) -> DecisionError {
+    DecisionError::invalid_response(format!(
+        "the reply {}, so it is not a {format} body",
+        json_error_position(error)
+    ))
 }
 
-#[derive(Deserialize, Default)]
-struct WireUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
+/// The reply's top-level object.
+fn reply_object(format: &str, body: &[u8]) -> Result<Map<String, Value>, DecisionError> {
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(reply)) => Ok(reply),
+        Ok(other) => Err(DecisionError::invalid_response(format!(
+            "the reply is {}, not a {format} body (an object)",
+            kind_of(&other)
+        ))),
+        Err(error) => Err(unreadable(format, &error)),
+    }
 }
 
-#[derive(Deserialize, Default)]
-struct InputDetails {
-    #[serde(default)]
-    cached_tokens: u64,
-    #[serde(default)]
-    cache_write_tokens: u64,
+/// The reply's `answers`, as `read` takes it (`what` it must be, for the message).
+fn answers_field<'r, T>(
+    reply: &'r Map<String, Value>,
+    read: impl Fn(&'r Value) -> Option<T>,
+    what: &str,
+) -> Result<T, DecisionError> {
+    match reply.get("answers") {
+        None | Some(Value::Null) => Err(DecisionError::invalid_response(
+            "the reply has no `answers`",
+        )),
+        Some(answers) => read(answers).ok_or_else(|| {
+            DecisionError::invalid_response(format!(
+                "the reply's `answers` is {}, not {what}",
+                kind_of(answers)
+            ))
+        }),
+    }
 }
 
-impl From<WireUsage> for Usage {
-    fn from(usage: WireUsage) -> Self {
-        let details = usage.input_tokens_details.unwrap_or_default();
-        Usage {
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cached_input_tokens: details.cached_tokens,
-            cache_write_input_tokens: details.cache_write_tokens,
-            ..Usage::default()
+/// The model the host says answered; anything but a string is noted and ignored.
+fn model_field(reply: &Map<String, Value>, notes: &mut Vec<String>) -> Option<String> {
+    match reply.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(model)) => Some(model.clone()),
+        Some(other) => {
+            notes.push(format!(
+                "the reply's `model` is {}, not a string; the model asked is recorded instead",
+                kind_of(other)
+            ));
+            None
         }
     }
 }
 
-fn unreadable(format: &str, error: &serde_json::Error) -> DecisionError {
-    // serde's message names the field and position, never the value.
-    DecisionError::invalid_response(format!("the reply is not a {format} body ({error})"))
+/// The reply's token counts. A count is a whole number, written as an integer or as a
+/// float with no fraction (`97.0`, as some servers write it); a count that is neither is
+/// noted, naming its field, and counted as 0, and the answers stand.
+fn usage_field(reply: &Map<String, Value>, notes: &mut Vec<String>) -> Usage {
+    let usage = match reply.get("usage") {
+        None | Some(Value::Null) => return Usage::default(),
+        Some(Value::Object(usage)) => usage,
+        Some(other) => {
+            notes.push(format!(
+                "the reply's `usage` is {}, not an object; its token counts are unknown and counted as 0",
+                kind_of(other)
+            ));
+            return Usage::default();
+        }
+    };
+    let mut tokens = |path: &str, value: Option<&Value>| -> u64 {
+        match value {
+            None | Some(Value::Null) => 0,
+            Some(value) => whole_number(value).unwrap_or_else(|| {
+                notes.push(format!(
+                    "the reply's `{path}` is {}, not a whole number of tokens; it is counted as 0",
+                    match value {
+                        Value::Number(_) => "a number with a fraction, negative or too large",
+                        other => kind_of(other),
+                    }
+                ));
+                0
+            }),
+        }
+    };
+    let details = usage.get("input_tokens_details");
+    Usage {
+        input_tokens: tokens("usage.input_tokens", usage.get("input_tokens")),
+        output_tokens: tokens("usage.output_tokens", usage.get("output_tokens")),
+        cached_input_tokens: tokens(
+            "usage.input_tokens_details.cached_tokens",
+            details.and_then(|d| d.get("cached_tokens")),
+        ),
+        cache_write_input_tokens: tokens(
+            "usage.input_tokens_details.cache_write_tokens",
+            details.and_then(|d| d.get("cache_write_tokens")),
+        ),
+        ..Usage::default()
+    }
+}
+
+/// A whole, non-negative number that fits a `u64` (`97` or `97.0`).
+fn whole_number(value: &Value) -> Option<u64> {
+    if let Some(whole) = value.as_u64() {
+        return Some(whole);
+    }
+    let float = value.as_f64()?;
+    // 2^64 as a float: every whole float below it fits.
+    let fits = (0.0..18_446_744_073_709_551_616.0).contains(&float);
+    (fits && float.fract() == 0.0).then_some(float as u64)
 }
 
 /// Reads a System One reply (answers keyed by question id).
@@ -83,18 +156,20 @@ pub(super) fn read_system_one(
     request: &DecisionRequest,
     body: &[u8],
 ) -> Result<Answers, DecisionError> {
-    let reply: SystemOneReply =
-        serde_json::from_slice(body).map_err(|error| unreadable("System One", &error))?;
+    let reply = reply_object("System One", body)?;
+    let keyed = answers_field(&reply, Value::as_object, "an object keyed by question id")?;
     let answers = read_each(
         request,
-        |_, id| reply.answers.get(id),
+        |_, id| keyed.get(id),
         ["noul", "choice", "score"],
         |question, answer| read_answer(Shape::SystemOne, question, answer),
     )?;
+    let mut notes = Vec::new();
     Ok(Answers {
         answers,
-        usage: reply.usage.unwrap_or_default().into(),
-        model: reply.model,
+        usage: usage_field(&reply, &mut notes),
+        model: model_field(&reply, &mut notes),
+        notes,
     })
 }
 
@@ -111,20 +186,36 @@ fn read_each<'r>(
         let id = question.id();
         let answer = find(index, id)
             .ok_or_else(|| DecisionError::invalid_response(format!("no answer to `{id}`")))?;
-        let found = answer.get("type").and_then(Value::as_str).unwrap_or("");
-        if found == "refusal" {
-            return Err(DecisionError::invalid_response(format!(
-                "the model refused to answer `{id}`"
-            )));
-        }
         let expected = match question {
             DecisionQuestion::Binary(_) => types[0],
             DecisionQuestion::Choice(_) => types[1],
             DecisionQuestion::Score(_) => types[2],
         };
-        if found != expected {
+        // A type is quoted only when it is one of the wire's own words; anything else
+        // the host wrote there is described, not quoted.
+        let wrong = match answer.get("type") {
+            _ if !answer.is_object() => Some(format!("is {}, not an object", kind_of(answer))),
+            Some(Value::String(found)) if found == "refusal" => {
+                return Err(DecisionError::invalid_response(format!(
+                    "the model refused to answer `{id}`"
+                )));
+            }
+            Some(Value::String(found)) if found == expected => None,
+            Some(Value::String(found)) if types.contains(&found.as_str()) => {
+                Some(format!("is of type `{found}`, not `{expected}`"))
+            }
+            Some(Value::String(_)) => Some(format!(
+                "is of a type this client does not know, not `{expected}`"
+            )),
+            None | Some(Value::Null) => Some(format!("has no `type` (expected `{expected}`)")),
+            Some(other) => Some(format!(
+                "has a `type` that is {}, not the string `{expected}`",
+                kind_of(other)
+            )),
+        };
+        if let Some(wrong) = wrong {
             return Err(DecisionError::invalid_response(format!(
-                "the answer to `{id}` is of type `{found}`, not `{expected}`"
+                "the answer to `{id}` {wrong}"
             )));
         }
         answers.push(read(question, answer)?);
@@ -199,7 +290,8 @@ fn named(question: &DecisionQuestion, values: Vec<f64>) -> Vec<(String, f64)> {
 
 fn binary(id: &str, probability: Option<&Value>) -> Result<DecisionAnswer, DecisionError> {
     let p = number(id, "the probability of yes", probability)?;
-    Ok(DecisionAnswer::Binary(BinaryAnswer::new(p)?))
+    let answer = BinaryAnswer::new(p).map_err(|error| error.about(id))?;
+    Ok(DecisionAnswer::Binary(answer))
 }
 
 fn confidence(id: &str, value: Option<&Value>) -> Result<Option<f64>, DecisionError> {
@@ -219,17 +311,28 @@ fn choice(
 ) -> Result<DecisionAnswer, DecisionError> {
     let id = question.id();
     let selected = selected.and_then(Value::as_str).ok_or_else(|| {
-        DecisionError::invalid_response(format!("the answer to `{id}` names no choice"))
+        DecisionError::invalid_response(format!("the answer to `{id}` has no `choice` string"))
     })?;
     if !question.options().iter().any(|o| o.name() == selected) {
+        // What the host selected is not quoted (it may echo the state); the labels
+        // asked are.
+        let asked: Vec<String> = question
+            .options()
+            .iter()
+            .map(|o| format!("`{}`", o.name()))
+            .collect();
         return Err(DecisionError::invalid_response(format!(
-            "the answer to `{id}` chose `{selected}`, which is not one of the choices asked"
+            "the answer to `{id}` selects none of the {} choices asked ({})",
+            asked.len(),
+            asked.join(", ")
         )));
     }
     let probabilities = named(question, normalised(id, values)?);
-    let mut answer = ChoiceAnswer::new(probabilities, selected)?;
+    let mut answer = ChoiceAnswer::answering(question, probabilities, Some(selected.to_owned()))?;
     if let Some(confidence) = confidence(id, reported)? {
-        answer = answer.with_confidence(confidence)?;
+        answer = answer
+            .with_confidence(confidence)
+            .map_err(|error| error.about(id))?;
     }
     Ok(DecisionAnswer::Choice(answer))
 }
@@ -261,9 +364,11 @@ fn score(
             "the answer to `{id}` reports the score {reported}, but its probabilities give {expected:.4} (more than {tolerance:.2} apart)"
         )));
     }
-    let mut answer = ScoreAnswer::new(named(question, distribution))?;
+    let mut answer = ScoreAnswer::answering(question, named(question, distribution))?;
     if let Some(confidence) = confidence(id, reported_confidence)? {
-        answer = answer.with_confidence(confidence)?;
+        answer = answer
+            .with_confidence(confidence)
+            .map_err(|error| error.about(id))?;
     }
     Ok(DecisionAnswer::Score(answer))
 }
@@ -275,15 +380,13 @@ pub(super) fn read_decisions(
     request: &DecisionRequest,
     body: &[u8],
 ) -> Result<Answers, DecisionError> {
-    let reply: DecisionsReply =
-        serde_json::from_slice(body).map_err(|error| unreadable("Decisions", &error))?;
+    let reply = reply_object("Decisions", body)?;
+    let listed = answers_field(&reply, Value::as_array, "a list of answers")?;
     let find = |index: usize, id: &str| {
-        let by_name = reply
-            .answers
+        let by_name = listed
             .iter()
             .find(|a| a.get("name").and_then(Value::as_str) == Some(id));
-        let unnamed = reply
-            .answers
+        let unnamed = listed
             .get(index)
             .filter(|a| a.get("name").is_none_or(Value::is_null));
         by_name.or(unnamed)
@@ -294,10 +397,12 @@ pub(super) fn read_decisions(
         ["predicate", "choice", "score"],
         |question, answer| read_answer(Shape::Decisions, question, answer),
     )?;
+    let mut notes = Vec::new();
     Ok(Answers {
         answers,
-        usage: reply.usage.unwrap_or_default().into(),
-        model: reply.model,
+        usage: usage_field(&reply, &mut notes),
+        model: model_field(&reply, &mut notes),
+        notes,
     })
 }
 
@@ -357,22 +462,34 @@ fn listed(
         )));
     };
     let mut map = Map::with_capacity(entries.len());
-    for entry in entries {
+    let mut positions: Vec<String> = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.iter().enumerate() {
         let name = match entry.get("value") {
             Some(Value::String(label)) => label.clone(),
             Some(Value::Number(level)) => level.to_string(),
             _ => {
                 return Err(DecisionError::invalid_response(format!(
-                    "the answer to `{id}` has a probability without a value it belongs to"
+                    "entry {} of the answer to `{id}`'s `probabilities` has no `value` it belongs to",
+                    index + 1
                 )));
             }
         };
         let p = entry.get("probability").cloned().unwrap_or(Value::Null);
         if map.insert(name.clone(), p).is_some() {
+            let first = positions.iter().position(|seen| *seen == name).unwrap_or(0);
+            // A value asked for may be named; any other is what the host wrote.
+            let named = if keys.contains(&name) {
+                format!(" (`{name}`)")
+            } else {
+                String::new()
+            };
             return Err(DecisionError::invalid_response(format!(
-                "the answer to `{id}` gives `{name}` two probabilities"
+                "entries {} and {} of the answer to `{id}`'s `probabilities` are for the same value{named}",
+                first + 1,
+                index + 1
             )));
         }
+        positions.push(name);
     }
     keyed(
         id,

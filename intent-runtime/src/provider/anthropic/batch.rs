@@ -428,7 +428,8 @@ impl BatchApi for AnthropicBatch {
                     Ok(parsed) => sink(&parsed.custom_id, self.outcome(parsed.result)),
                     Err(error) => tracing::warn!(
                         provider = "anthropic",
-                        %error,
+                        // The reader's message may quote the line, and the line the state.
+                        error = %crate::provider::http::json_error_position(&error),
                         "a batch result line could not be read; its item is reported as unanswered"
                     ),
                 }

@@ -454,7 +454,8 @@ impl GeminiBatch {
                 Ok(item) => self.deliver(model, item, sink),
                 Err(error) => tracing::warn!(
                     provider = GEMINI_PROVIDER_NAME,
-                    %error,
+                    // The reader's message may quote the line, and the line the state.
+                    error = %crate::provider::http::json_error_position(&error),
                     "a batch result line could not be read; its item is reported as unanswered"
                 ),
             }

@@ -22,7 +22,9 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::provider::http::{ErrorBody, RawResponse, base_kind, error_from_response, redact};
+use crate::provider::http::{
+    ErrorBody, RawResponse, base_kind, error_from_response, redact, status_decides,
+};
 use crate::provider::{ProviderError, ProviderErrorKind};
 
 /// The header a request id is read from first (then the shared list).
@@ -113,8 +115,8 @@ impl GoogleError {
     }
 }
 
-/// A protobuf `Duration` as JSON: `"27s"`, `"1.5s"`, or `{"seconds", "nanos"}`; `None`
-/// for zero or anything unreadable.
+/// A protobuf `Duration` as JSON: `"27s"`, `"1.5s"`, or `{"seconds", "nanos"}` (zero
+/// meaning "retry now", as `retry-after: 0` does); `None` for anything unreadable.
 pub(crate) fn proto_duration(value: &Value) -> Option<Duration> {
     let seconds = match value {
         Value::String(text) => text.trim().strip_suffix('s')?.trim().parse::<f64>().ok()?,
@@ -128,9 +130,7 @@ pub(crate) fn proto_duration(value: &Value) -> Option<Duration> {
         }
         _ => return None,
     };
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|wait| !wait.is_zero())
+    Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// The kind of a Google error: by its RPC status name, else by the HTTP status.
@@ -246,6 +246,7 @@ pub(crate) fn stream_error(
                 .map(base_kind)
         })
         .unwrap_or(ProviderErrorKind::Server);
+    let kind = error.code.map_or(kind, |code| status_decides(code, kind));
     let text = message(error)
         .filter(|text| !text.is_empty())
         .unwrap_or_else(|| "the server reported an error in the middle of the reply".to_owned());
@@ -280,13 +281,8 @@ mod tests {
             proto_duration(&json!({"seconds": "2", "nanos": 500000000})),
             Some(Duration::from_millis(2500))
         );
-        for bad in [
-            json!("0s"),
-            json!("soon"),
-            json!("-3s"),
-            json!(5),
-            json!("1e400s"),
-        ] {
+        assert_eq!(proto_duration(&json!("0s")), Some(Duration::ZERO));
+        for bad in [json!("soon"), json!("-3s"), json!(5), json!("1e400s")] {
             assert_eq!(proto_duration(&bad), None, "{bad}");
         }
     }

@@ -18,8 +18,9 @@ pub const EXCERPT_MAX_CHARS: usize = 200;
 /// How long the provider asked us to wait, from the headers of an error reply.
 ///
 /// Reads `retry-after-ms` (milliseconds) first, then `retry-after` as seconds or as an HTTP
-/// date. A zero wait, a date in the past, or an unreadable value gives `None`: the caller's own
-/// backoff decides then.
+/// date. A zero wait or a date already past is advice too, to retry now
+/// (`Some(Duration::ZERO)`); only a missing or unreadable value gives `None`, and the
+/// caller's own backoff decides then.
 pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
     parse_retry_after_at(headers, SystemTime::now())
 }
@@ -35,7 +36,7 @@ pub fn parse_retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Dura
             Ok(seconds) => positive_duration(seconds),
             Err(_) => {
                 let date = httpdate::parse_http_date(value).ok()?;
-                date.duration_since(now).ok().filter(|wait| !wait.is_zero())
+                Some(date.duration_since(now).unwrap_or(Duration::ZERO))
             }
         }
     })
@@ -56,6 +57,20 @@ pub fn parse_should_retry(headers: &HeaderMap) -> Option<bool> {
     }
 }
 
+/// What is wrong with JSON that could not be read, by category and position only: the
+/// JSON reader's own message may quote the text it read (`invalid type: string "..."`),
+/// and a reply may quote the request, state included.
+pub(crate) fn json_error_position(error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match error.classify() {
+        Category::Io => "could not be read",
+        Category::Syntax => "is not valid JSON",
+        Category::Eof => "ends before its JSON is complete",
+        Category::Data => "holds a value of another type than expected",
+    };
+    format!("{what} (line {}, column {})", error.line(), error.column())
+}
+
 /// At most [`EXCERPT_MAX_CHARS`] characters of `body`, whitespace runs folded into one space,
 /// ending in `…` when it was cut.
 pub fn excerpt(body: &str) -> String {
@@ -68,10 +83,9 @@ pub fn excerpt(body: &str) -> String {
     cut
 }
 
+/// A wait of `seconds`, zero included; `None` for a negative, infinite or NaN one.
 fn positive_duration(seconds: f64) -> Option<Duration> {
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|wait| !wait.is_zero())
+    Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// A `reqwest` failure as a provider error: a timeout, or a transport failure. A failure
@@ -163,6 +177,19 @@ pub(crate) fn base_kind(status: StatusCode) -> ProviderErrorKind {
     }
 }
 
+/// `kind` as the status allows: a 401 is an authentication failure and a 403 a
+/// permission one, whatever the body's error type says (OpenAI answers a wrong key with
+/// 401 and `"type": "invalid_request_error"`). A 403 a classifier made an authentication
+/// failure (a host whose 403 means a missing key) stays one.
+pub(crate) fn status_decides(status: u16, kind: ProviderErrorKind) -> ProviderErrorKind {
+    match status {
+        401 => ProviderErrorKind::Authentication,
+        403 if kind == ProviderErrorKind::Authentication => kind,
+        403 => ProviderErrorKind::Permission,
+        _ => kind,
+    }
+}
+
 /// Whether a 400's message or parameter points at the response schema.
 pub(crate) fn names_schema(error: &ErrorBody, schema_words: &[&str]) -> bool {
     let mentions = |text: &str| {
@@ -190,6 +217,7 @@ pub(crate) fn error_from_response(
         ),
         _ => format!("unexpected error body: {}", excerpt(&raw.body_text())),
     };
+    let kind = status_decides(raw.status.as_u16(), kind);
     let mut err = ProviderError::new(kind, provider, redact(&message, secret))
         .with_status(raw.status.as_u16());
     if let Some(id) = raw.request_id(request_id_header) {
@@ -276,11 +304,36 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_in_the_past_or_zero_is_no_advice() {
+    fn retry_after_zero_or_in_the_past_means_retry_now() {
         let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
         let past = headers(&[("retry-after", "Wed, 21 Oct 2026 07:27:00 GMT")]);
-        assert_eq!(parse_retry_after_at(&past, now), None);
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "0")])), None);
+        assert_eq!(parse_retry_after_at(&past, now), Some(Duration::ZERO));
+        for zero in [
+            ("retry-after", "0"),
+            ("retry-after-ms", "0"),
+            ("retry-after", "0.0"),
+        ] {
+            assert_eq!(
+                parse_retry_after(&headers(&[zero])),
+                Some(Duration::ZERO),
+                "{zero:?}"
+            );
+        }
+        // `retry-after-ms: 0` is advice, and wins over a longer `retry-after`.
+        let both = headers(&[("retry-after-ms", "0"), ("retry-after", "9")]);
+        assert_eq!(parse_retry_after(&both), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_401_or_403_is_a_credentials_failure_whatever_the_body_says() {
+        use ProviderErrorKind as K;
+        assert_eq!(status_decides(401, K::InvalidRequest), K::Authentication);
+        assert_eq!(status_decides(403, K::InvalidRequest), K::Permission);
+        assert_eq!(status_decides(403, K::RateLimited), K::Permission);
+        assert_eq!(status_decides(403, K::Authentication), K::Authentication);
+        assert_eq!(status_decides(401, K::Permission), K::Authentication);
+        assert_eq!(status_decides(400, K::Authentication), K::Authentication);
+        assert_eq!(status_decides(429, K::RateLimited), K::RateLimited);
     }
 
     #[test]
@@ -292,6 +345,30 @@ mod tests {
         let bad_ms = headers(&[("retry-after-ms", "lots"), ("retry-after", "4")]);
         assert_eq!(parse_retry_after(&bad_ms), Some(Duration::from_secs(4)));
         assert_eq!(parse_retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_json_error_is_described_by_its_position_never_by_what_it_read() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Line {
+            #[allow(dead_code)]
+            count: u64,
+        }
+        let error = serde_json::from_str::<Line>(r#"{"count": "SECRET text"}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("SECRET"),
+            "serde quotes it: {error}"
+        );
+        let described = json_error_position(&error);
+        assert_eq!(
+            described,
+            "holds a value of another type than expected (line 1, column 23)"
+        );
+        let cut = serde_json::from_str::<Value>(r#"{"a": "SECRET"#).unwrap_err();
+        assert_eq!(
+            json_error_position(&cut),
+            "ends before its JSON is complete (line 1, column 13)"
+        );
     }
 
     #[test]

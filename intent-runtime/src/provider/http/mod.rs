@@ -10,7 +10,10 @@
 //! provider in `tests/tests/provider_conformance.rs`.
 //!
 //! How failures are classified (every provider; `x-should-retry: true|false` overrides the
-//! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`](crate::provider::ProviderError::retry_after)):
+//! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`](crate::provider::ProviderError::retry_after),
+//! a zero or past wait meaning "retry now"). A 401 and a 403 are classified by their
+//! status whatever the body's error type says (OpenAI answers a wrong key with 401 and
+//! `invalid_request_error`):
 //!
 //! | kind | OpenAI and compatible servers | Anthropic | transient |
 //! | --- | --- | --- | --- |
@@ -48,7 +51,8 @@ pub use classify::{
     EXCERPT_MAX_CHARS, excerpt, parse_retry_after, parse_retry_after_at, parse_should_retry,
 };
 pub(crate) use classify::{
-    ErrorBody, base_kind, error_from_response, invalid_response, names_schema,
+    ErrorBody, base_kind, error_from_response, invalid_response, json_error_position, names_schema,
+    status_decides,
 };
 pub use config_error::ProviderConfigError;
 pub(crate) use connection::{Connection, WireApi, transport_settings};

@@ -527,7 +527,8 @@ impl<E: BatchEndpoint> BatchApi for OpenAiBatch<E> {
                     }
                     Err(error) => tracing::warn!(
                         provider = name,
-                        %error,
+                        // The reader's message may quote the line, and the line the state.
+                        error = %crate::provider::http::json_error_position(&error),
                         "a batch result line could not be read; its item is reported as unanswered"
                     ),
                 }
