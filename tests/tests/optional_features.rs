@@ -3,7 +3,6 @@
 //! and a reply is read into it, whole and streamed.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use futures_util::StreamExt;
 use intent_rs::provider::ScriptedProvider;
 use intent_rs::stream::StreamEvent;
 use intent_rs::{IntentClient, IntentError, IntentStream, Partial, StrictCompatible, intents};

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use intent_rs::provider::{ProviderError, ProviderErrorKind, ScriptedProvider, ScriptedReply};
 use intent_rs::stream::StreamEvent;
 use intent_rs::{

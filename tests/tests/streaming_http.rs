@@ -284,7 +284,6 @@ fn anthropic(base: &str) -> Anthropic {
 async fn collect<T: Partial + Send + 'static>(
     mut stream: IntentStream<T>,
 ) -> (Vec<StreamEvent<T>>, AIResult<T>) {
-    use futures_util::StreamExt;
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         events.push(event);
@@ -513,7 +512,6 @@ async fn a_status_error_on_a_streamed_request_is_classified_and_retried() {
 
 #[tokio::test]
 async fn dropping_the_stream_closes_the_connection_and_the_call_is_counted() {
-    use futures_util::StreamExt;
     let mut slow = Reply::events(openai_events(INVOICE, 4, "stop"));
     slow.events.truncate(12);
     slow.delay = Duration::from_millis(10);

@@ -75,10 +75,19 @@ pub(crate) fn configured_providers(
         .collect()
 }
 
-/// [`from_env`] over any source of variables (tests give a map). Shaped to be made
-/// public as it is: a program reading its settings from elsewhere (a secrets store, a
-/// file) passes its own lookup.
-pub(crate) fn from_lookup(
+/// [`from_env`] reading the variables from `lookup` instead of the process environment:
+/// a map in a test, a secrets store, a file. The same order and checks apply, and the
+/// same log lines say which provider was chosen.
+///
+/// ```
+/// use std::collections::HashMap;
+///
+/// let settings = HashMap::from([("ANTHROPIC_API_KEY", "sk-ant-test")]);
+/// let provider = intent_rs::provider::from_lookup(&|name| settings.get(name).map(|v| v.to_string()))?;
+/// assert_eq!(provider.name(), "anthropic");
+/// # Ok::<(), intent_rs::provider::ProviderConfigError>(())
+/// ```
+pub fn from_lookup(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Provider>, ProviderConfigError> {
     let configured = configured_providers(lookup);

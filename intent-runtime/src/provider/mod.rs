@@ -49,7 +49,7 @@ pub use azure::AzureOpenAi;
 pub use compatible::{
     MaxTokensField, OPENAI_COMPATIBLE_DEFAULT_MODEL, OpenAiCompatible, StructuredOutput,
 };
-pub use env::from_env;
+pub use env::{from_env, from_lookup};
 pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
 pub use gemini::Gemini;
 pub use http::{

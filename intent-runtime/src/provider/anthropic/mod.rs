@@ -85,8 +85,11 @@ impl Anthropic {
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
-    /// [`Self::from_env`] over any source of variables.
-    pub(crate) fn from_lookup(
+    /// [`Self::from_env`] reading the same variables from `lookup` instead of the
+    /// process environment: a map in a test, a secrets store, a file. The values are
+    /// checked as `from_env` checks them; unknown variables are not looked for (a lookup
+    /// cannot list its names). See [`crate::provider::from_lookup`] for an example.
+    pub fn from_lookup(
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ProviderConfigError> {
         let settings = ANTHROPIC_VARIABLES.read(lookup)?;

@@ -7,7 +7,7 @@
 //! the environment (`variables`). Each wire API's folder above it builds its bodies and
 //! reads its replies; Gemini reads its own error bodies (Google's status names and
 //! `RetryInfo`, see `gemini/errors.rs`). The same expectations are tested against every
-//! provider in `tests/tests/provider_conformance.rs`.
+//! provider by the repository's conformance table.
 //!
 //! How failures are classified (every provider; `x-should-retry: true|false` overrides the
 //! transient flag, `retry-after-ms` / `retry-after` fill [`ProviderError::retry_after`](crate::provider::ProviderError::retry_after),
