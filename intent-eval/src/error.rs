@@ -27,7 +27,7 @@ impl std::fmt::Display for Location {
 /// What went wrong in an evaluation. A rejected answer is never an error: it is a result
 /// whose pass flag is false. Errors are configuration mistakes and validators that could
 /// not give a verdict.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum EvalError {
     /// A dataset file holds a case that cannot be read. Such a case is never skipped.
@@ -104,4 +104,12 @@ pub enum EvalError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl std::fmt::Debug for EvalError {
+    /// The sentence: what `main` returning this error prints (the variant's fields are
+    /// reachable by `match`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use futures_util::{FutureExt, StreamExt, stream};
 use indicatif::{ProgressBar, ProgressStyle};
-use intent_rs::decision::{DecisionError, DecisionFailureKind};
+use intent_rs::decision::{DecisionError, FailureKind};
 use intent_rs::schema::{SchemaError, TargetSchema, target_schema};
 use intent_rs::schemars::JsonSchema;
 use intent_rs::{AIResult, AttemptRecord, IssueSource};
@@ -128,7 +128,7 @@ impl<T: Serialize + JsonSchema + 'static, E: Display + 'static> TaskOutput for R
         let provider_failed = self.as_ref().err().is_some_and(|error| {
             (error as &dyn Any)
                 .downcast_ref::<DecisionError>()
-                .is_some_and(|error| error.kind() != DecisionFailureKind::InvalidResponse)
+                .is_some_and(|error| error.kind() != FailureKind::InvalidResponse)
         });
         TaskOutcome {
             provider_failed,

@@ -17,11 +17,11 @@ use crate::client::IntentClient;
 use crate::decision::typed::to_state;
 use crate::decision::{
     Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError,
-    DecisionFailureKind, DecisionQuestion, DecisionRequest, DecisionResponse, Score, ScoreQuestion,
+    FailureKind, DecisionQuestion, DecisionRequest, DecisionResponse, Score, ScoreQuestion,
 };
 use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
-use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
+use crate::result::{AIResult, IssueDetail, IssueSource, NotSent, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::stream::{IntentStream, Partial};
 use crate::strict::{StrictCompatible, StrictObject};
@@ -408,13 +408,13 @@ where
                 },
                 Err(error) => {
                     let source = match error.kind() {
-                        DecisionFailureKind::InvalidResponse => IssueSource::Verification,
+                        FailureKind::InvalidResponse => IssueSource::Verification,
                         _ => IssueSource::Provider,
                     };
                     AIResult {
                         value: None,
                         // The error's message never holds the state (see `DecisionError`).
-                        issues: vec![ResultIssue::new(source, error.to_string(), 1)],
+                        issues: vec![error.issue(source, error.to_string(), 1)],
                         attempts: Vec::new(),
                         usage: Usage::default(),
                         elapsed,
@@ -592,7 +592,10 @@ pub fn batch_value_item(
 fn input_failure<T>(reason: String) -> AIResult<T> {
     AIResult {
         value: None,
-        issues: vec![ResultIssue::new(IssueSource::Input, reason, 1)],
+        issues: vec![
+            ResultIssue::new(IssueSource::Input, reason, 1)
+                .with_detail(IssueDetail::NotSent(NotSent::InvalidInput)),
+        ],
         attempts: Vec::new(),
         usage: Usage::default(),
         elapsed: Duration::ZERO,

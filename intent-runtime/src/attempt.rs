@@ -15,7 +15,8 @@ use crate::prompt::{PromptPlan, first_request, retry_turns};
 use crate::provider::ReplyPiece;
 use crate::provider::{DEFAULT_SCHEMA_NAME, ProviderError, ProviderReply, ProviderRequest};
 use crate::result::{
-    AIResult, AttemptRecord, CacheUse, IssueSource, JudgeRecord, ResultIssue, Usage,
+    AIResult, AttemptRecord, CacheUse, Guardrail, IssueDetail, IssueSource, JudgeRecord, NotSent,
+    ResultIssue, Usage,
 };
 use crate::shared::ClientInner;
 use crate::stream::{AttemptEvent, EventSink};
@@ -78,6 +79,9 @@ impl Loop<'_> {
             ),
             attempt,
         )
+        .with_detail(IssueDetail::Guardrail(Guardrail::ModelCalls {
+            ceiling: self.settings.max_model_calls.unwrap_or_default(),
+        }))
     }
 
     fn budget_issue(&self, attempt: u32, what: &str) -> ResultIssue {
@@ -90,6 +94,7 @@ impl Loop<'_> {
             ),
             attempt,
         )
+        .with_detail(IssueDetail::Guardrail(Guardrail::TimeBudget { budget }))
     }
 
     /// Counts a model call as its request goes out, before the reply is awaited: a call
@@ -212,8 +217,7 @@ impl Loop<'_> {
             trace.retrying(&error, wait, retries);
             if let Some(events) = self.events {
                 // Whatever the failed request streamed is void.
-                let problem =
-                    ResultIssue::new(IssueSource::Provider, error.to_string(), record.number);
+                let problem = error.issue(record.number);
                 let _ = events.send(AttemptEvent::Restart {
                     attempt: record.number,
                     problems: vec![problem],
@@ -362,7 +366,10 @@ where
     if let Some(reason) = refusal_before_sending(client, &plan, settings) {
         return AIResult {
             value: None,
-            issues: vec![ResultIssue::new(IssueSource::Input, reason, 1)],
+            issues: vec![
+                ResultIssue::new(IssueSource::Input, reason, 1)
+                    .with_detail(IssueDetail::NotSent(NotSent::InvalidInput)),
+            ],
             attempts: Vec::new(),
             usage: Usage::default(),
             elapsed: started.elapsed(),
@@ -470,11 +477,7 @@ where
 
         let stop = match reply {
             Err(CallFailure::Provider(error)) => {
-                record.issues.push(ResultIssue::new(
-                    IssueSource::Provider,
-                    error.to_string(),
-                    number,
-                ));
+                record.issues.push(error.issue(number));
                 true
             }
             Err(CallFailure::Budget) => {
@@ -484,11 +487,7 @@ where
                 true
             }
             Err(CallFailure::Refused(refused)) => {
-                record.issues.push(ResultIssue::new(
-                    IssueSource::Guardrail,
-                    refused.to_string(),
-                    number,
-                ));
+                record.issues.push(refused.issue(number));
                 true
             }
             Ok(reply) => {
@@ -676,11 +675,7 @@ async fn judge_attempt(
                 return JudgeStep::Stopped;
             }
             Some(Err(refused)) => {
-                record.issues.push(ResultIssue::new(
-                    IssueSource::Guardrail,
-                    refused.to_string(),
-                    number,
-                ));
+                record.issues.push(refused.issue(number));
                 return JudgeStep::Stopped;
             }
             Some(Ok(admission)) => record.admitted(admission.by),
@@ -733,9 +728,10 @@ async fn judge_attempt(
                 return JudgeStep::Accepted;
             }
             for problem in problems {
-                record
-                    .issues
-                    .push(ResultIssue::new(IssueSource::Judge, problem, number));
+                record.issues.push(
+                    ResultIssue::new(IssueSource::Judge, problem, number)
+                        .with_detail(IssueDetail::Judge),
+                );
             }
             JudgeStep::Rejected
         }
@@ -748,7 +744,8 @@ async fn judge_attempt(
                 IssueSource::Judge,
                 "The judge returned no verdict.",
                 number,
-            ));
+            )
+            .with_detail(IssueDetail::Judge));
             JudgeStep::Rejected
         }
         JudgeReading::Unreadable(reason) => {
@@ -770,7 +767,8 @@ async fn judge_attempt(
                 IssueSource::Judge,
                 format!("The output could not be judged: {reason}."),
                 number,
-            ));
+            )
+            .with_detail(IssueDetail::Judge));
             JudgeStep::Rejected
         }
     }

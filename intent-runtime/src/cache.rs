@@ -97,9 +97,11 @@ pub trait ResponseCache: Send + Sync + fmt::Debug {
     }
 }
 
+crate::failure::debug_as_message!(CacheUnavailable);
+
 /// The store behind a [`ResponseCache`] could not be reached (down, slow): the call went
 /// on without the cache.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the response cache is unavailable ({reason}); the call went on without it")]
 pub struct CacheUnavailable {
     /// What failed.

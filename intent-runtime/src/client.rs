@@ -24,7 +24,7 @@ use crate::limits::{Deadline, RateLimiter, RetryPolicy};
 use crate::options::{Example, IntentOptions, Overrides, Validator};
 use crate::prompt::{OutputTarget, PromptPlan};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
-use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
+use crate::result::{AIResult, IssueDetail, IssueSource, NotSent, ResultIssue, Usage};
 use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
 };
@@ -368,7 +368,7 @@ impl IntentClient {
         let started = Instant::now();
         let input = match self.checked_input(input) {
             Ok(input) => input,
-            Err(error) => return preflight_failure(error.to_string(), started),
+            Err(error) => return input_error_failure(error, started),
         };
         if TypeId::of::<T>() == TypeId::of::<String>() {
             return self.transform_text(input, intent, options, events).await;
@@ -513,7 +513,7 @@ impl IntentClient {
         let started = Instant::now();
         let input = match self.checked_input(input) {
             Ok(input) => input,
-            Err(error) => return preflight_failure(error.to_string(), started),
+            Err(error) => return input_error_failure(error, started),
         };
         if let Some(reason) = schema
             .as_ref()
@@ -713,9 +713,20 @@ fn check_examples(
 
 /// A result for a request that could not be built: no model was called.
 fn preflight_failure<T>(message: String, started: Instant) -> AIResult<T> {
+    let issue = ResultIssue::new(IssueSource::Input, message, 1)
+        .with_detail(IssueDetail::NotSent(NotSent::InvalidInput));
+    preflight_issue(issue, started)
+}
+
+/// A result for an input that could not be prepared or is over the size limit.
+fn input_error_failure<T>(error: InputError, started: Instant) -> AIResult<T> {
+    preflight_issue(error.issue(), started)
+}
+
+fn preflight_issue<T>(issue: ResultIssue, started: Instant) -> AIResult<T> {
     AIResult {
         value: None,
-        issues: vec![ResultIssue::new(IssueSource::Input, message, 1)],
+        issues: vec![issue],
         attempts: Vec::new(),
         usage: Usage::default(),
         elapsed: started.elapsed(),
@@ -749,7 +760,7 @@ impl Provider for DecisionsOnly {
     }
 }
 
-crate::error::debug_as_message!(BuildError);
+crate::failure::debug_as_message!(BuildError);
 
 /// A configuration mistake found by [`IntentClientBuilder::build`].
 #[derive(Clone, PartialEq, thiserror::Error)]

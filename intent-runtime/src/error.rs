@@ -1,64 +1,211 @@
 //! The error a call returns when it produced no value, and the conversion of a call's
-//! record into it. It sits above `result`: the record knows nothing of this error.
+//! record into it. It sits above `result` and `provider`: the record knows nothing of
+//! this error.
 
-use crate::result::{AIResult, ResultIssue};
+use std::fmt;
+use std::time::Duration;
 
-/// Implements `Debug` for error types as their message.
+use crate::provider::ProviderError;
+use crate::result::{
+    AIResult, FailureKind, Guardrail, IssueDetail, IssueSource, NotSent, ProviderFacts, Refusal,
+    ResultIssue, SchemaMismatch,
+};
+
+/// Why an intent call produced no value: a [`FailureKind`] to match on, the typed facts
+/// of the issue that ended the call, and every issue.
 ///
-/// `fn main() -> Result<(), Box<dyn Error>>` prints a returned error with `Debug`
-/// (`Error: {e:?}`), as do `unwrap()`, `expect()` and `tracing`'s `?e`: there a person must
-/// read the sentence that says what to set or do, not a variant's name and fields. The
-/// structured details stay reachable through each type's accessors and `match`.
-macro_rules! debug_as_message {
-    ($($error:ty),+ $(,)?) => {$(
-        impl ::std::fmt::Debug for $error {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                ::std::fmt::Display::fmt(self, f)
-            }
-        }
-    )+};
+/// Its `Display` is the failure summary ([`AIResult::failure_summary`]): how many attempts
+/// were made and why each failed. Its `Debug` (what `main` prints for a returned error)
+/// is the same sentence followed by the kind. Its [`source`](std::error::Error::source)
+/// is the error that ended the call, when one did: a
+/// [`ProviderError`] (whose own source is the transport's error), an
+/// [`InputError`](crate::input::InputError), a
+/// [`RateLimitError`](crate::limits::RateLimitError).
+///
+/// ```
+/// # use intent_rs::{FailureKind, IntentError};
+/// fn what_to_do(error: &IntentError) -> String {
+///     match error.kind() {
+///         FailureKind::RateLimited => format!("wait {:?}", error.retry_after()),
+///         FailureKind::Refused => format!("refused: {:?}", error.refusal()),
+///         FailureKind::VerificationExhausted => format!("{} issues", error.last_attempt_issues().len()),
+///         _ => error.to_string(),
+///     }
+/// }
+/// ```
+#[derive(Clone)]
+pub struct IntentError {
+    kind: FailureKind,
+    summary: String,
+    issues: Vec<ResultIssue>,
+    /// The index in `issues` of the issue that ended the call.
+    decisive: Option<usize>,
+    attempts: u32,
+    model_calls: u32,
 }
-pub(crate) use debug_as_message;
 
-debug_as_message!(IntentError);
+impl fmt::Display for IntentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary)
+    }
+}
 
-/// Why an intent call produced no value.
-///
-/// Its `Display` is the failure summary ([`AIResult::failure_summary`]): how many
-/// attempts were made and why each failed, so that logging the error tells a person what
-/// went wrong.
-#[derive(Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum IntentError {
-    /// Every attempt failed, a guardrail stopped the call, or the request could not be
-    /// built. The issues say why.
-    #[error("{summary}")]
-    Failed {
-        /// The failure summary: the attempts made and why each failed.
-        summary: String,
-        /// Every issue, in order.
-        issues: Vec<ResultIssue>,
-    },
+impl fmt::Debug for IntentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}]", self.summary, self.kind.as_str())
+    }
+}
+
+impl std::error::Error for IntentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause = self.decisive_issue()?.cause.as_ref()?;
+        Some(cause.error() as _)
+    }
 }
 
 impl IntentError {
-    /// The issues behind the error.
+    /// Why the call failed.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+
+    /// The failure summary, for people (the error's `Display`).
+    pub fn summary(&self) -> &str {
+        &self.summary
+    }
+
+    /// Every issue of every attempt, in order, and those raised when the loop stopped.
     pub fn issues(&self) -> &[ResultIssue] {
-        match self {
-            IntentError::Failed { issues, .. } => issues,
+        &self.issues
+    }
+
+    /// The issues of the last attempt made, and any raised when the loop stopped after
+    /// it: what the call ended on.
+    pub fn last_attempt_issues(&self) -> &[ResultIssue] {
+        let last = self.issues.last().map_or(0, |issue| issue.attempt);
+        let from = self
+            .issues
+            .iter()
+            .position(|issue| issue.attempt >= last.min(self.attempts.max(1)))
+            .unwrap_or(self.issues.len());
+        &self.issues[from..]
+    }
+
+    /// The issue that ended the call, when one did.
+    pub fn decisive_issue(&self) -> Option<&ResultIssue> {
+        self.decisive.and_then(|index| self.issues.get(index))
+    }
+
+    /// Attempts made (a model was asked, or the cache answered).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Model calls made, judge and gate calls included: zero when nothing was sent.
+    pub fn model_calls(&self) -> u32 {
+        self.model_calls
+    }
+
+    /// Whether calling again later may succeed (a rate limit, an outage, a timeout, a
+    /// dropped connection).
+    pub fn is_transient(&self) -> bool {
+        self.kind.is_transient()
+    }
+
+    /// The refusal's reason and categories, for [`FailureKind::Refused`].
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match &self.decisive_issue()?.detail {
+            IssueDetail::Refused(refusal) => Some(refusal),
+            _ => None,
         }
+    }
+
+    /// The failed provider call's facts (kind, status, request id, retry-after), when a
+    /// provider failure ended the call.
+    pub fn provider(&self) -> Option<&ProviderFacts> {
+        match &self.decisive_issue()?.detail {
+            IssueDetail::Provider(facts) => Some(facts),
+            _ => None,
+        }
+    }
+
+    /// The failed provider call, when one ended the call (also the error's `source()`).
+    pub fn provider_error(&self) -> Option<&ProviderError> {
+        self.decisive_issue()?.cause.as_ref()?.downcast_ref()
+    }
+
+    /// How long the provider asked to wait before calling again, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.provider()?.retry_after
+    }
+
+    /// Why nothing was sent, for [`FailureKind::NotSent`].
+    pub fn not_sent(&self) -> Option<&NotSent> {
+        match &self.decisive_issue()?.detail {
+            IssueDetail::NotSent(reason) => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// Which guardrail stopped the call, for [`FailureKind::Guardrail`].
+    pub fn guardrail(&self) -> Option<&Guardrail> {
+        match &self.decisive_issue()?.detail {
+            IssueDetail::Guardrail(guardrail) => Some(guardrail),
+            _ => None,
+        }
+    }
+
+    /// The schema mismatches of the last attempt: where, what was expected and what was
+    /// found (by type).
+    pub fn schema_mismatches(&self) -> impl Iterator<Item = &SchemaMismatch> {
+        self.last_attempt_issues()
+            .iter()
+            .filter_map(|issue| match &issue.detail {
+                IssueDetail::Schema(mismatch) => Some(mismatch),
+                _ => None,
+            })
     }
 }
 
 impl<T> AIResult<T> {
-    /// The value, or [`IntentError::Failed`] carrying the failure summary and the issues.
+    /// Why the call failed, in the vocabulary every layer shares; `None` on success.
+    ///
+    /// The issue that ended the call decides: one raised when the loop stopped (a
+    /// guardrail), else the last attempt's: a request that could not be built, a
+    /// guardrail or shared state that stopped it, a provider failure, refusal or
+    /// truncation, a reply that did not verify, the judge's rejection, in that order.
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        if self.is_success() {
+            return None;
+        }
+        Some(
+            decisive_issue(&self.issues, self.attempts.len())
+                .map_or(FailureKind::VerificationExhausted, |index| {
+                    self.issues[index].kind()
+                }),
+        )
+    }
+
+    /// The value, or an [`IntentError`] with the kind, the failure summary and the
+    /// issues.
     pub fn into_result(self) -> Result<T, IntentError> {
-        match self.value {
-            Some(value) => Ok(value),
-            None => Err(IntentError::Failed {
-                summary: self.failure_summary(),
-                issues: self.issues,
-            }),
+        let kind = self.failure_kind();
+        match (self.value, kind) {
+            (Some(value), _) => Ok(value),
+            (None, kind) => {
+                let decisive = decisive_issue(&self.issues, self.attempts.len());
+                let attempts = u32::try_from(self.attempts.len()).unwrap_or(u32::MAX);
+                let model_calls = self.attempts.iter().map(|a| a.model_calls).sum();
+                let summary = crate::summary::failure_summary(&self.attempts, &self.issues);
+                Err(IntentError {
+                    kind: kind.unwrap_or(FailureKind::VerificationExhausted),
+                    summary,
+                    issues: self.issues,
+                    decisive,
+                    attempts,
+                    model_calls,
+                })
+            }
         }
     }
 
@@ -68,11 +215,45 @@ impl<T> AIResult<T> {
     }
 }
 
+/// The index of the issue that ended a call that made `attempts` attempts.
+fn decisive_issue(issues: &[ResultIssue], attempts: usize) -> Option<usize> {
+    let last_attempt = if attempts > 0 {
+        u32::try_from(attempts).unwrap_or(u32::MAX)
+    } else {
+        // A record without attempts (a batch item, a call stopped before its first):
+        // its issues say which attempt they belong to.
+        issues.iter().map(|issue| issue.attempt).max()?
+    };
+    // An issue raised after the last attempt stopped the loop.
+    if let Some(index) = issues.iter().rposition(|issue| issue.attempt > last_attempt) {
+        return Some(index);
+    }
+    let last: Vec<usize> = (0..issues.len())
+        .filter(|&index| issues[index].attempt == last_attempt)
+        .collect();
+    let first_where = |wanted: &dyn Fn(&ResultIssue) -> bool| {
+        last.iter().copied().find(|&index| wanted(&issues[index]))
+    };
+    first_where(&|issue| issue.source == IssueSource::Input)
+        .or_else(|| first_where(&|issue| issue.source == IssueSource::Guardrail))
+        .or_else(|| first_where(&|issue| issue.source == IssueSource::Provider))
+        .or_else(|| {
+            first_where(&|issue| {
+                matches!(
+                    issue.source,
+                    IssueSource::Verification | IssueSource::Validator
+                )
+            })
+        })
+        .or_else(|| last.last().copied())
+        .or_else(|| issues.len().checked_sub(1))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
-    use crate::result::{IssueSource, Usage};
+    use crate::result::{AttemptRecord, Usage};
 
     use super::*;
 
@@ -82,19 +263,11 @@ mod tests {
         let errors: Vec<Box<dyn std::error::Error>> = vec![
             Box::new(crate::BuildError::MissingProvider),
             Box::new(crate::provider::ProviderConfigError::NoProvider),
-            Box::new(
-                crate::provider::ProviderError::new(
-                    crate::provider::ProviderErrorKind::RateLimited,
-                    "openai",
-                    "slow down",
-                )
-                .with_status(429),
-            ),
             Box::new(failed(&["the reply was empty"]).into_result().unwrap_err()),
         ];
         for error in errors {
             let shown = format!("{error:?}");
-            assert_eq!(shown, error.to_string());
+            assert!(shown.starts_with(&error.to_string()), "{shown}");
             assert!(shown.contains(' '), "a sentence, not a name: {shown}");
         }
         let shown = format!("{:?}", crate::provider::ProviderConfigError::NoProvider);
@@ -115,18 +288,52 @@ mod tests {
     }
 
     #[test]
-    fn into_result_carries_the_summary() {
+    fn into_result_carries_the_summary_and_the_kind() {
         let err = failed(&["not valid JSON"]).into_result().unwrap_err();
         assert_eq!(
             err.to_string(),
             "the one attempt failed: the reply did not verify (feedback to the model: \"not valid JSON\")"
         );
+        assert_eq!(err.kind(), FailureKind::VerificationExhausted);
         assert_eq!(err.issues().len(), 1);
+        assert!(format!("{err:?}").ends_with("[verification_exhausted]"));
     }
 
     #[test]
     fn into_result_without_issues_still_explains() {
         let err = failed(&[]).into_result().unwrap_err();
         assert_eq!(err.to_string(), "the call produced no value");
+    }
+
+    #[test]
+    fn the_stop_after_the_last_attempt_decides_the_kind() {
+        let mut result = failed(&["not valid JSON"]);
+        result.attempts.push(AttemptRecord::new(1));
+        result.issues.push(
+            ResultIssue::new(IssueSource::Guardrail, "stopped", 2).with_detail(
+                IssueDetail::Guardrail(Guardrail::ModelCalls { ceiling: 1 }),
+            ),
+        );
+        let err = result.into_result().unwrap_err();
+        assert_eq!(err.kind(), FailureKind::Guardrail);
+        assert_eq!(
+            err.guardrail(),
+            Some(&Guardrail::ModelCalls { ceiling: 1 })
+        );
+    }
+
+    #[test]
+    fn a_provider_failure_outranks_the_verification_of_its_attempt() {
+        let mut result = failed(&["cut JSON"]);
+        result.attempts.push(AttemptRecord::new(1));
+        result.issues.insert(
+            0,
+            ResultIssue::new(IssueSource::Provider, "cut off", 1).with_detail(
+                IssueDetail::Truncated {
+                    stop_reason: Some("length".to_owned()),
+                },
+            ),
+        );
+        assert_eq!(result.failure_kind(), Some(FailureKind::Truncated));
     }
 }

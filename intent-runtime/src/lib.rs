@@ -114,6 +114,7 @@ pub mod cache;
 pub mod client;
 pub mod decision;
 pub mod error;
+mod failure;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod fleet;
@@ -143,7 +144,8 @@ pub use error::IntentError;
 pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
 pub use result::{
-    AIResult, AttemptRecord, GateOutcome, GateRecord, IssueSource, Repair, ResultIssue, Usage,
+    AIResult, AttemptRecord, FailureKind, GateOutcome, GateRecord, IssueDetail, IssueSource,
+    Repair, ResultIssue, Usage,
 };
 pub use stream::{IntentStream, Partial, PartialOf, StreamEvent};
 pub use strict::StrictCompatible;

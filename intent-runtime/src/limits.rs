@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::provider::ProviderError;
-use crate::result::LimiterUse;
+use crate::result::{Cause, IssueDetail, IssueSource, LimiterUse, ResultIssue};
 
 /// How transient provider failures (rate limits, overload, timeouts, dropped
 /// connections) are retried inside one attempt.
@@ -123,8 +123,10 @@ pub(crate) struct Admission {
     pub(crate) by: LimiterUse,
 }
 
+crate::failure::debug_as_message!(RateLimitError);
+
 /// Why the rate limiter refused to admit a request.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RateLimitError {
     /// The quota lives in Redis, Redis failed, and the limiter fails closed: Redis is
@@ -138,6 +140,16 @@ pub enum RateLimitError {
         /// What Redis said, or that it timed out.
         reason: String,
     },
+}
+
+impl RateLimitError {
+    /// The issue of attempt `attempt` this refusal raises: shared state unavailable, with
+    /// the limiter failing closed, and this error as its cause.
+    pub(crate) fn issue(&self, attempt: u32) -> ResultIssue {
+        ResultIssue::new(IssueSource::Guardrail, self.to_string(), attempt)
+            .with_detail(IssueDetail::SharedStateUnavailable { fail_closed: true })
+            .with_cause(Cause::new(self.clone()))
+    }
 }
 
 struct Bucket {

@@ -6,6 +6,10 @@
 use std::fmt;
 use std::time::Duration;
 
+pub use crate::failure::{
+    Cause, FailureKind, Guardrail, IssueDetail, NotSent, ProviderFacts, Refusal, SchemaMismatch,
+};
+
 /// Where an issue came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -38,7 +42,8 @@ impl fmt::Display for IssueSource {
     }
 }
 
-/// One problem found with an attempt, worded so that a model can act on it.
+/// One problem found with an attempt: a message worded so that a model (and a person)
+/// can act on it, and the typed facts a program reads instead ([`IssueDetail`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ResultIssue {
     /// Which check raised it.
@@ -48,15 +53,57 @@ pub struct ResultIssue {
     /// The attempt it belongs to (1-based). Issues raised when the loop stops early carry
     /// the number of the attempt that was not made.
     pub attempt: u32,
+    /// The typed facts: the JSON path of a schema mismatch, the validator's name, the
+    /// provider failure's kind and status, the guardrail that stopped the call.
+    pub detail: IssueDetail,
+    /// The error it came from (a [`ProviderError`](crate::provider::ProviderError), an
+    /// [`InputError`](crate::input::InputError), a
+    /// [`RateLimitError`](crate::limits::RateLimitError)), for `source()` chains.
+    #[serde(skip)]
+    pub cause: Option<Cause>,
 }
 
 impl ResultIssue {
-    /// A new issue.
+    /// A new issue with no typed facts.
     pub fn new(source: IssueSource, message: impl Into<String>, attempt: u32) -> Self {
         Self {
             source,
             message: message.into(),
             attempt,
+            detail: IssueDetail::None,
+            cause: None,
+        }
+    }
+
+    /// The same issue with its typed facts.
+    pub fn with_detail(mut self, detail: IssueDetail) -> Self {
+        self.detail = detail;
+        self
+    }
+
+    /// The same issue with the error it came from.
+    pub fn with_cause(mut self, cause: Cause) -> Self {
+        self.cause = Some(cause);
+        self
+    }
+
+    /// The kind of failure this issue is, were it the one that ended the call.
+    pub fn kind(&self) -> FailureKind {
+        match (&self.detail, self.source) {
+            (IssueDetail::Refused(_), _) => FailureKind::Refused,
+            (IssueDetail::Truncated { .. }, _) => FailureKind::Truncated,
+            (IssueDetail::Provider(facts), _) => FailureKind::of_provider(facts.kind, facts.sent),
+            (IssueDetail::NotSent(_), _) => FailureKind::NotSent,
+            (IssueDetail::Decision { kind, .. }, _) => *kind,
+            (IssueDetail::Guardrail(_), _) => FailureKind::Guardrail,
+            (IssueDetail::SharedStateUnavailable { .. }, _) => FailureKind::SharedStateUnavailable,
+            (_, IssueSource::Provider) => FailureKind::Unavailable,
+            (_, IssueSource::Verification | IssueSource::Validator) => {
+                FailureKind::VerificationExhausted
+            }
+            (_, IssueSource::Judge) => FailureKind::JudgeRejected,
+            (_, IssueSource::Guardrail) => FailureKind::Guardrail,
+            (_, IssueSource::Input) => FailureKind::NotSent,
         }
     }
 }
@@ -176,63 +223,8 @@ pub enum JudgeRecord {
     },
 }
 
-// The decision module's failure kind and failure behaviour live here, below it, because
-// the gate's record names them; `decision` re-exports both.
-
-/// What kind of failure a decision met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DecisionFailureKind {
-    /// The request was refused before or by the provider: bad state, bad questions, a
-    /// question the provider cannot answer this way, or a 400 from the provider.
-    InvalidRequest,
-    /// The key is missing, wrong or not allowed to use the model.
-    Authentication,
-    /// Too many requests.
-    RateLimited,
-    /// The provider is overloaded.
-    Overloaded,
-    /// The provider failed or is down (5xx).
-    Unavailable,
-    /// The call took longer than its timeout.
-    Timeout,
-    /// The reply could not be read as answers (no log-probabilities, too little of the
-    /// probability on the allowed answers, a stated answer that did not verify).
-    InvalidResponse,
-    /// The connection failed or dropped.
-    Transport,
-}
-
-impl DecisionFailureKind {
-    /// Whether failures of this kind may pass if the same request is sent again later:
-    /// rate limits, overload, outages, timeouts and dropped connections.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            DecisionFailureKind::RateLimited
-                | DecisionFailureKind::Overloaded
-                | DecisionFailureKind::Unavailable
-                | DecisionFailureKind::Timeout
-                | DecisionFailureKind::Transport
-        )
-    }
-}
-
-impl fmt::Display for DecisionFailureKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DecisionFailureKind::InvalidRequest => "invalid request",
-            DecisionFailureKind::Authentication => "authentication failed",
-            DecisionFailureKind::RateLimited => "rate limited",
-            DecisionFailureKind::Overloaded => "overloaded",
-            DecisionFailureKind::Unavailable => "unavailable",
-            DecisionFailureKind::Timeout => "timeout",
-            DecisionFailureKind::InvalidResponse => "invalid response",
-            DecisionFailureKind::Transport => "transport error",
-        })
-    }
-}
+// The decision module's failure behaviour lives here, below it, because the gate's record
+// names it; `decision` re-exports it.
 
 /// What to do when the decision client fails. A failure is never read as "not
 /// satisfied": the answer is missing, not negative.
@@ -280,7 +272,7 @@ pub enum GateOutcome {
     /// rejection).
     Failed {
         /// The failure's kind.
-        kind: DecisionFailureKind,
+        kind: FailureKind,
         /// The HTTP status, when there was one.
         status: Option<u16>,
         /// Whether the failure was transient.

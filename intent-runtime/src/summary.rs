@@ -21,7 +21,7 @@ impl<T> AIResult<T> {
 }
 
 /// The summary of a call that made `attempts` and raised `issues`.
-fn failure_summary(attempts: &[AttemptRecord], issues: &[ResultIssue]) -> String {
+pub(crate) fn failure_summary(attempts: &[AttemptRecord], issues: &[ResultIssue]) -> String {
     if issues.is_empty() {
         return "the call produced no value".to_owned();
     }

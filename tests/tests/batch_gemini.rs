@@ -182,7 +182,7 @@ async fn gemini_results_in_a_responses_file_are_downloaded_and_read_by_key() {
         .await
         .unwrap();
     assert_eq!(values(&results), [Some(2), Some(1), None, Some(3)]);
-    let message = &results[2].issues[0].message;
+    let message = &provider_words(&results[2].issues[0]);
     assert!(message.contains("this request is refused"), "{message}");
     assert_eq!(results[3].attempts[0].model, "gemini-test-2025");
     assert_eq!(fake.state().result_reads, 1);
@@ -210,10 +210,10 @@ async fn gemini_per_item_errors_are_issues_on_their_items_redacted_of_the_key() 
     let rejected = &results[1];
     assert_eq!(rejected.attempts.len(), 1);
     assert_eq!(rejected.issues[0].source, IssueSource::Provider);
-    let message = &rejected.issues[0].message;
+    let message = &provider_words(&rejected.issues[0]);
     assert!(message.contains("this request is refused"), "{message}");
-    assert!(message.contains("400"), "{message}");
-    let leaked = &results[2].issues[0].message;
+    assert!(rejected.issues[0].message.contains("400"), "{message}");
+    let leaked = &provider_words(&results[2].issues[0]);
     assert!(
         leaked.contains("the key [redacted] in its body"),
         "{leaked}"
@@ -244,7 +244,7 @@ async fn a_failed_gemini_batch_fails_its_items_with_the_reason() {
         .unwrap();
     for result in &results {
         assert_eq!(result.value, None);
-        let message = &result.issues[0].message;
+        let message = &provider_words(&result.issues[0]);
         assert!(message.contains("Request payload is invalid"), "{message}");
         assert!(message.contains("INVALID_ARGUMENT"), "{message}");
         assert!(!message.contains(KEY), "{message}");
@@ -364,4 +364,14 @@ async fn gemini_job_stopped_between_creating_a_batch_and_recording_it_finds_it_b
     );
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&other_dir).unwrap();
+}
+
+/// The provider's own words behind an item's issue: withheld from the issue's message
+/// (they may quote the request), kept on the provider error that is its cause.
+fn provider_words(issue: &intent_rs::ResultIssue) -> String {
+    issue
+        .cause
+        .as_ref()
+        .and_then(|cause| cause.downcast_ref::<intent_rs::provider::ProviderError>())
+        .map_or_else(String::new, |error| error.message().to_owned())
 }

@@ -178,7 +178,7 @@ async fn openai_per_item_errors_are_issues_on_their_items() {
     assert_eq!(failed.attempts.len(), 1);
     assert_eq!(failed.issues[0].source, IssueSource::Provider);
     assert!(
-        failed.issues[0].message.contains("this request is refused"),
+        provider_words(&failed.issues[0]).contains("this request is refused"),
         "{:?}",
         failed.issues
     );
@@ -210,7 +210,7 @@ async fn a_failed_openai_batch_fails_its_items_with_the_reason() {
     for result in &results {
         assert_eq!(result.value, None);
         assert!(
-            result.issues[0].message.contains("invalid_json_line"),
+            provider_words(&result.issues[0]).contains("invalid_json_line"),
             "{:?}",
             result.issues
         );
@@ -664,9 +664,7 @@ async fn anthropic_lifecycle_with_out_of_order_results_and_errored_items() {
         results[0].issues
     );
     assert!(
-        results[1].issues[0]
-            .message
-            .contains("this request is refused")
+        provider_words(&results[1].issues[0]).contains("this request is refused")
     );
     assert_eq!(results[2].attempts[0].model, "claude-test-2025");
     assert_eq!(results[2].usage.output_tokens, 4);
@@ -1052,7 +1050,7 @@ async fn line_errors_are_redacted(_fake: Fake, client: IntentClient, name: &str)
         .await
         .unwrap();
     assert_eq!(values(&results), [Some(1), None]);
-    let issue = &results[1].issues[0].message;
+    let issue = &provider_words(&results[1].issues[0]);
     assert!(issue.contains("the key [redacted] in its body"), "{issue}");
     assert!(!issue.contains(KEY), "{issue}");
     let stored: String = std::fs::read_dir(&dir)
@@ -1625,4 +1623,14 @@ async fn a_busy_batch_api_is_asked_again_no_sooner_than_its_retry_after() {
         gap >= advised,
         "looked at again {gap:?} after a 429 with retry-after: 1"
     );
+}
+
+/// The provider's own words behind an item's issue: withheld from the issue's message
+/// (they may quote the request), kept on the provider error that is its cause.
+fn provider_words(issue: &intent_rs::ResultIssue) -> String {
+    issue
+        .cause
+        .as_ref()
+        .and_then(|cause| cause.downcast_ref::<intent_rs::provider::ProviderError>())
+        .map_or_else(String::new, |error| error.message().to_owned())
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use intent_rs::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator,
-    DecisionFailureKind, DecisionHost, DecisionLimits, DecisionQuestion, DecisionRequest,
+    FailureKind, DecisionHost, DecisionLimits, DecisionQuestion, DecisionRequest,
     ProbabilitySource, ScoreQuestion, SystemOneClient, WireFormat,
 };
 use intent_rs::provider::ScriptedProvider;
@@ -136,7 +136,7 @@ async fn the_mocks_authentication_failures_are_classified_without_the_key() {
     };
     let wrong = SystemOneClient::compatible(&mock.url).with_api_key(SECRET_KEY);
     let error = wrong.decide(&mixed_request()).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::Authentication);
+    assert_eq!(error.kind(), FailureKind::Authentication);
     assert_eq!(error.status(), Some(401));
     assert!(!error.is_transient());
     assert_eq!(error.request_id(), Some("req_mock"));
@@ -145,7 +145,7 @@ async fn the_mocks_authentication_failures_are_classified_without_the_key() {
     // TypeSafe answers a missing key with 403, which is still an authentication failure.
     let keyless = SystemOneClient::new(DecisionHost::TypeSafe).with_base_url(&mock.url);
     let error = keyless.decide(&mixed_request()).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::Authentication);
+    assert_eq!(error.kind(), FailureKind::Authentication);
     assert_eq!(error.status(), Some(403));
     assert_eq!(error.provider_message(), Some("Must supply an API key!"));
 }
@@ -164,7 +164,7 @@ async fn the_mocks_validation_message_is_kept_and_limits_stop_requests_before_it
 
     // TypeSafe's limit of 10 levels is enforced here: nothing is sent.
     let error = mock_client(&mock).decide(&request).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.kind(), FailureKind::InvalidRequest);
     assert_eq!(error.status(), None, "refused before sending");
     assert!(error.to_string().contains("`q` has 11 levels"), "{error}");
 
@@ -174,7 +174,7 @@ async fn the_mocks_validation_message_is_kept_and_limits_stop_requests_before_it
         ..DecisionLimits::TYPESAFE
     });
     let error = lifted.decide(&request).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.kind(), FailureKind::InvalidRequest);
     assert_eq!(error.status(), Some(422));
     assert_eq!(
         error.provider_message(),
@@ -188,7 +188,7 @@ async fn the_mocks_validation_message_is_kept_and_limits_stop_requests_before_it
         .decide(&mixed_request().with_model("gpt-4o"))
         .await
         .unwrap_err();
-    assert_eq!(unknown_model.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(unknown_model.kind(), FailureKind::InvalidRequest);
     assert_eq!(
         unknown_model.provider_message(),
         Some("Unknown model: gpt-4o")
@@ -204,7 +204,7 @@ async fn a_busy_mock_is_a_transient_rate_limit_and_is_not_retried() {
         .decide(&mixed_request())
         .await
         .unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
+    assert_eq!(error.kind(), FailureKind::RateLimited);
     assert!(error.is_transient());
     assert_eq!(error.provider_message(), Some("slow down"));
     // The mock's `Retry-After: 0` is advice: retry now.
@@ -249,7 +249,7 @@ async fn the_mocks_contract_breaks_are_invalid_responses_naming_the_question() {
             .unwrap_err();
         assert_eq!(
             error.kind(),
-            DecisionFailureKind::InvalidResponse,
+            FailureKind::InvalidResponse,
             "{fault}: {error}"
         );
         assert!(error.to_string().contains(expected), "{fault}: {error}");
@@ -552,7 +552,7 @@ async fn answers_that_fail_a_check_are_invalid_responses_naming_the_question() {
             .unwrap_err();
         assert_eq!(
             error.kind(),
-            DecisionFailureKind::InvalidResponse,
+            FailureKind::InvalidResponse,
             "{error}"
         );
         assert!(error.to_string().contains(expected), "{expected}: {error}");
@@ -568,7 +568,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
         status: u16,
         body: &'static str,
         headers: &'static [(&'static str, &'static str)],
-        kind: DecisionFailureKind,
+        kind: FailureKind,
         message: &'static str,
         retry_after: Option<Duration>,
     }
@@ -578,7 +578,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 422,
             body: r#"{"detail":[{"loc":["body","state"],"msg":"Input should be a valid string, object or array","type":"union_type","input":"customer-4471-STATE"}]}"#,
             headers: &[],
-            kind: DecisionFailureKind::InvalidRequest,
+            kind: FailureKind::InvalidRequest,
             message: "state: Input should be a valid string, object or array",
             retry_after: None,
         },
@@ -587,7 +587,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 429,
             body: r#"{"detail":{"error_type":"rate_limit_error","message":"slow down"}}"#,
             headers: &[("retry-after-ms", "1500"), ("retry-after", "9")],
-            kind: DecisionFailureKind::RateLimited,
+            kind: FailureKind::RateLimited,
             message: "slow down",
             retry_after: Some(Duration::from_millis(1500)),
         },
@@ -596,7 +596,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 429,
             body: r#"{"detail":{"error_type":"rate_limit_error","message":"slow down"}}"#,
             headers: &[("retry-after", "2")],
-            kind: DecisionFailureKind::RateLimited,
+            kind: FailureKind::RateLimited,
             message: "slow down",
             retry_after: Some(Duration::from_secs(2)),
         },
@@ -605,7 +605,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 400,
             body: r#"{"detail":{"error_type":"max_tokens_exceeded"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::InvalidRequest,
+            kind: FailureKind::InvalidRequest,
             message: "the state and the questions are longer than the model reads (max_tokens_exceeded): send less state or fewer questions",
             retry_after: None,
         },
@@ -614,7 +614,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 503,
             body: r#"{"error":{"code":503,"message":"No available model provider"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::Overloaded,
+            kind: FailureKind::Unavailable,
             message: "No available model provider",
             retry_after: None,
         },
@@ -623,7 +623,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 502,
             body: r#"{"error":{"code":502,"message":"model down"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::Unavailable,
+            kind: FailureKind::Unavailable,
             message: "model down",
             retry_after: None,
         },
@@ -632,7 +632,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 429,
             body: r#"{"error":{"message":"litellm.RateLimitError: slow down","type":"throttling_error","param":null,"code":"429"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::RateLimited,
+            kind: FailureKind::RateLimited,
             message: "litellm.RateLimitError: slow down",
             retry_after: None,
         },
@@ -641,7 +641,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 400,
             body: r#"{"error":{"message":"/systemone: Invalid model name passed in model=nope.","type":"invalid_request_error","param":null,"code":"400"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::InvalidRequest,
+            kind: FailureKind::InvalidRequest,
             message: "/systemone: Invalid model name passed in model=nope.",
             retry_after: None,
         },
@@ -650,7 +650,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 500,
             body: "Internal Server Error",
             headers: &[],
-            kind: DecisionFailureKind::Unavailable,
+            kind: FailureKind::Unavailable,
             message: "Internal Server Error",
             retry_after: None,
         },
@@ -659,7 +659,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 400,
             body: r#"{"error":"questions.team.choice.instructions: Field required"}"#,
             headers: &[],
-            kind: DecisionFailureKind::InvalidRequest,
+            kind: FailureKind::InvalidRequest,
             message: "questions.team.choice.instructions: Field required",
             retry_after: None,
         },
@@ -668,7 +668,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 413,
             body: r#"{"error":"request body must not exceed 64 KiB without images"}"#,
             headers: &[],
-            kind: DecisionFailureKind::InvalidRequest,
+            kind: FailureKind::InvalidRequest,
             message: "request body must not exceed 64 KiB without images",
             retry_after: None,
         },
@@ -679,7 +679,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 401,
             body: r#"{"error":{"message":"Incorrect API key provided: sk-te**3.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::Authentication,
+            kind: FailureKind::Authentication,
             message: "Incorrect API key provided: sk-te**3.",
             retry_after: None,
         },
@@ -688,7 +688,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 403,
             body: r#"{"error":{"message":"bad field","type":"invalid_request_error"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::Authentication,
+            kind: FailureKind::Authentication,
             message: "bad field",
             retry_after: None,
         },
@@ -698,7 +698,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 429,
             body: r#"{"detail":{"error_type":"rate_limit_error","message":"slow down"}}"#,
             headers: &[("retry-after", "0")],
-            kind: DecisionFailureKind::RateLimited,
+            kind: FailureKind::RateLimited,
             message: "slow down",
             retry_after: Some(Duration::ZERO),
         },
@@ -707,7 +707,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 408,
             body: r#"{"error":{"code":408,"message":"timed out upstream"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::Timeout,
+            kind: FailureKind::Timeout,
             message: "timed out upstream",
             retry_after: None,
         },
@@ -716,7 +716,7 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
             status: 500,
             body: r#"{"unexpected":{"echo":"customer-4471-STATE"}}"#,
             headers: &[],
-            kind: DecisionFailureKind::Unavailable,
+            kind: FailureKind::Unavailable,
             message: "the error body is in no shape this client reads",
             retry_after: None,
         },
@@ -766,7 +766,7 @@ async fn a_host_slower_than_the_timeout_is_a_transient_timeout() {
     .await;
     let client = loopback(&server).with_request_timeout(Duration::from_millis(100));
     let error = client.decide(&mixed_request()).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::Timeout);
+    assert_eq!(error.kind(), FailureKind::Timeout);
     assert!(error.is_transient());
 }
 
@@ -971,7 +971,7 @@ async fn decisions_answers_match_by_name_or_position_and_a_refusal_names_the_que
         .decide(&example_d())
         .await
         .unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+    assert_eq!(error.kind(), FailureKind::InvalidResponse);
     assert!(
         error.to_string().contains("refused to answer `team`"),
         "{error}"
@@ -1119,7 +1119,7 @@ async fn a_host_that_echoes_the_state_never_puts_it_in_an_error_or_a_log() {
             .unwrap_err();
         assert_eq!(
             error.kind(),
-            DecisionFailureKind::InvalidResponse,
+            FailureKind::InvalidResponse,
             "{reply}: {error}"
         );
         assert!(

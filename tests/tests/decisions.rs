@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use intent_rs::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator,
-    DecisionFailureKind, DecisionQuestion, DecisionRequest, FailureBehavior, LogprobDecisionClient,
+    FailureKind, DecisionQuestion, DecisionRequest, FailureBehavior, LogprobDecisionClient,
     ProbabilitySource, ScoreQuestion, StatedDecisionClient,
 };
 use intent_rs::provider::{
@@ -240,7 +240,7 @@ async fn more_choices_than_openai_reports_are_refused_before_sending() {
 
     let error = client.decide(&request).await.unwrap_err();
 
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.kind(), FailureKind::InvalidRequest);
     assert!(error.to_string().contains("21 choices"), "{error}");
     assert!(
         error.to_string().contains("at most 20 alternatives"),
@@ -271,7 +271,7 @@ async fn a_failure_is_classified_never_retried_and_never_quotes_the_state_or_key
 
     let error = client.decide(&request).await.unwrap_err();
 
-    assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
+    assert_eq!(error.kind(), FailureKind::RateLimited);
     assert!(error.is_transient());
     assert_eq!(error.status(), Some(429));
     assert_eq!(
@@ -305,7 +305,7 @@ async fn a_reply_without_log_probabilities_is_an_invalid_response() {
     )
     .unwrap();
     let error = client.decide(&request).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+    assert_eq!(error.kind(), FailureKind::InvalidResponse);
     assert!(
         error
             .to_string()
@@ -401,7 +401,7 @@ async fn a_server_refusing_logprobs_gets_the_stated_request_unless_only_they_wil
         .decide(&request)
         .await
         .unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.kind(), FailureKind::InvalidRequest);
     assert_eq!(error.status(), Some(400));
 
     // A measured answer records no fallback.
@@ -437,7 +437,7 @@ async fn a_provider_reporting_no_log_probabilities_is_asked_for_stated_answers()
         .decide(&request)
         .await
         .unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.kind(), FailureKind::InvalidRequest);
     assert!(
         error.to_string().contains("reports no log-probabilities"),
         "{error}"
@@ -510,7 +510,7 @@ async fn a_stated_answer_that_does_not_verify_is_refused_over_anthropic() {
     )
     .unwrap();
     let error = client.decide(&request).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+    assert_eq!(error.kind(), FailureKind::InvalidResponse);
     assert!(error.to_string().contains("between 0 and 1"), "{error}");
 }
 
@@ -572,7 +572,7 @@ async fn a_provider_that_echoes_the_state_never_puts_it_in_a_decision_error_or_a
     for error in &errors {
         assert_eq!(
             error.kind(),
-            DecisionFailureKind::InvalidResponse,
+            FailureKind::InvalidResponse,
             "{error}"
         );
         for printed in [
@@ -753,7 +753,7 @@ async fn a_stated_selection_beside_the_distribution_is_an_invalid_response() {
     ]);
     let triage = TriageClient::new(IntentClient::builder().provider(model).build().unwrap());
     let error = triage.team("The app crashes", "Cy").await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+    assert_eq!(error.kind(), FailureKind::InvalidResponse);
     assert!(
         error
             .to_string()
@@ -796,7 +796,7 @@ async fn a_score_with_more_levels_than_digits_names_the_limit_and_the_clients_th
             .unwrap(),
     );
     let error = graded.grade("42").await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+    assert_eq!(error.kind(), FailureKind::InvalidRequest);
     let message = error.to_string();
     for named in [
         "12 levels",
@@ -1000,7 +1000,7 @@ async fn a_failing_gate_fails_the_call_by_default_and_never_reads_as_not_satisfi
     assert_eq!(
         gate.outcome,
         GateOutcome::Failed {
-            kind: DecisionFailureKind::Authentication,
+            kind: FailureKind::Authentication,
             status: Some(401),
             transient: false,
             behavior: FailureBehavior::Fail
@@ -1107,7 +1107,7 @@ async fn decisions_are_logged_without_the_state() {
         .unwrap();
     assert!(warn.starts_with("WARN"), "{warn}");
     for field in [
-        "kind=overloaded",
+        "kind=unavailable",
         "status=529",
         "transient=true",
         "behavior=Defer",
@@ -1143,5 +1143,5 @@ async fn the_evaluator_works_in_a_callers_own_loop() {
     // With `Fail` (the default) a failure is an error, not a "no".
     let failing = DecisionEvaluator::new(Fixed(Err(outage()), Arc::default()));
     let error = failing.evaluate(&work).await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::Overloaded);
+    assert_eq!(error.kind(), FailureKind::Unavailable);
 }

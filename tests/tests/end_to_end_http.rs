@@ -168,10 +168,16 @@ async fn an_http_error_becomes_the_typed_methods_error() {
     let support = support_client(&server).await;
     let error = support.urgency("help").await.unwrap_err();
     let text = error.to_string();
-    assert!(
-        text.contains("Incorrect API key provided.") && text.contains("401"),
-        "{text}"
-    );
+    // A program branches on the kind; the provider's words are kept on the provider
+    // error (the error's source), never in the sentence.
+    assert_eq!(error.kind(), intent_rs::FailureKind::Authentication);
+    assert_eq!(error.provider().and_then(|facts| facts.status), Some(401));
+    assert!(text.contains("401"), "{text}");
+    assert!(!text.contains("Incorrect API key provided."), "{text}");
+    let provider = error.provider_error().expect("the provider error");
+    assert_eq!(provider.message(), "Incorrect API key provided.");
+    let source = std::error::Error::source(&error).expect("a source");
+    assert!(source.downcast_ref::<intent_rs::provider::ProviderError>().is_some());
     assert!(!text.contains("sk-test-not-a-real-key"));
     assert_eq!(
         server.received_requests().await.map(|r| r.len()),
@@ -213,7 +219,7 @@ async fn a_rate_limited_call_is_retried_after_the_wait_the_server_asks_for() {
     let retries = &result.attempts[0].provider_retries;
     assert_eq!(retries.len(), 1);
     assert!(
-        retries[0].contains("Rate limit reached.") && retries[0].contains("20 ms"),
+        retries[0].contains("rate limited (HTTP 429)") && retries[0].contains("20 ms"),
         "{retries:?}"
     );
     assert_eq!(result.attempts[0].model_calls, 2);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use intent_rs::decision::{
-    BinaryQuestion, DecisionClient, DecisionFailureKind, DecisionHost, DecisionRequest,
+    BinaryQuestion, DecisionClient, FailureKind, DecisionHost, DecisionRequest,
     SystemOneClient, WireFormat, decision_client_for,
 };
 use intent_rs::provider::{
@@ -652,14 +652,14 @@ fn decision_subjects() -> Vec<DecisionSubject> {
 }
 
 /// What a provider failure kind becomes for a decision.
-fn decision_kind(kind: ProviderErrorKind) -> DecisionFailureKind {
+fn decision_kind(kind: ProviderErrorKind) -> FailureKind {
     use ProviderErrorKind as P;
     match kind {
-        P::Authentication | P::Permission => DecisionFailureKind::Authentication,
-        P::NotFound | P::InvalidRequest => DecisionFailureKind::InvalidRequest,
-        P::RateLimited => DecisionFailureKind::RateLimited,
-        P::Overloaded => DecisionFailureKind::Overloaded,
-        P::Server => DecisionFailureKind::Unavailable,
+        P::Authentication | P::Permission => FailureKind::Authentication,
+        P::NotFound | P::InvalidRequest => FailureKind::InvalidRequest,
+        P::RateLimited => FailureKind::RateLimited,
+        P::Overloaded => FailureKind::Unavailable,
+        P::Server => FailureKind::Unavailable,
         other => panic!("no status row has the kind {other}"),
     }
 }

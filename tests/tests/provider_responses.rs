@@ -982,9 +982,7 @@ async fn a_batch_job_goes_out_as_v1_responses_lines_and_reads_responses_back() {
     assert_eq!(results[0].attempts[0].model, "gpt-4.1-mini-2025-04-14");
     assert_eq!(results[0].usage.input_tokens, 61);
     assert!(
-        results[2].issues[0]
-            .message
-            .contains("this request is refused")
+        provider_words(&results[2].issues[0]).contains("this request is refused")
     );
     let state = state.lock().unwrap();
     assert_eq!(state.endpoints, [json!("/v1/responses")]);
@@ -997,4 +995,14 @@ async fn a_batch_job_goes_out_as_v1_responses_lines_and_reads_responses_back() {
     }
     drop(state);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The provider's own words behind an item's issue: withheld from the issue's message
+/// (they may quote the request), kept on the provider error that is its cause.
+fn provider_words(issue: &intent_rs::ResultIssue) -> String {
+    issue
+        .cause
+        .as_ref()
+        .and_then(|cause| cause.downcast_ref::<intent_rs::provider::ProviderError>())
+        .map_or_else(String::new, |error| error.message().to_owned())
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use intent_rs::decision::{
-    DecisionEvaluator, DecisionFailureKind, LogprobDecisionClient, SystemOneClient,
+    DecisionEvaluator, FailureKind, LogprobDecisionClient, SystemOneClient,
 };
 use intent_rs::limits::RetryPolicy;
 use intent_rs::provider::{
@@ -555,7 +555,7 @@ async fn a_provider_error_ends_the_request_span_and_the_call_span_in_error() {
     assert_eq!(field(chat, "otel.status_code"), Some("error"));
     assert_eq!(field(chat, "gen_ai.response.model"), None);
     assert_eq!(field(&call.span, "intent.outcome"), Some("failure"));
-    assert_eq!(field(&call.span, "error.type"), Some("provider"));
+    assert_eq!(field(&call.span, "error.type"), Some("authentication"));
     assert_eq!(field(&call.span, "otel.status_code"), Some("error"));
 }
 
@@ -1230,7 +1230,7 @@ async fn a_failed_decision_method_ends_its_call_span_in_error() {
     .with_max_top_logprobs(Some(20));
     let client = TelemeteredClient::new(IntentClient::builder().provider(model).build().unwrap());
     let error = client.is_angry("Where is my refund?").await.unwrap_err();
-    assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
+    assert_eq!(error.kind(), FailureKind::RateLimited);
 
     let call = Call::named("is_angry");
     assert_eq!(field(&call.span, "intent.outcome"), Some("failure"));

@@ -794,6 +794,7 @@ impl Driver<'_> {
                 return Err(BatchError::State {
                     path: PathBuf::new(),
                     message: format!("the queue file of the requests to {model} is missing"),
+                    cause: None,
                 });
             };
             for part in split(requests, self.limits) {

@@ -142,7 +142,7 @@ use crate::client::IntentClient;
 use crate::input::{InputError, PreparedInput, prepare_input};
 use crate::options::IntentOptions;
 use crate::provider::ProviderError;
-use crate::result::AIResult;
+use crate::result::{AIResult, Cause};
 
 pub(crate) type ItemFuture<T> = Pin<Box<dyn Future<Output = AIResult<T>> + Send>>;
 
@@ -379,8 +379,10 @@ impl BatchProgress {
     }
 }
 
+crate::failure::debug_as_message!(BatchError);
+
 /// Why a batch job could not run; the failures of single items are on their results.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BatchError {
     /// The client's provider has no batch API and none was given.
@@ -404,6 +406,9 @@ pub enum BatchError {
         path: PathBuf,
         /// What went wrong.
         message: String,
+        /// The error below (the operating system's, the JSON reader's), when there was one.
+        #[source]
+        cause: Option<Cause>,
     },
     /// The directory holds another job: another number of items or another provider, or
     /// an item whose request differs from the one the directory stored for it (another

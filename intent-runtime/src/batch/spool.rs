@@ -9,6 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::BatchError;
+use crate::result::Cause;
 
 /// Where a queued request's line is in its model's file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,7 @@ fn state_error(path: &Path, error: &std::io::Error) -> BatchError {
     BatchError::State {
         path: path.to_owned(),
         message: error.to_string(),
+        cause: Some(Cause::new(std::io::Error::new(error.kind(), error.to_string()))),
     }
 }
 
@@ -71,6 +73,7 @@ impl Spool {
             return Err(BatchError::State {
                 path: self.dir.clone(),
                 message: "the queue file was not opened".to_owned(),
+                cause: None,
             });
         };
         let written = open

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{BatchError, spool};
 use crate::provider::ResponseFormat;
+use crate::result::Cause;
 use crate::provider::batch::Outcome;
 use crate::provider::batch::outcome::StoredOutcome;
 
@@ -145,6 +146,7 @@ fn io_error(path: &Path, error: std::io::Error) -> BatchError {
     BatchError::State {
         path: path.to_owned(),
         message: error.to_string(),
+        cause: Some(Cause::new(error)),
     }
 }
 
@@ -205,6 +207,7 @@ impl JobState {
                 serde_json::from_slice::<JobFile>(&bytes).map_err(|error| BatchError::State {
                     path: path.clone(),
                     message: format!("not a batch job's state ({error})"),
+                    cause: Some(Cause::new(error)),
                 })?
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => JobFile {
@@ -473,6 +476,7 @@ fn read_lines(
         each(&line).map_err(|message| BatchError::State {
             path: path.to_owned(),
             message,
+            cause: None,
         })?;
     }
     Ok(())

@@ -68,6 +68,7 @@ fn state_error(path: &Path, error: impl std::fmt::Display) -> BatchError {
     BatchError::State {
         path: path.to_owned(),
         message: error.to_string(),
+        cause: None,
     }
 }
 

@@ -610,7 +610,7 @@ mod tests {
             ChoiceAnswer::new(named(&[("billing", 0.15), ("tech", 0.85)]), "billing").unwrap_err();
         assert_eq!(
             error.kind(),
-            crate::decision::DecisionFailureKind::InvalidResponse
+            crate::decision::FailureKind::InvalidResponse
         );
         // A caller's names may hold anything: the options are named by position.
         assert!(error.to_string().contains("option 2 has 0.85"), "{error}");

@@ -4,29 +4,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::provider::{ProviderError, ProviderErrorKind};
-pub use crate::result::DecisionFailureKind;
-
-/// The decision failure kind of a provider failure kind.
-fn of_provider(kind: ProviderErrorKind) -> DecisionFailureKind {
-    match kind {
-        ProviderErrorKind::Authentication | ProviderErrorKind::Permission => {
-            DecisionFailureKind::Authentication
-        }
-        // A provider configured wrongly sent nothing: the request could not be made.
-        ProviderErrorKind::NotFound
-        | ProviderErrorKind::InvalidRequest
-        | ProviderErrorKind::SchemaRejected
-        | ProviderErrorKind::Configuration => DecisionFailureKind::InvalidRequest,
-        ProviderErrorKind::RateLimited => DecisionFailureKind::RateLimited,
-        ProviderErrorKind::Overloaded => DecisionFailureKind::Overloaded,
-        ProviderErrorKind::Server => DecisionFailureKind::Unavailable,
-        // A request canceled before its answer (a batch job's) was not answered in time.
-        ProviderErrorKind::Timeout | ProviderErrorKind::Canceled => DecisionFailureKind::Timeout,
-        ProviderErrorKind::Transport => DecisionFailureKind::Transport,
-        ProviderErrorKind::InvalidResponse => DecisionFailureKind::InvalidResponse,
-    }
-}
+use crate::provider::ProviderError;
+use crate::result::{Cause, IssueDetail, IssueSource, ResultIssue};
+pub use crate::result::FailureKind;
 
 /// A decision that produced no answer.
 ///
@@ -38,41 +18,56 @@ fn of_provider(kind: ProviderErrorKind) -> DecisionFailureKind {
 /// print) holds the same: the kind, the HTTP status, the provider's request id and this
 /// crate's message, and says that the provider's words are withheld rather than printing
 /// them.
-#[derive(Clone, PartialEq, thiserror::Error)]
-#[error("decision {kind}{status}: {message}", status = self.status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+#[derive(Clone, PartialEq)]
 pub struct DecisionError {
-    kind: DecisionFailureKind,
+    kind: FailureKind,
     message: String,
     status: Option<u16>,
     transient: bool,
     provider_message: Option<String>,
     retry_after: Option<Duration>,
     request_id: Option<String>,
+    /// The provider call's failure, whose `Display` never holds the provider's words.
+    cause: Option<Cause>,
+}
+
+impl fmt::Display for DecisionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "decision {}", self.kind)?;
+        if let Some(status) = self.status {
+            write!(f, " (HTTP {status})")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for DecisionError {
+    /// The provider call's failure, when the decision failed on one: its `Display`
+    /// never holds the provider's words, and its own source is the transport's error.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_ref().map(|cause| cause.error() as _)
+    }
 }
 
 impl fmt::Debug for DecisionError {
+    /// The sentence and the kind: what `main` returning this error prints. The provider's
+    /// words are never in it (read them with [`provider_message`](Self::provider_message)).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut debug = f.debug_struct("DecisionError");
-        debug
-            .field("kind", &self.kind)
-            .field("status", &self.status)
-            .field("request_id", &self.request_id)
-            .field("retry_after", &self.retry_after)
-            .field("transient", &self.transient)
-            .field("message", &self.message);
-        if self.provider_message.is_some() {
-            // A provider may echo the request, state included: its words are for
-            // `provider_message()`, read where the state may be logged.
-            debug.field("provider_message", &format_args!("<withheld>"));
+        write!(f, "{self} [{}", self.kind.as_str())?;
+        if let Some(id) = &self.request_id {
+            write!(f, ", request id {id}")?;
         }
-        debug.finish()
+        if self.provider_message.is_some() {
+            f.write_str(", the provider's message withheld (see provider_message)")?;
+        }
+        f.write_str("]")
     }
 }
 
 impl DecisionError {
     /// A failure of `kind`, transient as the kind says. `message` must not quote the
     /// state.
-    pub fn new(kind: DecisionFailureKind, message: impl Into<String>) -> Self {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
@@ -81,17 +76,18 @@ impl DecisionError {
             provider_message: None,
             retry_after: None,
             request_id: None,
+            cause: None,
         }
     }
 
     /// An invalid request: nothing was sent.
     pub fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new(DecisionFailureKind::InvalidRequest, message)
+        Self::new(FailureKind::InvalidRequest, message)
     }
 
     /// An invalid response.
     pub fn invalid_response(message: impl Into<String>) -> Self {
-        Self::new(DecisionFailureKind::InvalidResponse, message)
+        Self::new(FailureKind::InvalidResponse, message)
     }
 
     /// A failed provider call, classified; transient as the provider said (it may have
@@ -102,7 +98,7 @@ impl DecisionError {
     /// nothing the provider said: it is shown in the message. Only what a provider wrote
     /// is withheld.
     pub fn from_provider(error: &ProviderError) -> Self {
-        let kind = of_provider(error.kind());
+        let kind = error.failure_kind();
         let (message, provider_message) = if error.request_sent() {
             (
                 format!("the {} call failed", error.provider()),
@@ -122,11 +118,12 @@ impl DecisionError {
             provider_message,
             retry_after: error.retry_after(),
             request_id: error.request_id().map(str::to_owned),
+            cause: Some(Cause::new(error.clone())),
         }
     }
 
     /// The kind of failure.
-    pub fn kind(&self) -> DecisionFailureKind {
+    pub fn kind(&self) -> FailureKind {
         self.kind
     }
 
@@ -160,6 +157,23 @@ impl DecisionError {
         self.retry_after
     }
 
+    /// The issue of attempt `attempt` this failure raises, with `message` (which must not
+    /// quote the state), its kind, and this error as its cause.
+    pub(crate) fn issue(
+        &self,
+        source: IssueSource,
+        message: impl Into<String>,
+        attempt: u32,
+    ) -> ResultIssue {
+        ResultIssue::new(source, message, attempt)
+            .with_detail(IssueDetail::Decision {
+                kind: self.kind,
+                status: self.status,
+                retry_after: self.retry_after,
+            })
+            .with_cause(Cause::new(self.clone()))
+    }
+
     /// This failure, said of the answer to question `id` (every refusal of an answer
     /// names its question); a message that already begins so is kept as it is.
     pub(crate) fn about(mut self, id: &str) -> Self {
@@ -182,6 +196,7 @@ impl DecisionError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::ProviderErrorKind;
 
     #[test]
     fn provider_failures_keep_kind_status_and_transience_but_not_the_providers_words() {
@@ -192,7 +207,7 @@ mod tests {
         )
         .with_status(429);
         let error = DecisionError::from_provider(&provider);
-        assert_eq!(error.kind(), DecisionFailureKind::RateLimited);
+        assert_eq!(error.kind(), FailureKind::RateLimited);
         assert!(error.is_transient());
         assert_eq!(error.status(), Some(429));
         assert_eq!(
@@ -205,7 +220,7 @@ mod tests {
             .with_status(500)
             .with_transient(false);
         let error = DecisionError::from_provider(&told_not_to_retry);
-        assert_eq!(error.kind(), DecisionFailureKind::Unavailable);
+        assert_eq!(error.kind(), FailureKind::Unavailable);
         assert!(!error.is_transient());
     }
 
@@ -227,13 +242,13 @@ mod tests {
             assert!(!printed.contains("SECRET-STATE"), "{printed}");
         }
         let debug = format!("{error:?}");
-        for shown in ["InvalidRequest", "Some(400)", "req-7", "<withheld>"] {
+        for shown in ["[invalid_request", "HTTP 400", "req-7", "withheld"] {
             assert!(debug.contains(shown), "{shown} in {debug}");
         }
         assert_eq!(error.request_id(), Some("req-7"));
         // An error raised here has no provider words to withhold, and says nothing of them.
         let own = format!("{:?}", DecisionError::invalid_request("no questions"));
-        assert!(!own.contains("provider_message"), "{own}");
+        assert!(!own.contains("withheld"), "{own}");
     }
 
     #[test]
@@ -259,33 +274,6 @@ mod tests {
                 "{error:?}"
             );
             assert_eq!(error.provider_message(), None);
-        }
-    }
-
-    #[test]
-    fn every_provider_kind_has_a_decision_kind() {
-        use ProviderErrorKind as P;
-        let cases = [
-            (P::Authentication, DecisionFailureKind::Authentication),
-            (P::Permission, DecisionFailureKind::Authentication),
-            (P::NotFound, DecisionFailureKind::InvalidRequest),
-            (P::InvalidRequest, DecisionFailureKind::InvalidRequest),
-            (P::SchemaRejected, DecisionFailureKind::InvalidRequest),
-            (P::Configuration, DecisionFailureKind::InvalidRequest),
-            (P::RateLimited, DecisionFailureKind::RateLimited),
-            (P::Overloaded, DecisionFailureKind::Overloaded),
-            (P::Server, DecisionFailureKind::Unavailable),
-            (P::Timeout, DecisionFailureKind::Timeout),
-            (P::Transport, DecisionFailureKind::Transport),
-            (P::InvalidResponse, DecisionFailureKind::InvalidResponse),
-        ];
-        for (provider, decision) in cases {
-            assert_eq!(of_provider(provider), decision);
-            assert_eq!(
-                decision.is_transient(),
-                provider.is_transient(),
-                "{provider}"
-            );
         }
     }
 }

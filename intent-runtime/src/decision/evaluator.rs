@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{BinaryQuestion, DecisionClient, DecisionError, DecisionRequest, ProbabilitySource};
 use crate::prompt::PromptPlan;
 pub use crate::result::FailureBehavior;
-use crate::result::{GateOutcome, GateRecord, IssueSource, ResultIssue, Usage};
+use crate::result::{GateOutcome, GateRecord, IssueDetail, IssueSource, ResultIssue, Usage};
 
 /// The probability of yes at or above which the answer counts as satisfied.
 pub const DEFAULT_COMPLETION_THRESHOLD: f64 = 0.90;
@@ -372,7 +372,7 @@ pub(crate) async fn gate(
         Ok(evaluation) => evaluation,
         Err(failure) => {
             record.outcome = failed(&failure, FailureBehavior::Fail);
-            let issue = ResultIssue::new(
+            let issue = failure.issue(
                 IssueSource::Provider,
                 unassessed(
                     &failure,
@@ -390,7 +390,10 @@ pub(crate) async fn gate(
         EvaluationOutcome::Satisfied => GateStep::Judge,
         EvaluationOutcome::NotSatisfied { feedback } => {
             record.outcome = GateOutcome::Rejected;
-            GateStep::Rejected(ResultIssue::new(IssueSource::Judge, feedback, attempt))
+            GateStep::Rejected(
+                ResultIssue::new(IssueSource::Judge, feedback, attempt)
+                    .with_detail(IssueDetail::Judge),
+            )
         }
         EvaluationOutcome::Retry { failure } => {
             record.outcome = failed(&failure, FailureBehavior::Retry);
@@ -403,7 +406,7 @@ pub(crate) async fn gate(
                 None => "the output was not assessed and is asked for again.".to_owned(),
             };
             GateStep::Again(
-                ResultIssue::new(IssueSource::Provider, unassessed(&failure, &then), attempt),
+                failure.issue(IssueSource::Provider, unassessed(&failure, &then), attempt),
                 wait,
             )
         }

@@ -9,7 +9,7 @@ use super::prompt::{question_text, state_section};
 use super::send;
 use super::stated::StatedDecisionClient;
 use super::{
-    BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionClient, DecisionError, DecisionFailureKind,
+    BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionClient, DecisionError, FailureKind,
     DecisionQuestion, DecisionRequest, DecisionResponse, ProbabilitySource, ScoreAnswer,
 };
 use crate::provider::{LogprobAlternative, Provider, ProviderReply, ProviderRequest};
@@ -95,7 +95,7 @@ impl From<DecisionError> for Unmeasured {
 /// invalid that it refused for asking for them (OpenAI's reasoning models, Gemini models
 /// without them, servers and proxies that do not take `logprobs`).
 fn refuses_logprobs(error: &DecisionError) -> bool {
-    error.kind() == DecisionFailureKind::InvalidRequest
+    error.kind() == FailureKind::InvalidRequest
         && error.provider_message().is_some_and(|message| {
             let message = message.to_ascii_lowercase();
             message.contains("logprob") || message.contains("log prob")
@@ -399,7 +399,7 @@ pub(crate) fn label_distribution(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::{BinaryQuestion, ChoiceQuestion, DecisionFailureKind, ScoreQuestion};
+    use crate::decision::{BinaryQuestion, ChoiceQuestion, FailureKind, ScoreQuestion};
     use crate::provider::TokenLogprob;
 
     fn labels(names: &[&str]) -> Vec<String> {
@@ -443,7 +443,7 @@ mod tests {
             ("no", 0.1f64.ln()),
         ]);
         let error = read_answer(&question, &labels(&["yes", "no"]), &thin, 0.5).unwrap_err();
-        assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+        assert_eq!(error.kind(), FailureKind::InvalidResponse);
         assert!(error.to_string().contains("30.0%"), "{error}");
         assert!(error.to_string().contains("floor is 50.0%"), "{error}");
         let answer = read_answer(&question, &labels(&["yes", "no"]), &thin, 0.25).unwrap();
@@ -513,7 +513,7 @@ mod tests {
             ChoiceQuestion::new("route", "Where?", many.iter().map(String::as_str)).unwrap(),
         );
         let error = client.labels(&question, 20).unwrap_err();
-        assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+        assert_eq!(error.kind(), FailureKind::InvalidRequest);
         assert!(error.to_string().contains("21 choices"), "{error}");
         assert!(error.to_string().contains("at most 20"), "{error}");
         assert!(
@@ -582,7 +582,7 @@ mod tests {
                     Ok(_) => prop_assert!(false, "a binary question got another kind"),
                     Err(error) => {
                         prop_assert!(coverage < floor || coverage <= 0.0);
-                        prop_assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+                        prop_assert_eq!(error.kind(), FailureKind::InvalidResponse);
                     }
                 }
             }

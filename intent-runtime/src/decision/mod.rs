@@ -57,7 +57,7 @@ pub use answer::{
     BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionResponse, ProbabilitySource, SUM_TOLERANCE,
     ScoreAnswer,
 };
-pub use error::{DecisionError, DecisionFailureKind};
+pub use error::{DecisionError, FailureKind};
 pub use evaluator::{
     DEFAULT_COMPLETION_THRESHOLD, DecisionEvaluator, Evaluation, EvaluationOutcome, FailureBehavior,
 };

@@ -395,7 +395,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::decision::DecisionFailureKind;
+    use crate::decision::FailureKind;
 
     fn done() -> BinaryQuestion {
         BinaryQuestion::new("done", "Is it done?").unwrap()
@@ -421,7 +421,7 @@ mod tests {
             (json!(true), "a boolean"),
         ] {
             let error = DecisionRequest::new(state, [done()]).unwrap_err();
-            assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+            assert_eq!(error.kind(), FailureKind::InvalidRequest);
             assert!(
                 error.to_string().ends_with(&format!("not {named}")),
                 "{error}"

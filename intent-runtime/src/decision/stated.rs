@@ -363,7 +363,7 @@ impl DecisionClient for StatedDecisionClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::{BinaryQuestion, ChoiceQuestion, DecisionFailureKind, ScoreQuestion};
+    use crate::decision::{BinaryQuestion, ChoiceQuestion, FailureKind, ScoreQuestion};
     use crate::provider::{ScriptedProvider, anthropic_accepts_schema};
 
     fn request() -> DecisionRequest {
@@ -461,7 +461,7 @@ mod tests {
         ] {
             let client = StatedDecisionClient::new(ScriptedProvider::new([reply]));
             let error = block_on(client.decide(&request())).unwrap_err();
-            assert_eq!(error.kind(), DecisionFailureKind::InvalidResponse);
+            assert_eq!(error.kind(), FailureKind::InvalidResponse);
             assert!(error.to_string().contains(expected), "{expected}: {error}");
             assert!(!error.to_string().contains("refund please"), "{error}");
             assert!(!format!("{error:?}").contains("refund please"), "{error:?}");

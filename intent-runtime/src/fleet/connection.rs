@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::OnceCell;
 
+use crate::result::Cause;
+
 /// The default time limit of one Redis call.
 pub const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(250);
 
@@ -32,8 +34,10 @@ pub enum OnRedisFailure {
     FailClosed,
 }
 
+crate::failure::debug_as_message!(RedisError);
+
 /// Why a Redis call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedisError {
     /// The URL asks for TLS (`rediss://`), which this build's Redis client does not speak.
@@ -59,9 +63,10 @@ pub enum RedisError {
         "Redis did not answer within {0:?}; check that it is running and reachable, or raise `Redis::timeout`"
     )]
     Timeout(Duration),
-    /// Redis refused the command or the connection failed.
+    /// Redis refused the command or the connection failed (the source is the Redis
+    /// client's error).
     #[error("Redis failed: {0}")]
-    Failed(String),
+    Failed(#[source] Cause),
 }
 
 /// A Redis server shared by the replicas of a fleet: cheap to clone, connected on first use.
@@ -252,7 +257,7 @@ fn failure(error: &redis::RedisError, limit: Duration) -> RedisError {
     if error.is_timeout() {
         RedisError::Timeout(limit)
     } else {
-        RedisError::Failed(error.to_string())
+        RedisError::Failed(Cause::new(error.clone()))
     }
 }
 

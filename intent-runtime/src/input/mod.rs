@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 
 pub use describe::{MAX_DEPTH, MAX_NOTE_CHARS, MAX_SUBSCHEMAS};
 
+use crate::result::{Cause, IssueDetail, IssueSource, NotSent, ResultIssue};
 use crate::media::{AsMedia, Document, Image, Media};
 use crate::schema::TargetSchema;
 use crate::schema::derived::DerivedCache;
@@ -39,7 +40,7 @@ use crate::schema::derived::DerivedCache;
 /// The label of an input whose schema admits any JSON value (`serde_json::Value`).
 pub const ANY_JSON_LABEL: &str = "JSON";
 
-crate::error::debug_as_message!(InputError);
+crate::failure::debug_as_message!(InputError);
 
 /// Why an input could not be prepared.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,14 +56,30 @@ pub enum InputError {
         /// The limit.
         max: usize,
     },
-    /// serde could not serialize the input.
+    /// serde could not serialize the input (the source is `serde_json`'s error).
     #[error("the input could not be serialized: {0}")]
-    Serialize(String),
+    Serialize(#[source] Cause),
+}
+
+impl InputError {
+    /// The issue this error raises before any model call: nothing was sent.
+    pub(crate) fn issue(&self) -> ResultIssue {
+        let reason = match self {
+            InputError::TooLarge { actual, max } => NotSent::InputTooLarge {
+                chars: *actual,
+                max: *max,
+            },
+            _ => NotSent::InvalidInput,
+        };
+        ResultIssue::new(IssueSource::Input, self.to_string(), 1)
+            .with_detail(IssueDetail::NotSent(reason))
+            .with_cause(Cause::new(self.clone()))
+    }
 }
 
 impl From<serde_json::Error> for InputError {
     fn from(error: serde_json::Error) -> Self {
-        InputError::Serialize(error.to_string())
+        InputError::Serialize(Cause::new(error))
     }
 }
 

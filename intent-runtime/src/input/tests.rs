@@ -128,7 +128,7 @@ fn a_value_serde_cannot_write_is_a_serialize_error() {
     let map: BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
     assert!(matches!(
         prepare_input(&map),
-        Err(InputError::Serialize(message)) if message.contains("key must be")
+        Err(InputError::Serialize(cause)) if cause.to_string().contains("key must be")
     ));
 }
 

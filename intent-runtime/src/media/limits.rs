@@ -239,8 +239,10 @@ fn mib(bytes: usize) -> String {
     format!(" ({} MiB)", mib.trim_end_matches('0').trim_end_matches('.'))
 }
 
+crate::failure::debug_as_message!(MediaRefusal);
+
 /// Why a request with media was refused before it was sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MediaRefusal {
     /// The provider does not take this media type.

@@ -29,8 +29,10 @@ use sha2::{Digest, Sha256};
 pub use limits::{MediaLimits, MediaRefusal};
 pub use sniff::MediaType;
 
+crate::failure::debug_as_message!(MediaError);
+
 /// Why an image or a document could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MediaError {
     /// The file could not be read.

@@ -81,8 +81,10 @@ fn drop_info_string(inner: &str) -> &str {
     }
 }
 
+crate::failure::debug_as_message!(JsonSyntaxError);
+
 /// Why a reply could not be read as JSON.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct JsonSyntaxError {
     /// The parser's message, with the line and column where it stopped.

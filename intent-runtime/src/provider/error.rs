@@ -5,7 +5,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::failure::{Cause, FailureKind, IssueDetail, NotSent, ProviderFacts};
 use crate::media::MediaRefusal;
+use crate::result::{IssueSource, ResultIssue};
 
 /// The most characters of a message a [`ProviderError`] keeps; the rest is cut, with a note
 /// of how much was left out.
@@ -15,89 +17,65 @@ use crate::media::MediaRefusal;
 /// an excerpt whatever the server sends.
 pub const MESSAGE_MAX_CHARS: usize = 1_000;
 
-/// What kind of failure a provider call met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ProviderErrorKind {
-    /// The API key is missing or wrong (401).
-    Authentication,
-    /// The key may not use this resource (403), or billing blocks it (402).
-    Permission,
-    /// The model or endpoint does not exist (404).
-    NotFound,
-    /// The request was refused as malformed (400, 413, 422).
-    InvalidRequest,
-    /// The provider refused the response schema (a 400 that names the schema).
-    SchemaRejected,
-    /// Too many requests (429).
-    RateLimited,
-    /// The provider is overloaded (529, 503).
-    Overloaded,
-    /// The provider failed (500 and other 5xx, 408, 409).
-    Server,
-    /// The call took longer than its timeout.
-    Timeout,
-    /// The connection failed or dropped.
-    Transport,
-    /// The reply was not in the provider's documented shape, or larger than the provider
-    /// reads.
-    InvalidResponse,
-    /// The provider is configured wrongly (a base URL that is not an `http(s)` URL, a client
-    /// that cannot be built): nothing was sent, and no retry can help.
-    Configuration,
-    /// The request was never answered because its caller stopped waiting for it (a batch
-    /// job canceled, or past its time limit, or a batch canceled at the provider).
-    Canceled,
-}
-
-impl ProviderErrorKind {
-    /// Whether failures of this kind are worth retrying by default.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ProviderErrorKind::RateLimited
-                | ProviderErrorKind::Overloaded
-                | ProviderErrorKind::Server
-                | ProviderErrorKind::Timeout
-                | ProviderErrorKind::Transport
-        )
-    }
-}
-
-impl fmt::Display for ProviderErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ProviderErrorKind::Authentication => "authentication failed",
-            ProviderErrorKind::Permission => "permission denied",
-            ProviderErrorKind::NotFound => "not found",
-            ProviderErrorKind::InvalidRequest => "invalid request",
-            ProviderErrorKind::SchemaRejected => "schema rejected",
-            ProviderErrorKind::RateLimited => "rate limited",
-            ProviderErrorKind::Overloaded => "overloaded",
-            ProviderErrorKind::Server => "server error",
-            ProviderErrorKind::Timeout => "timeout",
-            ProviderErrorKind::Transport => "transport error",
-            ProviderErrorKind::InvalidResponse => "invalid response",
-            ProviderErrorKind::Configuration => "configuration error",
-            ProviderErrorKind::Canceled => "canceled",
-        })
-    }
-}
-
-crate::error::debug_as_message!(ProviderError);
+pub use crate::failure::ProviderErrorKind;
 
 /// A failed provider call.
-#[derive(Clone, PartialEq, thiserror::Error)]
-#[error("{provider} {kind}{status}: {message}", status = self.status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+///
+/// Its `Display` names the provider, the kind, the HTTP status and the request id, and
+/// the message when this crate wrote it (a connection refused, a media limit). A message
+/// the provider wrote is never shown there, as it may quote the request: read it with
+/// [`message`](Self::message) where the request may be logged. Its `Debug` is the same
+/// sentence with the [`FailureKind`] it maps to.
+#[derive(Clone)]
 pub struct ProviderError {
     kind: ProviderErrorKind,
     provider: String,
     message: String,
+    /// Where in `message` the provider's words begin (everything before is this crate's),
+    /// when it holds any: `Display` shows only what comes before.
+    provider_words_from: Option<usize>,
     status: Option<u16>,
     request_id: Option<String>,
     retry_after: Option<Duration>,
     transient: bool,
     sent: bool,
+    cause: Option<Cause>,
+}
+
+impl fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}{}", self.provider, self.kind, self.details())
+    }
+}
+
+impl std::error::Error for ProviderError {
+    /// The error below this one (the transport's, a media refusal), when there is one.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_ref().map(|cause| cause.error() as _)
+    }
+}
+
+impl fmt::Debug for ProviderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self} [{}]", self.failure_kind().as_str())
+    }
+}
+
+impl PartialEq for ProviderError {
+    /// Errors are equal when everything but their cause is (a cause is compared by what it
+    /// says).
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.provider == other.provider
+            && self.message == other.message
+            && self.provider_words_from == other.provider_words_from
+            && self.status == other.status
+            && self.request_id == other.request_id
+            && self.retry_after == other.retry_after
+            && self.transient == other.transient
+            && self.sent == other.sent
+            && self.cause == other.cause
+    }
 }
 
 impl ProviderError {
@@ -115,12 +93,94 @@ impl ProviderError {
             kind,
             provider: provider.into(),
             message: bounded_message(message.into()),
+            provider_words_from: None,
             status: None,
             request_id: None,
             retry_after: None,
             transient: kind.is_transient(),
             sent: kind != ProviderErrorKind::Configuration,
+            cause: None,
         }
+    }
+
+    /// Marks the message as the provider's own words (an error body's message, an
+    /// excerpt of a body): kept for [`message`](Self::message), never shown by `Display`.
+    pub fn from_provider_words(mut self) -> Self {
+        self.provider_words_from = Some(0);
+        self
+    }
+
+    /// Marks the message as this crate's words up to byte `from`, and the provider's
+    /// after it (an excerpt of a body that is not the API's).
+    pub(crate) fn with_provider_words_from(mut self, from: usize) -> Self {
+        self.provider_words_from = Some(from.min(self.message.len()));
+        self
+    }
+
+    /// Keeps the error this one came from (a transport error, a media refusal), for
+    /// `source()`.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.cause = Some(Cause::new(source));
+        self
+    }
+
+    /// The status, the request id, and the message when this crate wrote it, as
+    /// `Display` shows them after the kind.
+    fn details(&self) -> String {
+        let mut details = match (self.status, &self.request_id) {
+            (Some(status), Some(id)) => format!(" (HTTP {status}, request id {id})"),
+            (Some(status), None) => format!(" (HTTP {status})"),
+            (None, Some(id)) => format!(" (request id {id})"),
+            (None, None) => String::new(),
+        };
+        let ours = match self.provider_words_from {
+            Some(from) => self.message.get(..from).unwrap_or_default(),
+            None => &self.message,
+        };
+        let ours = ours.trim_end_matches([';', ' ', ':']);
+        if !ours.is_empty() {
+            details.push_str(": ");
+            details.push_str(ours);
+        }
+        details
+    }
+
+    /// The [`FailureKind`] this failure is, in the vocabulary every layer shares.
+    pub fn failure_kind(&self) -> FailureKind {
+        FailureKind::of_provider(self.kind, self.sent)
+    }
+
+    /// What is known of the failure, without its message.
+    pub fn facts(&self) -> ProviderFacts {
+        ProviderFacts {
+            kind: self.kind,
+            provider: self.provider.clone(),
+            status: self.status,
+            request_id: self.request_id.clone(),
+            retry_after: self.retry_after,
+            sent: self.sent,
+        }
+    }
+
+    /// The issue of attempt `attempt` this failure raises: its sentence, its facts, and
+    /// the error itself as the cause.
+    pub(crate) fn issue(&self, attempt: u32) -> ResultIssue {
+        let detail = match (&self.cause, self.failure_kind()) {
+            (Some(cause), FailureKind::NotSent) if cause.downcast_ref::<MediaRefusal>().is_some() => {
+                IssueDetail::NotSent(NotSent::MediaLimit {
+                    provider: self.provider.clone(),
+                })
+            }
+            (_, FailureKind::NotSent) if self.kind == ProviderErrorKind::Configuration => {
+                IssueDetail::NotSent(NotSent::Configuration {
+                    provider: self.provider.clone(),
+                })
+            }
+            _ => IssueDetail::Provider(self.facts()),
+        };
+        ResultIssue::new(IssueSource::Provider, self.to_string(), attempt)
+            .with_detail(detail)
+            .with_cause(Cause::new(self.clone()))
     }
 
     /// Marks the request as never sent (it failed before any byte reached the provider:
@@ -136,6 +196,7 @@ impl ProviderError {
     /// per-request errors can.
     pub(crate) fn redacted(mut self, secret: Option<&str>) -> Self {
         self.message = redact(&self.message, secret);
+        self.provider_words_from = Some(0);
         self
     }
 
@@ -173,7 +234,8 @@ impl ProviderError {
         &self.provider
     }
 
-    /// The provider's message, or ours when it sent none.
+    /// The provider's message, or ours when it sent none. A provider's words may quote
+    /// the request: log them only where the request may be logged.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -229,12 +291,10 @@ impl From<MediaRefusal> for ProviderError {
     /// A refusal is a request the provider would refuse too: never retried, and not
     /// counted as a model call (nothing was sent).
     fn from(refusal: MediaRefusal) -> Self {
-        ProviderError::new(
-            ProviderErrorKind::InvalidRequest,
-            refusal.provider(),
-            refusal.to_string(),
-        )
-        .not_sent()
+        let provider = refusal.provider().to_owned();
+        ProviderError::new(ProviderErrorKind::InvalidRequest, provider, refusal.to_string())
+            .not_sent()
+            .with_source(refusal)
     }
 }
 

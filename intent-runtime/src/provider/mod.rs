@@ -338,6 +338,9 @@ pub struct ProviderReply {
     pub text: String,
     /// The refusal message, when the model refused.
     pub refusal: Option<String>,
+    /// The content filter's categories that withheld the reply, when the provider named
+    /// them (Azure OpenAI's `content_filter_results`, Gemini's safety ratings).
+    pub refusal_categories: Vec<String>,
     /// Whether the reply was cut off (output-token limit, content filter, context window).
     pub truncated: bool,
     /// The provider's stop or finish reason, as it sent it.

@@ -41,7 +41,7 @@ pub const RUNTIME_SCHEMA_NAME: &str = "JSON value";
 /// serializing, compiling) overflow the stack.
 pub const MAX_RUNTIME_SCHEMA_DEPTH: usize = 128;
 
-crate::error::debug_as_message!(SchemaError);
+crate::failure::debug_as_message!(SchemaError);
 
 /// Why a schema could not be built.
 #[derive(Clone, PartialEq, thiserror::Error)]

@@ -67,7 +67,7 @@ use crate::provider::{
     Part, Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat,
 };
 use crate::result::{
-    AIResult, AttemptRecord, DecisionFailureKind, IssueSource, JudgeRecord, Repair, ResultIssue,
+    AIResult, AttemptRecord, FailureKind, IssueSource, JudgeRecord, Repair, ResultIssue,
 };
 use names::*;
 
@@ -418,7 +418,7 @@ impl<'a> CallTrace<'a> {
     /// Records how a decision method's call ended on its span: `failure` is the kind of
     /// the decision's failure, `None` when it was answered. A decision has no attempts:
     /// its model requests are the `chat` spans inside.
-    pub(crate) fn decided(&self, failure: Option<DecisionFailureKind>) {
+    pub(crate) fn decided(&self, failure: Option<FailureKind>) {
         if self.span.is_disabled() {
             return;
         }
@@ -428,8 +428,7 @@ impl<'a> CallTrace<'a> {
             }
             Some(kind) => {
                 self.span.record(INTENT_OUTCOME, "failure");
-                self.span
-                    .record(ERROR_TYPE, snake_case(&format!("{kind:?}")).as_str());
+                self.span.record(ERROR_TYPE, kind.as_str());
                 self.span.record(OTEL_STATUS_CODE, "error");
             }
         }
@@ -446,10 +445,10 @@ impl<'a> CallTrace<'a> {
             self.span
                 .record(INTENT_MODEL_CALLS, i64::from(result.model_calls()));
             if !success {
-                // The check that ended the call: the last issue's source.
-                let source = result.issues.last().map(|i| i.source);
-                let error = source.map_or_else(|| "_OTHER".to_owned(), |s| s.to_string());
-                self.span.record(ERROR_TYPE, error.as_str());
+                // Why the call failed, in the kinds every layer shares: dashboards group
+                // failures by it without reading messages.
+                let kind = result.failure_kind().map_or("_OTHER", |kind| kind.as_str());
+                self.span.record(ERROR_TYPE, kind);
                 self.span.record(OTEL_STATUS_CODE, "error");
             }
         }
@@ -634,7 +633,7 @@ impl<'a> ModelRequest<'a> {
 
     /// Records a decision request whose reply failed the client's checks, or that failed
     /// before a provider error existed.
-    pub(crate) fn failed_decision(self, kind: crate::result::DecisionFailureKind) {
+    pub(crate) fn failed_decision(self, kind: crate::result::FailureKind) {
         self.ended_in(&snake_case(&format!("{kind:?}")));
     }
 

@@ -8,6 +8,7 @@ use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 
 use crate::parse::schema_nav::{self, MAX_SCHEMA_HOPS};
+use crate::result::SchemaMismatch;
 use crate::schema::bounds_text;
 
 /// How deep the description of an expected value goes (`array of Line`, not the lines'
@@ -20,7 +21,7 @@ const MAX_LISTED_MEMBERS: usize = 12;
 /// The message of one schema violation `error` of the envelope `{"value": ...}` checked
 /// against `full`, or `None` for a union that failed (its branches say more) and for
 /// keywords no reply of a derived schema meets.
-pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<String> {
+pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Said> {
     let pointer = error.instance_path().as_str().to_owned();
     let path = display_path(&pointer);
     let here = schema_at(full, &pointer);
@@ -95,22 +96,47 @@ pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Strin
             ))
         ),
     };
-    Some(message)
+    let facts = SchemaMismatch {
+        path: answer_pointer(&pointer),
+        keyword: error.kind().keyword().to_owned(),
+        expected: here.map_or_else(|| "another value".to_owned(), |node| expected(full, node, 0)),
+        found: found.to_owned(),
+    };
+    Some((message, Some(facts)))
+}
+
+/// A mismatch as the model reads it, and its typed facts.
+pub(crate) type Said = (String, Option<SchemaMismatch>);
+
+/// The pointer of a place inside the answer, from one inside the envelope
+/// (`/value/lines/0` is `/lines/0`).
+pub(crate) fn answer_pointer(envelope_pointer: &str) -> String {
+    envelope_pointer
+        .strip_prefix("/value")
+        .unwrap_or(envelope_pointer)
+        .to_owned()
 }
 
 /// The message of a union (`anyOf`, `oneOf`) that no branch accepts, said of the whole
 /// union: what it allows and what was found.
-pub(crate) fn union_message(error: &ValidationError<'_>, full: &Value) -> String {
+pub(crate) fn union_message(error: &ValidationError<'_>, full: &Value) -> Said {
     let pointer = error.instance_path().as_str();
     let expected = schema_at(full, pointer).map_or_else(
         || "another value".to_owned(),
         |node| expected(full, node, 0),
     );
-    format!(
-        "{}: expected {expected}, found {}.",
+    let found = found(error.instance());
+    let message = format!(
+        "{}: expected {expected}, found {found}.",
         display_path(pointer),
-        found(error.instance())
-    )
+    );
+    let facts = SchemaMismatch {
+        path: answer_pointer(pointer),
+        keyword: error.kind().keyword().to_owned(),
+        expected,
+        found: found.to_owned(),
+    };
+    (message, Some(facts))
 }
 
 /// The instance path as the model reads it: `value/lines/0/qty`, or `value` for the

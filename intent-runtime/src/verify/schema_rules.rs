@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::mismatch;
 use crate::parse::schema_nav::MAX_SCHEMA_HOPS;
-use crate::result::{IssueSource, ResultIssue};
+use crate::result::{IssueDetail, IssueSource, ResultIssue};
 use crate::schema::derived::DerivedCache;
 use crate::schema::{CONSTRAINT_KEYWORDS, ENVELOPE_PROPERTY};
 
@@ -129,14 +129,24 @@ fn said_once(errors: Vec<ValidationError<'_>>) -> Vec<ValidationError<'_>> {
 
 /// The messages as issues, the first [`MAX_SCHEMA_ISSUES`] of them and a count of the
 /// rest; a message said twice (two branches of a union) is said once.
-fn capped(mut messages: Vec<String>, source: IssueSource, attempt: u32) -> Vec<ResultIssue> {
+fn capped(
+    mut messages: Vec<mismatch::Said>,
+    source: IssueSource,
+    attempt: u32,
+) -> Vec<ResultIssue> {
     let mut seen = std::collections::HashSet::new();
-    messages.retain(|message| seen.insert(message.clone()));
+    messages.retain(|(message, _)| seen.insert(message.clone()));
     let total = messages.len();
     let mut issues: Vec<ResultIssue> = messages
         .into_iter()
         .take(MAX_SCHEMA_ISSUES)
-        .map(|message| ResultIssue::new(source, message, attempt))
+        .map(|(message, facts)| {
+            let issue = ResultIssue::new(source, message, attempt);
+            match facts {
+                Some(facts) => issue.with_detail(IssueDetail::Schema(facts)),
+                None => issue,
+            }
+        })
         .collect();
     if total > MAX_SCHEMA_ISSUES {
         issues.push(ResultIssue::new(
@@ -196,7 +206,7 @@ pub(crate) fn has_constraints(full: &Arc<Value>) -> bool {
 /// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
 /// line breaks a bound) is explained by the first branch that failed on bounds alone,
 /// since that is the branch the value's shape matched.
-fn constraint_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<String>) -> bool {
+fn constraint_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<mismatch::Said>) -> bool {
     if is_constraint(error.kind()) {
         out.extend(mismatch::message(error, full));
         return true;
@@ -223,7 +233,7 @@ fn constraint_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<
 /// Adds the messages of a violation of the value's shape. A failed union is explained by
 /// the branch of the value's kind with the fewest violations (the `Line` of an
 /// `Option<Line>` holding an object), or, when no branch is of its kind, as the union.
-fn shape_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<String>) {
+fn shape_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<mismatch::Said>) {
     let (ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }) =
         error.kind()
     else {

@@ -11,7 +11,7 @@ use crate::parse::{
     self, Finding, SchemaRepair, parse_bare_primitive, parse_json_lenient, strip_code_fence,
 };
 use crate::provider::ProviderReply;
-use crate::result::{IssueSource, Repair, ResultIssue};
+use crate::result::{IssueDetail, IssueSource, Refusal, Repair, ResultIssue, SchemaMismatch};
 use crate::schema::{ENVELOPE_PROPERTY, TargetSchema};
 
 /// Step 1, refusal: the model declined, so there is nothing to check.
@@ -22,7 +22,14 @@ pub(crate) fn refusal(reply: &ProviderReply, attempt: u32) -> Option<ResultIssue
     } else {
         format!("The model refused to answer: {reason}")
     };
-    Some(ResultIssue::new(IssueSource::Provider, message, attempt))
+    let refusal = Refusal::new(
+        (!reason.is_empty()).then(|| reason.to_owned()),
+        reply.refusal_categories.clone(),
+    );
+    Some(
+        ResultIssue::new(IssueSource::Provider, message, attempt)
+            .with_detail(IssueDetail::Refused(refusal)),
+    )
 }
 
 /// Step 2, truncation: the reply was cut off. The attempt fails whatever follows, but
@@ -40,6 +47,9 @@ pub(crate) fn truncation(reply: &ProviderReply, attempt: u32) -> Option<ResultIs
             ),
             attempt,
         )
+        .with_detail(IssueDetail::Truncated {
+            stop_reason: reply.stop_reason.clone(),
+        })
     })
 }
 
@@ -59,7 +69,8 @@ pub(crate) fn unfenced_text<'a>(
             IssueSource::Verification,
             "The reply was empty; answer with the result.",
             attempt,
-        ));
+        )
+        .with_detail(IssueDetail::EmptyReply));
     }
     Ok(unfenced.text)
 }
@@ -103,7 +114,10 @@ const MAX_PLACES_LISTED: usize = 12;
 /// of one kind outside any value (quotes, keys, commas) are one issue listing them all.
 /// When the scan names nothing, the parser's own message stands.
 fn not_json_issues(text: &str, parser_message: &str, attempt: u32) -> Vec<ResultIssue> {
-    let issue = |message: String| ResultIssue::new(IssueSource::Verification, message, attempt);
+    let issue = |message: String| {
+        ResultIssue::new(IssueSource::Verification, message, attempt)
+            .with_detail(IssueDetail::NotJson)
+    };
     let problems = parse::diagnose(text);
     if problems.is_empty() {
         return vec![issue(format!(
@@ -278,12 +292,38 @@ pub(crate) fn deserialize<T: DeserializeOwned>(
     let mut issues: Vec<ResultIssue> = walked
         .findings
         .iter()
-        .map(|finding| issue(finding.message()))
+        .map(|finding| issue(finding.message()).with_detail(finding_facts(finding)))
         .collect();
     if !serde_error_is_explained(&error, &walked.findings) {
         issues.push(issue(serde_message(&error, type_name)));
     }
     Err(issues)
+}
+
+/// A finding's typed facts: where, what the schema wants there and what is there.
+fn finding_facts(finding: &Finding) -> IssueDetail {
+    let facts = match finding {
+        Finding::MissingField { path, field, .. } => SchemaMismatch {
+            path: super::mismatch::answer_pointer(path),
+            keyword: "required".to_owned(),
+            expected: format!("the field `{field}`"),
+            found: "an object without it".to_owned(),
+        },
+        Finding::NotAMember {
+            path,
+            enum_name,
+            members,
+            ..
+        } => SchemaMismatch {
+            path: super::mismatch::answer_pointer(path),
+            keyword: "enum".to_owned(),
+            expected: enum_name
+                .clone()
+                .unwrap_or_else(|| format!("one of {}", members.join(", "))),
+            found: "a string that is no member".to_owned(),
+        },
+    };
+    IssueDetail::Schema(facts)
 }
 
 /// Whether a finding already tells the model what serde's `error` says.
@@ -353,7 +393,10 @@ pub(crate) fn run_validators<T>(
     validators: &[Validator<T>],
     attempt: u32,
 ) -> Vec<ResultIssue> {
-    let issue = |message: String| ResultIssue::new(IssueSource::Validator, message, attempt);
+    let issue = |message: String| {
+        ResultIssue::new(IssueSource::Validator, message, attempt)
+            .with_detail(IssueDetail::Validator)
+    };
     let mut issues = Vec::new();
     for validator in validators {
         // The validator only reads the value; a panic leaves nothing half-changed.

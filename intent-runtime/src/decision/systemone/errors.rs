@@ -14,8 +14,10 @@ use crate::provider::{ProviderError, ProviderErrorKind};
 /// The header TypeSafe names the request with.
 pub(super) const REQUEST_ID_HEADER: &str = "x-typesafe-request-id";
 
+crate::failure::debug_as_message!(SystemOneConfigError);
+
 /// What a decision-model client could not be configured with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SystemOneConfigError {
     /// Neither the key nor the base URL variable is set: no decision model is configured.

@@ -260,7 +260,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::decision::{BinaryQuestion, ChoiceQuestion, DecisionFailureKind, ScoreQuestion};
+    use crate::decision::{BinaryQuestion, ChoiceQuestion, FailureKind, ScoreQuestion};
 
     fn mixed() -> DecisionRequest {
         DecisionRequest::new(
@@ -362,7 +362,7 @@ mod tests {
         };
         assert!(check_limits(&request, &tight(2, 2, Some(3)), "h").is_ok());
         let error = check_limits(&request, &tight(2, 2, Some(2)), "ollama").unwrap_err();
-        assert_eq!(error.kind(), DecisionFailureKind::InvalidRequest);
+        assert_eq!(error.kind(), FailureKind::InvalidRequest);
         assert!(
             error
                 .to_string()

@@ -104,6 +104,7 @@ pub(crate) fn messages_reply(
     ProviderReply {
         text,
         refusal,
+        refusal_categories: Vec::new(),
         truncated,
         stop_reason,
         usage,

@@ -15,6 +15,8 @@ pub(crate) enum StoredOutcome {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refusal: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refusal_categories: Vec<String>,
         #[serde(default)]
         truncated: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +77,7 @@ impl StoredOutcome {
             Ok(reply) => StoredOutcome::Reply {
                 text: reply.text.clone(),
                 refusal: reply.refusal.clone(),
+                refusal_categories: reply.refusal_categories.clone(),
                 truncated: reply.truncated,
                 stop_reason: reply.stop_reason.clone(),
                 usage: StoredUsage {
@@ -107,6 +110,7 @@ impl StoredOutcome {
             StoredOutcome::Reply {
                 text,
                 refusal,
+                refusal_categories,
                 truncated,
                 stop_reason,
                 usage,
@@ -116,6 +120,7 @@ impl StoredOutcome {
             } => Ok(ProviderReply {
                 text,
                 refusal,
+                refusal_categories,
                 truncated,
                 stop_reason,
                 usage: Usage {

@@ -250,6 +250,11 @@ impl ReplyParts {
             }
             (None, None) => (None, false, None),
         };
+        // Gemini names the filter that withheld the reply by its block or finish reason.
+        let refusal_categories = match (&refusal, &stop_reason) {
+            (Some(_), Some(reason)) => vec![reason.clone()],
+            _ => Vec::new(),
+        };
         ProviderReply {
             text: if refusal.is_some() {
                 String::new()
@@ -257,6 +262,7 @@ impl ReplyParts {
                 self.text
             },
             refusal,
+            refusal_categories,
             truncated,
             stop_reason,
             usage: self.usage.map_or_else(Usage::default, UsageMetadata::usage),

@@ -90,9 +90,12 @@ fn positive_duration(seconds: f64) -> Option<Duration> {
 
 /// A `reqwest` failure as a provider error: a timeout, or a transport failure. A failure
 /// to connect sent nothing, so it is no model call.
+///
+/// The `reqwest` error is kept as the source, without its URL (which could carry a key
+/// in its query).
 pub(crate) fn transport_error(
     provider: &str,
-    err: &reqwest::Error,
+    err: reqwest::Error,
     secret: Option<&str>,
 ) -> ProviderError {
     let kind = if err.is_timeout() {
@@ -100,10 +103,11 @@ pub(crate) fn transport_error(
     } else {
         ProviderErrorKind::Transport
     };
-    let message = redact(&error_chain(err), secret);
+    let message = redact(&error_chain(&err), secret);
     tracing::trace!(provider, %kind, %message, "provider request failed before a reply");
-    let error = ProviderError::new(kind, provider, message);
-    if err.is_connect() {
+    let connect = err.is_connect();
+    let error = ProviderError::new(kind, provider, message).with_source(err.without_url());
+    if connect {
         error.not_sent()
     } else {
         error
@@ -219,6 +223,7 @@ pub(crate) fn error_from_response(
     };
     let kind = status_decides(raw.status.as_u16(), kind);
     let mut err = ProviderError::new(kind, provider, redact(&message, secret))
+        .from_provider_words()
         .with_status(raw.status.as_u16());
     if let Some(id) = raw.request_id(request_id_header) {
         err = err.with_request_id(id);
@@ -248,12 +253,15 @@ pub(crate) fn invalid_response(
     request_id_header: &str,
     secret: Option<&str>,
 ) -> ProviderError {
+    // What is wrong is this crate's to say; the body is the provider's (or a proxy's)
+    // words, which may quote the request: kept in the message, never displayed.
     let message = format!("{what}; body starts: {}", excerpt(&raw.body_text()));
     let mut err = ProviderError::new(
         ProviderErrorKind::InvalidResponse,
         provider,
         redact(&message, secret),
     )
+    .with_provider_words_from(what.len())
     .with_status(raw.status.as_u16());
     if let Some(id) = raw.request_id(request_id_header) {
         err = err.with_request_id(id);

@@ -1,6 +1,6 @@
 //! What an HTTP provider can fail to be configured with.
 
-crate::error::debug_as_message!(ProviderConfigError);
+crate::failure::debug_as_message!(ProviderConfigError);
 
 /// What an HTTP provider could not be configured with.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]

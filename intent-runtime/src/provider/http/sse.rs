@@ -307,7 +307,7 @@ impl<D: Decoder> Stream for Decoded<D> {
                     let provider = &this.events.provider;
                     this.queued = Some(Err(transport_error(
                         provider,
-                        &err,
+                        err,
                         this.events.secret.as_deref(),
                     )));
                 }

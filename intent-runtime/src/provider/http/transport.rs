@@ -270,7 +270,7 @@ impl HttpTransport {
             .body(json)
             .send()
             .await
-            .map_err(|err| transport_error(provider, &err, secret))
+            .map_err(|err| transport_error(provider, err, secret))
     }
 
     /// Reads a response whole, up to the response limit.
@@ -290,7 +290,7 @@ impl HttpTransport {
         raw.body = read_body(&mut response, self.max_response_bytes)
             .await
             .map_err(|failure| match failure {
-                BodyFailure::Transport(err) => transport_error(provider, &err, secret),
+                BodyFailure::Transport(err) => transport_error(provider, err, secret),
                 BodyFailure::TooLarge => too_large(provider, &raw, self.max_response_bytes),
             })?;
         Ok(raw)
@@ -316,7 +316,7 @@ impl HttpTransport {
         let response = request
             .send()
             .await
-            .map_err(|err| transport_error(provider, &err, secret))?;
+            .map_err(|err| transport_error(provider, err, secret))?;
         self.read(provider, response, secret).await
     }
 
@@ -337,7 +337,7 @@ impl HttpTransport {
             request = request.header(name.clone(), value.clone());
         }
         match tokio::time::timeout(self.request_timeout, request.send()).await {
-            Ok(result) => result.map_err(|err| transport_error(provider, &err, secret)),
+            Ok(result) => result.map_err(|err| transport_error(provider, err, secret)),
             Err(_) => Err(ProviderError::new(
                 ProviderErrorKind::Timeout,
                 provider,
@@ -354,7 +354,7 @@ impl HttpTransport {
         secret: Option<&str>,
     ) -> Result<Option<Bytes>, ProviderError> {
         match tokio::time::timeout(self.request_timeout, response.chunk()).await {
-            Ok(result) => result.map_err(|err| transport_error(provider, &err, secret)),
+            Ok(result) => result.map_err(|err| transport_error(provider, err, secret)),
             Err(_) => Err(ProviderError::new(
                 ProviderErrorKind::Timeout,
                 provider,

@@ -163,6 +163,7 @@ impl ChatParts {
                 )
             });
         }
+        let refusal_categories = if content_filtered { self.filtered } else { Vec::new() };
         let truncated = refusal.is_none() && self.finish_reason.as_deref() == Some("length");
         let text = if refusal.is_some() {
             String::new()
@@ -185,6 +186,7 @@ impl ChatParts {
         ProviderReply {
             text,
             refusal,
+            refusal_categories,
             truncated,
             stop_reason: self.finish_reason,
             usage,

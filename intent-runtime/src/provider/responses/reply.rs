@@ -256,6 +256,7 @@ pub(crate) fn into_reply(
     Ok(ProviderReply {
         text,
         refusal,
+        refusal_categories: Vec::new(),
         truncated,
         stop_reason: Some(stop_reason),
         usage: usage.usage(),
@@ -551,6 +552,8 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(error.kind(), ProviderErrorKind::InvalidResponse);
-        assert!(error.to_string().contains("<html>oops"), "{error}");
+        // The body is kept for the message, and never displayed: it may quote the request.
+        assert!(error.message().contains("<html>oops"), "{error}");
+        assert!(!error.to_string().contains("<html>oops"), "{error}");
     }
 }
