@@ -16,8 +16,8 @@ use crate::batch::BatchItem;
 use crate::client::IntentClient;
 use crate::decision::typed::to_state;
 use crate::decision::{
-    Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError,
-    FailureKind, DecisionQuestion, DecisionRequest, DecisionResponse, Score, ScoreQuestion,
+    Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError, DecisionQuestion,
+    DecisionRequest, DecisionResponse, FailureKind, Score, ScoreQuestion,
 };
 use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};

@@ -740,12 +740,10 @@ async fn judge_attempt(
                 reason: "the judge returned null".to_owned(),
                 accepted: false,
             });
-            record.issues.push(ResultIssue::new(
-                IssueSource::Judge,
-                "The judge returned no verdict.",
-                number,
-            )
-            .with_detail(IssueDetail::Judge));
+            record.issues.push(
+                ResultIssue::new(IssueSource::Judge, "The judge returned no verdict.", number)
+                    .with_detail(IssueDetail::Judge),
+            );
             JudgeStep::Rejected
         }
         JudgeReading::Unreadable(reason) => {
@@ -763,12 +761,14 @@ async fn judge_attempt(
             if accepted {
                 return JudgeStep::Accepted;
             }
-            record.issues.push(ResultIssue::new(
-                IssueSource::Judge,
-                format!("The output could not be judged: {reason}."),
-                number,
-            )
-            .with_detail(IssueDetail::Judge));
+            record.issues.push(
+                ResultIssue::new(
+                    IssueSource::Judge,
+                    format!("The output could not be judged: {reason}."),
+                    number,
+                )
+                .with_detail(IssueDetail::Judge),
+            );
             JudgeStep::Rejected
         }
     }

@@ -115,7 +115,7 @@ impl IntentError {
     /// The refusal's reason and categories, for [`FailureKind::Refused`].
     pub fn refusal(&self) -> Option<&Refusal> {
         match &self.decisive_issue()?.detail {
-            IssueDetail::Refused(refusal) => Some(refusal),
+            IssueDetail::Refused(refusal) => Some(&**refusal),
             _ => None,
         }
     }
@@ -124,7 +124,7 @@ impl IntentError {
     /// provider failure ended the call.
     pub fn provider(&self) -> Option<&ProviderFacts> {
         match &self.decisive_issue()?.detail {
-            IssueDetail::Provider(facts) => Some(facts),
+            IssueDetail::Provider(facts) => Some(&**facts),
             _ => None,
         }
     }
@@ -161,7 +161,7 @@ impl IntentError {
         self.last_attempt_issues()
             .iter()
             .filter_map(|issue| match &issue.detail {
-                IssueDetail::Schema(mismatch) => Some(mismatch),
+                IssueDetail::Schema(mismatch) => Some(&**mismatch),
                 _ => None,
             })
     }
@@ -225,7 +225,10 @@ fn decisive_issue(issues: &[ResultIssue], attempts: usize) -> Option<usize> {
         issues.iter().map(|issue| issue.attempt).max()?
     };
     // An issue raised after the last attempt stopped the loop.
-    if let Some(index) = issues.iter().rposition(|issue| issue.attempt > last_attempt) {
+    if let Some(index) = issues
+        .iter()
+        .rposition(|issue| issue.attempt > last_attempt)
+    {
         return Some(index);
     }
     let last: Vec<usize> = (0..issues.len())
@@ -310,16 +313,12 @@ mod tests {
         let mut result = failed(&["not valid JSON"]);
         result.attempts.push(AttemptRecord::new(1));
         result.issues.push(
-            ResultIssue::new(IssueSource::Guardrail, "stopped", 2).with_detail(
-                IssueDetail::Guardrail(Guardrail::ModelCalls { ceiling: 1 }),
-            ),
+            ResultIssue::new(IssueSource::Guardrail, "stopped", 2)
+                .with_detail(IssueDetail::Guardrail(Guardrail::ModelCalls { ceiling: 1 })),
         );
         let err = result.into_result().unwrap_err();
         assert_eq!(err.kind(), FailureKind::Guardrail);
-        assert_eq!(
-            err.guardrail(),
-            Some(&Guardrail::ModelCalls { ceiling: 1 })
-        );
+        assert_eq!(err.guardrail(), Some(&Guardrail::ModelCalls { ceiling: 1 }));
     }
 
     #[test]

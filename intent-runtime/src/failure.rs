@@ -244,20 +244,20 @@ pub enum IssueDetail {
     #[default]
     None,
     /// The model or the provider's filter declined to answer.
-    Refused(Refusal),
+    Refused(Box<Refusal>),
     /// The reply was cut off.
     Truncated {
         /// The provider's stop reason, as it sent it.
         stop_reason: Option<String>,
     },
     /// A provider call failed.
-    Provider(ProviderFacts),
+    Provider(Box<ProviderFacts>),
     /// The reply was empty.
     EmptyReply,
     /// The reply was not JSON.
     NotJson,
     /// The reply's value does not match the schema at one place.
-    Schema(SchemaMismatch),
+    Schema(Box<SchemaMismatch>),
     /// One of the caller's validators rejected the value (or panicked).
     Validator,
     /// The judge listed a problem, returned no verdict, or could not be read (and fails

@@ -187,6 +187,23 @@ async fn openai_per_item_errors_are_issues_on_their_items() {
         "{:?}",
         failed.issues
     );
+    // The item's failure has its kind, and a resumed job reads the same from its
+    // directory, without sending anything again.
+    assert_eq!(
+        failed.failure_kind(),
+        Some(intent_rs::FailureKind::InvalidRequest)
+    );
+    let sent = fake.state().batches.len();
+    let again = client
+        .batch(items(&[" a b", " reject me", " c"]), options(&dir))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(fake.state().batches.len(), sent, "nothing was sent again");
+    assert_eq!(
+        again[1].failure_kind(),
+        Some(intent_rs::FailureKind::InvalidRequest)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -663,9 +680,7 @@ async fn anthropic_lifecycle_with_out_of_order_results_and_errored_items() {
         "{:?}",
         results[0].issues
     );
-    assert!(
-        provider_words(&results[1].issues[0]).contains("this request is refused")
-    );
+    assert!(provider_words(&results[1].issues[0]).contains("this request is refused"));
     assert_eq!(results[2].attempts[0].model, "claude-test-2025");
     assert_eq!(results[2].usage.output_tokens, 4);
     // The params are the body a live Messages call sends.

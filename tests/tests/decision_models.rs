@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use intent_rs::decision::{
-    BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator,
-    FailureKind, DecisionHost, DecisionLimits, DecisionQuestion, DecisionRequest,
-    ProbabilitySource, ScoreQuestion, SystemOneClient, WireFormat,
+    BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator, DecisionHost,
+    DecisionLimits, DecisionQuestion, DecisionRequest, FailureKind, ProbabilitySource,
+    ScoreQuestion, SystemOneClient, WireFormat,
 };
 use intent_rs::provider::ScriptedProvider;
 use intent_rs::{Binary, Choice, DecisionEnum, GateOutcome, IntentClient, Score, intents};
@@ -550,11 +550,7 @@ async fn answers_that_fail_a_check_are_invalid_responses_naming_the_question() {
             .decide(&mixed_request())
             .await
             .unwrap_err();
-        assert_eq!(
-            error.kind(),
-            FailureKind::InvalidResponse,
-            "{error}"
-        );
+        assert_eq!(error.kind(), FailureKind::InvalidResponse, "{error}");
         assert!(error.to_string().contains(expected), "{expected}: {error}");
         assert_eq!(error.request_id(), Some("req_bad"));
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use intent_rs::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionClient, DecisionError, DecisionEvaluator,
-    FailureKind, DecisionQuestion, DecisionRequest, FailureBehavior, LogprobDecisionClient,
+    DecisionQuestion, DecisionRequest, FailureBehavior, FailureKind, LogprobDecisionClient,
     ProbabilitySource, ScoreQuestion, StatedDecisionClient,
 };
 use intent_rs::provider::{
@@ -570,11 +570,7 @@ async fn a_provider_that_echoes_the_state_never_puts_it_in_a_decision_error_or_a
     }
 
     for error in &errors {
-        assert_eq!(
-            error.kind(),
-            FailureKind::InvalidResponse,
-            "{error}"
-        );
+        assert_eq!(error.kind(), FailureKind::InvalidResponse, "{error}");
         for printed in [
             error.to_string(),
             format!("{error:?}"),

@@ -177,7 +177,11 @@ async fn an_http_error_becomes_the_typed_methods_error() {
     let provider = error.provider_error().expect("the provider error");
     assert_eq!(provider.message(), "Incorrect API key provided.");
     let source = std::error::Error::source(&error).expect("a source");
-    assert!(source.downcast_ref::<intent_rs::provider::ProviderError>().is_some());
+    assert!(
+        source
+            .downcast_ref::<intent_rs::provider::ProviderError>()
+            .is_some()
+    );
     assert!(!text.contains("sk-test-not-a-real-key"));
     assert_eq!(
         server.received_requests().await.map(|r| r.len()),

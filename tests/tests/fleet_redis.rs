@@ -263,6 +263,10 @@ async fn with_redis_stopped_calls_fail_open_or_closed_as_configured_and_recover(
     assert!(!refused.to_string().contains("configuration"), "{refused}");
     assert_eq!(refused.issues()[0].source, IssueSource::Guardrail);
     assert_eq!(
+        refused.kind(),
+        intent_rs::FailureKind::SharedStateUnavailable
+    );
+    assert_eq!(
         provider.received_requests().await.unwrap_or_default().len(),
         before
     );

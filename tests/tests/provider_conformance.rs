@@ -15,13 +15,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use intent_rs::decision::{
-    BinaryQuestion, DecisionClient, FailureKind, DecisionHost, DecisionRequest,
-    SystemOneClient, WireFormat, decision_client_for,
+    BinaryQuestion, DecisionClient, DecisionHost, DecisionRequest, FailureKind, SystemOneClient,
+    WireFormat, decision_client_for,
 };
+use intent_rs::limits::RetryPolicy;
 use intent_rs::provider::{
     Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiCompatible, OpenAiResponses, Provider,
     ProviderError, ProviderErrorKind, ProviderRequest,
 };
+use intent_rs::{IntentClient, IntentOptions};
 use provider_support::{CapturedLogs, SECRET_KEY};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -372,6 +374,63 @@ async fn every_status_becomes_the_same_kind_with_the_same_advice_on_every_provid
     }
 }
 
+/// Every status row, through a typed intent call on every provider: the call's error has
+/// the row's kind and data, read without a message, and never shows the provider's words.
+#[tokio::test]
+async fn every_status_row_ends_an_intent_call_with_its_kind_on_every_provider() {
+    for subject in subjects() {
+        for row in status_rows() {
+            let words = format!("PROVIDER-WORDS-{}", row.status);
+            let body = if row.says_invalid_request {
+                (subject.invalid_request)(row.status, &words)
+            } else {
+                (subject.error)(row.status, &words)
+            };
+            let mut template = ResponseTemplate::new(row.status)
+                .set_body_json(body)
+                .insert_header(subject.request_id_header, "req-table");
+            for (name, value) in row.headers {
+                template = template.insert_header(*name, *value);
+            }
+            let server = MockServer::start().await;
+            Mock::given(wiremock::matchers::any())
+                .respond_with(template)
+                .mount(&server)
+                .await;
+            let client = IntentClient::builder()
+                .shared_provider((subject.build)(&server.uri(), Settings::default()))
+                .max_attempts(1)
+                .retry_policy(RetryPolicy {
+                    max_retries: 0,
+                    ..RetryPolicy::default()
+                })
+                .build()
+                .expect("a client");
+            let error = client
+                .transform::<_, u32>("the ticket", "Count the words", IntentOptions::default())
+                .await
+                .into_result()
+                .expect_err("a failed call");
+            let label = format!("{} HTTP {} {:?}", subject.name, row.status, row.headers);
+            assert_eq!(error.kind(), decision_kind(row.kind), "{label}");
+            let facts = error.provider().expect("the provider's facts");
+            assert_eq!(facts.kind, row.kind, "{label}");
+            assert_eq!(facts.status, Some(row.status), "{label}");
+            assert_eq!(facts.request_id.as_deref(), Some("req-table"), "{label}");
+            assert_eq!(error.retry_after(), row.retry_after, "{label}");
+            assert_eq!(error.model_calls(), 1, "{label}");
+            let source = std::error::Error::source(&error).expect("a source");
+            let provider = source
+                .downcast_ref::<ProviderError>()
+                .expect("the source is the provider error");
+            assert_eq!(provider.message(), words, "{label}");
+            for shown in [error.to_string(), format!("{error:?}")] {
+                assert!(!shown.contains(&words), "{label}: {shown}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_retry_after_date_is_a_wait_on_every_provider() {
     for subject in subjects() {
@@ -651,7 +710,8 @@ fn decision_subjects() -> Vec<DecisionSubject> {
     subjects
 }
 
-/// What a provider failure kind becomes for a decision.
+/// What a provider failure kind becomes for a decision, and for an intent call: the one
+/// vocabulary of failures.
 fn decision_kind(kind: ProviderErrorKind) -> FailureKind {
     use ProviderErrorKind as P;
     match kind {

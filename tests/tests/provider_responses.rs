@@ -981,9 +981,7 @@ async fn a_batch_job_goes_out_as_v1_responses_lines_and_reads_responses_back() {
     assert_eq!(values, [Some(1), Some(2), None, Some(4)]);
     assert_eq!(results[0].attempts[0].model, "gpt-4.1-mini-2025-04-14");
     assert_eq!(results[0].usage.input_tokens, 61);
-    assert!(
-        provider_words(&results[2].issues[0]).contains("this request is refused")
-    );
+    assert!(provider_words(&results[2].issues[0]).contains("this request is refused"));
     let state = state.lock().unwrap();
     assert_eq!(state.endpoints, [json!("/v1/responses")]);
     for line in &state.batches[0].0 {

@@ -21,7 +21,7 @@ use intent_rs::media::{MediaError, MediaRefusal};
 use intent_rs::provider::{ProviderConfigError, ProviderError, ProviderErrorKind};
 use intent_rs::result::Cause;
 use intent_rs::schema::SchemaError;
-use intent_rs::{AIResult, BuildError, IntentError, IssueSource, ResultIssue, Usage};
+use intent_rs::{AIResult, BuildError, IssueSource, ResultIssue, Usage};
 use intent_rs_eval::EvalError;
 
 /// What a provider wrote in its error body: it may quote the request, so no error shows it.
@@ -74,7 +74,11 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
     .with_request_id("req-7");
     let intent_error = AIResult::<u8> {
         value: None,
-        issues: vec![ResultIssue::new(IssueSource::Verification, "the reply was empty", 1)],
+        issues: vec![ResultIssue::new(
+            IssueSource::Verification,
+            "the reply was empty",
+            1,
+        )],
         attempts: Vec::new(),
         usage: Usage::default(),
         elapsed: Duration::ZERO,
@@ -85,7 +89,10 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
         ("BuildError", Box::new(BuildError::MissingProvider)),
         ("IntentError", Box::new(intent_error)),
         ("ProviderError", Box::new(provider_error.clone())),
-        ("ProviderConfigError", Box::new(ProviderConfigError::NoProvider)),
+        (
+            "ProviderConfigError",
+            Box::new(ProviderConfigError::NoProvider),
+        ),
         (
             "DecisionError",
             Box::new(DecisionError::from_provider(&provider_error)),
@@ -96,15 +103,9 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
         ),
         (
             "InputError",
-            Box::new(InputError::TooLarge {
-                actual: 10,
-                max: 5,
-            }),
+            Box::new(InputError::TooLarge { actual: 10, max: 5 }),
         ),
-        (
-            "BatchError",
-            Box::new(BatchError::TooManyItems { max: 1 }),
-        ),
+        ("BatchError", Box::new(BatchError::TooManyItems { max: 1 })),
         (
             "CacheUnavailable",
             Box::new(CacheUnavailable {
@@ -136,7 +137,10 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
             "Cause",
             Box::new(Cause::new(std::io::Error::other("the disk is full"))),
         ),
-        ("EvalError", Box::new(EvalError::JudgeNotFound("tone".into()))),
+        (
+            "EvalError",
+            Box::new(EvalError::JudgeNotFound("tone".into())),
+        ),
     ]
 }
 

@@ -9,9 +9,7 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use intent_rs::decision::{
-    DecisionEvaluator, FailureKind, LogprobDecisionClient, SystemOneClient,
-};
+use intent_rs::decision::{DecisionEvaluator, FailureKind, LogprobDecisionClient, SystemOneClient};
 use intent_rs::limits::RetryPolicy;
 use intent_rs::provider::{
     Anthropic, OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider,

@@ -39,7 +39,10 @@ fn state_error(path: &Path, error: &std::io::Error) -> BatchError {
     BatchError::State {
         path: path.to_owned(),
         message: error.to_string(),
-        cause: Some(Cause::new(std::io::Error::new(error.kind(), error.to_string()))),
+        cause: Some(Cause::new(std::io::Error::new(
+            error.kind(),
+            error.to_string(),
+        ))),
     }
 }
 

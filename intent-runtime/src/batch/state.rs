@@ -35,9 +35,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{BatchError, spool};
 use crate::provider::ResponseFormat;
-use crate::result::Cause;
 use crate::provider::batch::Outcome;
 use crate::provider::batch::outcome::StoredOutcome;
+use crate::result::Cause;
 
 /// The version of the layout; a directory of another version is refused. (Version 2:
 /// fingerprints by part, checked before a stored result is used.)

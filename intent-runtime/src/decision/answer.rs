@@ -608,10 +608,7 @@ mod tests {
     fn a_selection_less_probable_than_another_choice_is_an_invalid_response() {
         let error =
             ChoiceAnswer::new(named(&[("billing", 0.15), ("tech", 0.85)]), "billing").unwrap_err();
-        assert_eq!(
-            error.kind(),
-            crate::decision::FailureKind::InvalidResponse
-        );
+        assert_eq!(error.kind(), crate::decision::FailureKind::InvalidResponse);
         // A caller's names may hold anything: the options are named by position.
         assert!(error.to_string().contains("option 2 has 0.85"), "{error}");
         assert!(error.to_string().contains("most probable"), "{error}");

@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::provider::ProviderError;
-use crate::result::{Cause, IssueDetail, IssueSource, ResultIssue};
 pub use crate::result::FailureKind;
+use crate::result::{Cause, IssueDetail, IssueSource, ResultIssue};
 
 /// A decision that produced no answer.
 ///

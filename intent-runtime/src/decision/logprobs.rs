@@ -9,8 +9,8 @@ use super::prompt::{question_text, state_section};
 use super::send;
 use super::stated::StatedDecisionClient;
 use super::{
-    BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionClient, DecisionError, FailureKind,
-    DecisionQuestion, DecisionRequest, DecisionResponse, ProbabilitySource, ScoreAnswer,
+    BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionClient, DecisionError, DecisionQuestion,
+    DecisionRequest, DecisionResponse, FailureKind, ProbabilitySource, ScoreAnswer,
 };
 use crate::provider::{LogprobAlternative, Provider, ProviderReply, ProviderRequest};
 use crate::result::Usage;

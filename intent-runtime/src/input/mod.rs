@@ -32,8 +32,8 @@ use serde_json::{Map, Value};
 
 pub use describe::{MAX_DEPTH, MAX_NOTE_CHARS, MAX_SUBSCHEMAS};
 
-use crate::result::{Cause, IssueDetail, IssueSource, NotSent, ResultIssue};
 use crate::media::{AsMedia, Document, Image, Media};
+use crate::result::{Cause, IssueDetail, IssueSource, NotSent, ResultIssue};
 use crate::schema::TargetSchema;
 use crate::schema::derived::DerivedCache;
 

@@ -33,7 +33,7 @@ pub struct ProviderError {
     message: String,
     /// Where in `message` the provider's words begin (everything before is this crate's),
     /// when it holds any: `Display` shows only what comes before.
-    provider_words_from: Option<usize>,
+    provider_words_from: Option<u32>,
     status: Option<u16>,
     request_id: Option<String>,
     retry_after: Option<Duration>,
@@ -113,7 +113,8 @@ impl ProviderError {
     /// Marks the message as this crate's words up to byte `from`, and the provider's
     /// after it (an excerpt of a body that is not the API's).
     pub(crate) fn with_provider_words_from(mut self, from: usize) -> Self {
-        self.provider_words_from = Some(from.min(self.message.len()));
+        let from = from.min(self.message.len());
+        self.provider_words_from = Some(u32::try_from(from).unwrap_or(u32::MAX));
         self
     }
 
@@ -134,7 +135,7 @@ impl ProviderError {
             (None, None) => String::new(),
         };
         let ours = match self.provider_words_from {
-            Some(from) => self.message.get(..from).unwrap_or_default(),
+            Some(from) => self.message.get(..from as usize).unwrap_or_default(),
             None => &self.message,
         };
         let ours = ours.trim_end_matches([';', ' ', ':']);
@@ -166,7 +167,9 @@ impl ProviderError {
     /// the error itself as the cause.
     pub(crate) fn issue(&self, attempt: u32) -> ResultIssue {
         let detail = match (&self.cause, self.failure_kind()) {
-            (Some(cause), FailureKind::NotSent) if cause.downcast_ref::<MediaRefusal>().is_some() => {
+            (Some(cause), FailureKind::NotSent)
+                if cause.downcast_ref::<MediaRefusal>().is_some() =>
+            {
                 IssueDetail::NotSent(NotSent::MediaLimit {
                     provider: self.provider.clone(),
                 })
@@ -176,7 +179,7 @@ impl ProviderError {
                     provider: self.provider.clone(),
                 })
             }
-            _ => IssueDetail::Provider(self.facts()),
+            _ => IssueDetail::Provider(Box::new(self.facts())),
         };
         ResultIssue::new(IssueSource::Provider, self.to_string(), attempt)
             .with_detail(detail)
@@ -292,9 +295,13 @@ impl From<MediaRefusal> for ProviderError {
     /// counted as a model call (nothing was sent).
     fn from(refusal: MediaRefusal) -> Self {
         let provider = refusal.provider().to_owned();
-        ProviderError::new(ProviderErrorKind::InvalidRequest, provider, refusal.to_string())
-            .not_sent()
-            .with_source(refusal)
+        ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            provider,
+            refusal.to_string(),
+        )
+        .not_sent()
+        .with_source(refusal)
     }
 }
 

@@ -99,7 +99,10 @@ pub(crate) fn message(error: &ValidationError<'_>, full: &Value) -> Option<Said>
     let facts = SchemaMismatch {
         path: answer_pointer(&pointer),
         keyword: error.kind().keyword().to_owned(),
-        expected: here.map_or_else(|| "another value".to_owned(), |node| expected(full, node, 0)),
+        expected: here.map_or_else(
+            || "another value".to_owned(),
+            |node| expected(full, node, 0),
+        ),
         found: found.to_owned(),
     };
     Some((message, Some(facts)))

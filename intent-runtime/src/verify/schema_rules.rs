@@ -143,7 +143,7 @@ fn capped(
         .map(|(message, facts)| {
             let issue = ResultIssue::new(source, message, attempt);
             match facts {
-                Some(facts) => issue.with_detail(IssueDetail::Schema(facts)),
+                Some(facts) => issue.with_detail(IssueDetail::Schema(Box::new(facts))),
                 None => issue,
             }
         })
@@ -206,7 +206,11 @@ pub(crate) fn has_constraints(full: &Arc<Value>) -> bool {
 /// they explain it entirely. A failed union (`anyOf`, `oneOf`: an `Option<Line>` whose
 /// line breaks a bound) is explained by the first branch that failed on bounds alone,
 /// since that is the branch the value's shape matched.
-fn constraint_messages(error: &ValidationError<'_>, full: &Value, out: &mut Vec<mismatch::Said>) -> bool {
+fn constraint_messages(
+    error: &ValidationError<'_>,
+    full: &Value,
+    out: &mut Vec<mismatch::Said>,
+) -> bool {
     if is_constraint(error.kind()) {
         out.extend(mismatch::message(error, full));
         return true;

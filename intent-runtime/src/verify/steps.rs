@@ -28,7 +28,7 @@ pub(crate) fn refusal(reply: &ProviderReply, attempt: u32) -> Option<ResultIssue
     );
     Some(
         ResultIssue::new(IssueSource::Provider, message, attempt)
-            .with_detail(IssueDetail::Refused(refusal)),
+            .with_detail(IssueDetail::Refused(Box::new(refusal))),
     )
 }
 
@@ -323,7 +323,7 @@ fn finding_facts(finding: &Finding) -> IssueDetail {
             found: "a string that is no member".to_owned(),
         },
     };
-    IssueDetail::Schema(facts)
+    IssueDetail::Schema(Box::new(facts))
 }
 
 /// Whether a finding already tells the model what serde's `error` says.

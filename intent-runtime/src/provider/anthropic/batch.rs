@@ -247,7 +247,8 @@ impl AnthropicBatch {
                     kind,
                     "anthropic",
                     http::redact(&message, self.provider.secret()),
-                ))
+                )
+                .from_provider_words())
             }
         }
     }

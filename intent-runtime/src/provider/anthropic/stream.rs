@@ -136,7 +136,8 @@ impl MessagesStream {
             .message
             .unwrap_or_else(|| "the server reported an error in the middle of the reply".into());
         let mut error =
-            ProviderError::new(kind, "anthropic", redact(&message, self.secret.as_deref()));
+            ProviderError::new(kind, "anthropic", redact(&message, self.secret.as_deref()))
+                .from_provider_words();
         if let Some(id) = &self.request_id {
             error = error.with_request_id(id);
         }

@@ -250,7 +250,8 @@ pub(crate) fn stream_error(
     let text = message(error)
         .filter(|text| !text.is_empty())
         .unwrap_or_else(|| "the server reported an error in the middle of the reply".to_owned());
-    let mut err = ProviderError::new(kind, GEMINI_PROVIDER_NAME, redact(&text, secret));
+    let mut err =
+        ProviderError::new(kind, GEMINI_PROVIDER_NAME, redact(&text, secret)).from_provider_words();
     if let Some(code) = error.code {
         err = err.with_status(code);
     }

@@ -107,11 +107,7 @@ pub(crate) fn transport_error(
     tracing::trace!(provider, %kind, %message, "provider request failed before a reply");
     let connect = err.is_connect();
     let error = ProviderError::new(kind, provider, message).with_source(err.without_url());
-    if connect {
-        error.not_sent()
-    } else {
-        error
-    }
+    if connect { error.not_sent() } else { error }
 }
 
 /// An error and its sources, `: `-joined, because `reqwest`'s own message hides the cause

@@ -301,7 +301,7 @@ fn line_error(
         (Some(code), None) => code.to_owned(),
         (None, None) => "the batch refused this request".to_owned(),
     };
-    ProviderError::new(kind, provider, http::redact(&message, secret))
+    ProviderError::new(kind, provider, http::redact(&message, secret)).from_provider_words()
 }
 
 #[async_trait::async_trait]

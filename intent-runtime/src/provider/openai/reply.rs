@@ -163,7 +163,11 @@ impl ChatParts {
                 )
             });
         }
-        let refusal_categories = if content_filtered { self.filtered } else { Vec::new() };
+        let refusal_categories = if content_filtered {
+            self.filtered
+        } else {
+            Vec::new()
+        };
         let truncated = refusal.is_none() && self.finish_reason.as_deref() == Some("length");
         let text = if refusal.is_some() {
             String::new()

@@ -146,7 +146,8 @@ impl ChatStream {
             kind,
             &self.provider,
             redact(&message, self.secret.as_deref()),
-        );
+        )
+        .from_provider_words();
         if let Some(id) = &self.request_id {
             error = error.with_request_id(id);
         }

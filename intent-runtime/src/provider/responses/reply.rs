@@ -291,7 +291,8 @@ fn failed(failure: ResponseFailure, origin: &Origin<'_>) -> ProviderError {
             failure_kind(code),
             origin.provider,
             redact(&message, origin.secret),
-        ),
+        )
+        .from_provider_words(),
         origin,
     )
 }
@@ -511,12 +512,10 @@ mod tests {
         assert_eq!(error.kind(), ProviderErrorKind::Server);
         assert!(error.is_transient());
         assert_eq!(error.request_id(), Some("req_9"));
-        assert!(!error.to_string().contains("sk-secret"), "{error}");
-        assert!(
-            error
-                .to_string()
-                .contains("server_error: The model crashed")
-        );
+        assert!(!error.message().contains("sk-secret"), "{error}");
+        assert!(error.message().contains("server_error: The model crashed"));
+        // The provider's words are kept for `message`, never displayed.
+        assert!(!error.to_string().contains("The model crashed"), "{error}");
         body["error"] = json!({"code": "invalid_image_url", "message": "bad url"});
         let error = parse(body.clone()).unwrap_err();
         assert_eq!(error.kind(), ProviderErrorKind::InvalidRequest);

@@ -123,7 +123,8 @@ impl ResponsesStream {
             reply::failure_kind(code),
             &self.provider,
             redact(message, self.secret.as_deref()),
-        );
+        )
+        .from_provider_words();
         if let Some(id) = &self.request_id {
             error = error.with_request_id(id);
         }
