@@ -45,8 +45,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     );
     let redis = Redis::new(&url)?
-        .timeout(Duration::from_millis(200))
-        .on_failure(OnRedisFailure::FailOpen);
+        .with_timeout(Duration::from_millis(200))
+        .with_on_failure(OnRedisFailure::FailOpen);
     let chosen = choose_provider(ScriptedProvider::new([
         "Printer jams on page two",
         "Refund for a double charge",
@@ -55,7 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .shared_provider(chosen.provider)
         // 60 requests a minute for every process sharing this name.
         .rate_limiter(RateLimiter::per_minute(60).shared(&redis, "fleet-example"))
-        .cache(RedisCache::new(&redis).ttl(Duration::from_secs(600)))
+        .cache(RedisCache::new(&redis).with_ttl(Duration::from_secs(600)))
         .build()?;
     let tickets = TicketsClient::new(client.clone());
     for ticket in [

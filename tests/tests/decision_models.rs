@@ -760,7 +760,7 @@ async fn a_host_slower_than_the_timeout_is_a_transient_timeout() {
         ResponseTemplate::new(200).set_delay(Duration::from_secs(5)),
     )
     .await;
-    let client = loopback(&server).with_request_timeout(Duration::from_millis(100));
+    let client = loopback(&server).with_timeout(Duration::from_millis(100));
     let error = client.decide(&mixed_request()).await.unwrap_err();
     assert_eq!(error.kind(), FailureKind::Timeout);
     assert!(error.is_transient());

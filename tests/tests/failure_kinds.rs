@@ -136,8 +136,8 @@ async fn rows() -> Vec<Row> {
     };
     let closed_redis = Redis::new("redis://127.0.0.1:1")
         .unwrap()
-        .timeout(Duration::from_millis(200))
-        .on_failure(OnRedisFailure::FailClosed);
+        .with_timeout(Duration::from_millis(200))
+        .with_on_failure(OnRedisFailure::FailClosed);
 
     vec![
         row(

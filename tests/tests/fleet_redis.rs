@@ -227,11 +227,11 @@ async fn with_redis_stopped_calls_fail_open_or_closed_as_configured_and_recover(
     };
     let provider = provider_server(10, 2).await;
     let timeout = Duration::from_millis(300);
-    let open = Redis::new(&server.url()).unwrap().timeout(timeout);
+    let open = Redis::new(&server.url()).unwrap().with_timeout(timeout);
     let closed = Redis::new(&server.url())
         .unwrap()
-        .timeout(timeout)
-        .on_failure(OnRedisFailure::FailClosed);
+        .with_timeout(timeout)
+        .with_on_failure(OnRedisFailure::FailClosed);
     let open_client = fleet_client(&open, &provider);
     let closed_client = fleet_client(&closed, &provider);
     assert_eq!(open_client.words("a b c").await.unwrap(), 3);
@@ -336,11 +336,11 @@ async fn a_dropped_connection_is_sent_again_not_counted_as_an_outage() {
     };
     let provider = provider_server(10, 2).await;
     let timeout = Duration::from_millis(500);
-    let open = Redis::new(&server.url()).unwrap().timeout(timeout);
+    let open = Redis::new(&server.url()).unwrap().with_timeout(timeout);
     let closed = Redis::new(&server.url())
         .unwrap()
-        .timeout(timeout)
-        .on_failure(OnRedisFailure::FailClosed);
+        .with_timeout(timeout)
+        .with_on_failure(OnRedisFailure::FailClosed);
     let open_client = fleet_intent_client(&open, &provider);
     let closed_client = fleet_intent_client(&closed, &provider);
     for (round, text) in ["a", "b", "c"].into_iter().enumerate() {
@@ -379,7 +379,7 @@ async fn a_slow_redis_is_reported_with_the_time_limit_advice() {
     let provider = provider_server(10, 2).await;
     let redis = Redis::new(&server.url())
         .unwrap()
-        .timeout(Duration::from_millis(300));
+        .with_timeout(Duration::from_millis(300));
     let client = fleet_intent_client(&redis, &provider);
     assert_eq!(
         count(&client, "a b").await.attempts[0].limiter,
@@ -392,7 +392,7 @@ async fn a_slow_redis_is_reported_with_the_time_limit_advice() {
     let Some(LimiterUse::LocalFallback { reason }) = &slow.attempts[0].limiter else {
         panic!("{:?}", slow.attempts[0])
     };
-    assert!(reason.contains("Redis::timeout"), "{reason}");
+    assert!(reason.contains("Redis::with_timeout"), "{reason}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

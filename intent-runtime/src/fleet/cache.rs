@@ -51,7 +51,7 @@ impl RedisCache {
     }
 
     /// How long a reply is kept (at least a second).
-    pub fn ttl(mut self, ttl: Duration) -> Self {
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl.max(Duration::from_secs(1));
         self
     }

@@ -60,7 +60,7 @@ pub enum RedisError {
     },
     /// Redis did not answer within the time limit.
     #[error(
-        "Redis did not answer within {0:?}; check that it is running and reachable, or raise `Redis::timeout`"
+        "Redis did not answer within {0:?}; check that it is running and reachable, or raise `Redis::with_timeout`"
     )]
     Timeout(Duration),
     /// Redis refused the command or the connection failed (the source is the Redis
@@ -137,12 +137,12 @@ impl Redis {
 
     /// The time limit of one Redis call (connecting included). After a failure Redis is
     /// not asked again for [`REDIS_RETRY_AFTER_FAILURE`]: calls fall back at once.
-    pub fn timeout(self, timeout: Duration) -> Self {
+    pub fn with_timeout(self, timeout: Duration) -> Self {
         self.with(|settings| settings.timeout = timeout)
     }
 
     /// What to do when Redis fails or is slow.
-    pub fn on_failure(self, on_failure: OnRedisFailure) -> Self {
+    pub fn with_on_failure(self, on_failure: OnRedisFailure) -> Self {
         self.with(|settings| settings.on_failure = on_failure)
     }
 
@@ -313,7 +313,7 @@ mod tests {
         let timed_out = redis::RedisError::from(Error::new(ErrorKind::TimedOut, "timed out"));
         let error = failure(&timed_out, limit);
         assert_eq!(error, RedisError::Timeout(limit));
-        assert!(error.to_string().contains("Redis::timeout"), "{error}");
+        assert!(error.to_string().contains("Redis::with_timeout"), "{error}");
         assert!(!connection_dropped(&timed_out));
         for kind in [
             ErrorKind::BrokenPipe,
@@ -340,7 +340,7 @@ mod tests {
         let limit = Duration::from_millis(200);
         let redis = Redis::new(&format!("redis://127.0.0.1:{port}/"))
             .unwrap()
-            .timeout(limit);
+            .with_timeout(limit);
         let error = redis
             .run(|mut connection| async move {
                 redis::cmd("PING")
@@ -374,7 +374,7 @@ mod tests {
         // or, on a filtered host, times out; either way within the limit.
         let redis = Redis::new("redis://127.0.0.1:1/")
             .unwrap()
-            .timeout(Duration::from_millis(300));
+            .with_timeout(Duration::from_millis(300));
         let started = std::time::Instant::now();
         let result = redis
             .run(|mut connection| async move {

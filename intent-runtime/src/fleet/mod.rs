@@ -7,7 +7,7 @@
 //! answers. Here the counters and the cached replies live in one Redis, and every Redis
 //! operation is a single command or script, so they stay correct under concurrency.
 //!
-//! Every Redis call has a time limit ([`Redis::timeout`]); when Redis is slow or down, the
+//! Every Redis call has a time limit ([`Redis::with_timeout`]); when Redis is slow or down, the
 //! configured [`OnRedisFailure`] decides: fail open (the limiter falls back to a local one
 //! with the same quota, the cache to no cache, each with a `tracing` warning in the call's
 //! span) or fail closed (the call fails with an error that says Redis is unavailable).
@@ -30,8 +30,8 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let redis = Redis::new("redis://10.0.0.5:6379/")?
-//!     .timeout(Duration::from_millis(250))
-//!     .on_failure(OnRedisFailure::FailOpen);
+//!     .with_timeout(Duration::from_millis(250))
+//!     .with_on_failure(OnRedisFailure::FailOpen);
 //! let client = IntentClient::builder()
 //!     .provider(OpenAi::from_env()?)
 //!     // One quota for every replica using this key: 500 requests and 200k tokens a minute.
@@ -40,7 +40,7 @@
 //!             .with_tokens_per_minute(200_000)
 //!             .shared(&redis, "openai-prod-key"),
 //!     )
-//!     .cache(RedisCache::new(&redis).ttl(Duration::from_secs(24 * 3600)))
+//!     .cache(RedisCache::new(&redis).with_ttl(Duration::from_secs(24 * 3600)))
 //!     .build()?;
 //! # Ok(())
 //! # }

@@ -232,7 +232,7 @@ impl SystemOneClient {
 
     /// How long one request may take, connection to last byte (default
     /// [`DEFAULT_REQUEST_TIMEOUT`](crate::provider::http::DEFAULT_REQUEST_TIMEOUT)).
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.transport.set_request_timeout(timeout);
         self
     }
