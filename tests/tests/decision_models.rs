@@ -753,6 +753,35 @@ async fn each_hosts_error_envelope_is_classified_with_its_message_and_wait() {
     assert!(!text.contains(STATE_SECRET), "the state was logged");
 }
 
+/// The client takes the caller's `reqwest` client (its proxy, TLS and default headers), as
+/// every provider does.
+#[tokio::test]
+async fn a_given_http_client_sends_the_decision_requests() {
+    let reply = mixed_reply(
+        team_answer(1.0, 0.0, 0.0, "Billing"),
+        urgency_answer([0.0, 0.0, 1.0, 0.0], 2.0),
+    );
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/systemone"))
+        .and(header("x-through", "the-callers-client"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(reply))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "x-through",
+        reqwest::header::HeaderValue::from_static("the-callers-client"),
+    );
+    let http = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    let client = loopback(&server).with_http_client(http);
+    client.decide(&mixed_request()).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_host_slower_than_the_timeout_is_a_transient_timeout() {
     let server = server_answering(

@@ -222,7 +222,7 @@ impl OpenAiCompatible {
         self
     }
 
-    transport_settings!(endpoint.connection);
+    transport_settings!(endpoint.connection.transport);
 
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {

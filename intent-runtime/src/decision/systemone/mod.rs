@@ -13,7 +13,6 @@ mod request;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tracing::Instrument;
 
@@ -23,8 +22,8 @@ pub use reply::DECISION_MODEL_SUM_TOLERANCE;
 
 use super::{DecisionClient, DecisionError, DecisionRequest, DecisionResponse, ProbabilitySource};
 use crate::provider::http::{
-    Holds, HttpTransport, RawResponse, Route, RouteCell, read_checked, set_variable, trim_base_url,
-    warn_unknown_variables,
+    Holds, HttpTransport, RawResponse, Route, RouteCell, read_checked, set_variable,
+    transport_settings, trim_base_url, warn_unknown_variables,
 };
 use crate::provider::{ProviderError, ProviderReply};
 use crate::telemetry::Telemetry;
@@ -230,26 +229,9 @@ impl SystemOneClient {
         self
     }
 
-    /// How long one request may take, connection to last byte (default
-    /// [`DEFAULT_REQUEST_TIMEOUT`](crate::provider::http::DEFAULT_REQUEST_TIMEOUT)).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.transport.set_request_timeout(timeout);
-        self
-    }
-
-    /// How long to wait for a connection (default
-    /// [`DEFAULT_CONNECT_TIMEOUT`](crate::provider::http::DEFAULT_CONNECT_TIMEOUT)).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.transport.set_connect_timeout(timeout);
-        self
-    }
-
-    /// The most bytes read from one reply (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::provider::DEFAULT_MAX_RESPONSE_BYTES)).
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-        self.transport.set_max_response_bytes(bytes);
-        self
-    }
+    // The transport's settings, as every provider has them (`with_timeout`,
+    // `with_connect_timeout`, `with_max_response_bytes`, `with_http_client`).
+    transport_settings!(transport);
 
     /// The host whose quirks the client follows.
     pub fn host(&self) -> DecisionHost {
@@ -311,7 +293,10 @@ impl SystemOneClient {
         let provider = self.host.name();
         let secret = self.api_key.as_deref();
         let hint = size_hint(request);
-        match self.format {
+        // The same trace lines as every provider's send path: where, and never what.
+        tracing::trace!(provider, model, url = %route.url(), "sending a decision request");
+        let started = std::time::Instant::now();
+        let raw = match self.format {
             WireFormat::SystemOne => {
                 let body = SystemOneBody { model, request };
                 self.transport
@@ -324,7 +309,15 @@ impl SystemOneClient {
                     .post_json(provider, route, &body, hint, secret)
                     .await
             }
-        }
+        }?;
+        tracing::trace!(
+            provider,
+            status = raw.status.as_u16(),
+            request_id = raw.request_id(REQUEST_ID_HEADER),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "decision request answered"
+        );
+        Ok(raw)
     }
 
     /// One request: sent, classified, read and checked.

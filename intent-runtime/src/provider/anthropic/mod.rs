@@ -141,7 +141,7 @@ impl Anthropic {
         self
     }
 
-    transport_settings!(connection);
+    transport_settings!(connection.transport);
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {

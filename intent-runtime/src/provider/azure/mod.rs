@@ -211,7 +211,7 @@ impl AzureOpenAi {
         self
     }
 
-    transport_settings!(endpoint.connection);
+    transport_settings!(endpoint.connection.transport);
 
     /// The resource endpoint requests go to.
     pub fn base_url(&self) -> &str {

@@ -199,7 +199,7 @@ impl Gemini {
         self
     }
 
-    transport_settings!(connection);
+    transport_settings!(connection.transport);
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {

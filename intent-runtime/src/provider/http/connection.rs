@@ -254,14 +254,15 @@ impl Connection {
     }
 }
 
-/// The `with_*` methods every HTTP provider offers for its transport (connect timeout,
-/// response limit, request timeout, HTTP client), written once: `$($field).+` is the path
-/// from the provider to its [`Connection`].
+/// The `with_*` methods every HTTP client of this crate (each provider, the System One
+/// decision client) offers for its transport (connect timeout, response limit, request
+/// timeout, HTTP client), written once: `$($field).+` is the path from the client to its
+/// [`HttpTransport`].
 macro_rules! transport_settings {
     ($($field:ident).+) => {
         /// How long to wait for a connection (default 10 s).
         pub fn with_connect_timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.$($field).+.transport.set_connect_timeout(timeout);
+            self.$($field).+.set_connect_timeout(timeout);
             self
         }
 
@@ -270,20 +271,20 @@ macro_rules! transport_settings {
         /// 32 MiB); a longer reply fails the call at once with a non-transient
         /// [`InvalidResponse`](crate::provider::ProviderErrorKind::InvalidResponse).
         pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-            self.$($field).+.transport.set_max_response_bytes(bytes);
+            self.$($field).+.set_max_response_bytes(bytes);
             self
         }
 
         /// How long one whole request may take (default 120 s).
         pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.$($field).+.transport.set_request_timeout(timeout);
+            self.$($field).+.set_request_timeout(timeout);
             self
         }
 
         /// Uses this `reqwest` client (its proxy, TLS and pool settings) instead of
         /// building one; the connect timeout is then the client's own.
         pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-            self.$($field).+.transport.set_client(client);
+            self.$($field).+.set_client(client);
             self
         }
     };

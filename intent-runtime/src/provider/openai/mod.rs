@@ -97,7 +97,7 @@ impl OpenAi {
         self
     }
 
-    transport_settings!(endpoint.connection);
+    transport_settings!(endpoint.connection.transport);
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {

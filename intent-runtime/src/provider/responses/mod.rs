@@ -143,7 +143,7 @@ impl OpenAiResponses {
         self
     }
 
-    transport_settings!(connection);
+    transport_settings!(connection.transport);
 
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {
