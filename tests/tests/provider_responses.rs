@@ -646,7 +646,12 @@ async fn a_server_error_event_in_the_middle_of_a_stream_is_retried() {
     );
     let record = &result.attempts[0];
     assert_eq!(record.provider_retries.len(), 1, "{record:?}");
-    assert!(record.provider_retries[0].contains("The server had an error"));
+    // The retry names the kind; the server's words are kept on the error, not shown.
+    assert!(
+        record.provider_retries[0].contains("server error"),
+        "{:?}",
+        record.provider_retries
+    );
     assert_eq!(record.model_calls, 2);
     assert_eq!(result.usage.cached_input_tokens, 256);
     assert!(
@@ -674,7 +679,11 @@ async fn an_invalid_prompt_event_in_the_middle_ends_the_call_and_an_incomplete_s
     .await;
     assert!(result.value.is_none());
     assert_eq!(result.issues[0].source, IssueSource::Provider);
-    assert!(result.issues[0].message.contains("Invalid prompt"));
+    assert!(provider_words(&result.issues[0]).contains("Invalid prompt"));
+    assert_eq!(
+        result.failure_kind(),
+        Some(intent_rs::FailureKind::InvalidRequest)
+    );
     assert_eq!(received_bodies(&server).await.len(), 1);
 
     let server = server_in_turn(vec![sse(&stream_events(

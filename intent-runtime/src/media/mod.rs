@@ -16,6 +16,7 @@
 
 mod limits;
 mod sniff;
+mod url;
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -28,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 pub use limits::{MediaLimits, MediaRefusal};
 pub use sniff::MediaType;
+pub(crate) use url::MediaUrl;
 
 crate::failure::debug_as_message!(MediaError);
 

@@ -5,13 +5,11 @@
 //! Like the Chat Completions body, nothing is copied into a `Value` tree: the prompts are
 //! borrowed and the schema is the JSON text serialized once per schema.
 
-use std::fmt;
-
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde_json::value::RawValue;
 
-use crate::media::Media;
+use crate::media::MediaUrl;
 use crate::provider::http::temperature_value;
 use crate::provider::openai::request::sanitize_schema_name;
 use crate::provider::{Message, Part, ProviderRequest, ResponseFormat, Role};
@@ -175,35 +173,6 @@ enum InputPart<'a> {
         filename: &'a str,
         file_data: MediaUrl<'a>,
     },
-}
-
-/// The media's URL, or its bytes as a `data:` URL, written straight into the body from
-/// the media's shared base64 text.
-struct MediaUrl<'a>(&'a Media);
-
-impl Serialize for MediaUrl<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0.url_str() {
-            Some(url) => serializer.serialize_str(url),
-            None => serializer.collect_str(&DataUrl(self.0)),
-        }
-    }
-}
-
-/// `data:<type>;base64,<bytes>`.
-struct DataUrl<'a>(&'a Media);
-
-impl fmt::Display for DataUrl<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let media_type = self
-            .0
-            .media_type()
-            .map_or("application/octet-stream", |t| t.as_str());
-        f.write_str("data:")?;
-        f.write_str(media_type)?;
-        f.write_str(";base64,")?;
-        f.write_str(self.0.base64().unwrap_or_default())
-    }
 }
 
 /// `text`: only its `format` is sent.
