@@ -18,13 +18,14 @@ use std::hash::Hasher;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use fastrand::Rng;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::batch::BatchProvider;
 use super::scripted::{offline_batch, split_text};
 use super::{
-    Provider, ProviderError, ProviderReply, ProviderRequest, ReplyPiece, ReplyStream,
-    ResponseFormat, Role,
+    Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest, ReplyPiece,
+    ReplyStream, ResponseFormat, Role,
 };
 use crate::result::Usage;
 use generate::Generator;
@@ -99,7 +100,6 @@ pub const JUDGE_REJECTION: &str =
 /// ```
 /// use intent_rs::IntentClient;
 /// use intent_rs::provider::TestModel;
-/// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -109,7 +109,7 @@ pub const JUDGE_REJECTION: &str =
 ///     email: Option<String>,
 /// }
 ///
-/// let model = TestModel::seeded(7).pin("/name", json!("Ada"));
+/// let model = TestModel::seeded(7).pin("/name", "Ada");
 /// let client = IntentClient::builder().provider(model.clone()).build().unwrap();
 /// let contact: Contact = client
 ///     .transform("Ada, 36", "Extract the contact", Default::default())
@@ -127,7 +127,8 @@ pub struct TestModel {
     requests: Arc<Mutex<Vec<ProviderRequest>>>,
     seed: u64,
     model: String,
-    pins: Arc<Vec<(String, Value)>>,
+    /// Pointers and their values, or why a value could not be serialized.
+    pins: Arc<Vec<(String, Result<Value, String>)>>,
     invalid_first: usize,
     judge_passes: bool,
     probability_yes: Option<f64>,
@@ -196,8 +197,15 @@ impl TestModel {
     /// methods of different types. In JSON-object mode, where nothing is generated, a pin
     /// adds its key to the object it names. The pinned value is not checked: a value that
     /// breaks the schema fails verification, as it would from a model.
-    pub fn pin(mut self, pointer: impl Into<String>, value: Value) -> Self {
-        Arc::make_mut(&mut self.pins).push((pointer.into(), value));
+    ///
+    /// A value that cannot be serialized to JSON (a map with keys that are not strings)
+    /// makes every call fail with a configuration error that names the pointer.
+    pub fn pin(mut self, pointer: impl Into<String>, value: impl Serialize) -> Self {
+        let pointer = pointer.into();
+        let value = serde_json::to_value(value).map_err(|error| {
+            format!("the value pinned at `{pointer}` cannot be serialized to JSON ({error}); pin a value that can")
+        });
+        Arc::make_mut(&mut self.pins).push((pointer, value));
         self
     }
 
@@ -268,8 +276,22 @@ impl TestModel {
 
     /// The answer to `request`, as [`complete`](Provider::complete) gives it, without
     /// recording the request: for a [`ScriptedProvider::from_fn`](super::ScriptedProvider::from_fn)
-    /// that answers some requests by hand and the rest with this model.
-    pub fn answer(&self, request: &ProviderRequest) -> ProviderReply {
+    /// that answers some requests by hand and the rest with this model. It fails only
+    /// when a [pinned](TestModel::pin) value cannot be serialized.
+    pub fn answer(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+        if let Some(Err(reason)) = self
+            .pins
+            .iter()
+            .map(|(_, value)| value)
+            .find(|v| v.is_err())
+        {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Configuration,
+                self.name(),
+                reason.clone(),
+            )
+            .not_sent());
+        }
         let mut rng = Rng::with_seed(self.seed ^ fingerprint(request));
         let attempt = request
             .messages
@@ -333,14 +355,14 @@ impl TestModel {
             },
         };
         let stop_reason = if logprobs.is_some() { "length" } else { "stop" };
-        ProviderReply {
+        Ok(ProviderReply {
             usage: usage(request, &text),
             text,
             stop_reason: Some(stop_reason.to_owned()),
             model: request.model.clone().unwrap_or_else(|| self.model.clone()),
             logprobs,
             ..ProviderReply::default()
-        }
+        })
     }
 
     fn verdict(&self) -> String {
@@ -355,6 +377,10 @@ impl TestModel {
     /// Sets each pin in `value`; `add` lets a pin add a key to an object that exists.
     fn apply_pins(&self, value: &mut Value, add: bool) {
         for (pointer, pinned) in self.pins.iter() {
+            // A value that failed to serialize has already failed the call.
+            let Ok(pinned) = pinned else {
+                continue;
+            };
             if pointer.is_empty() {
                 *value = pinned.clone();
                 continue;
@@ -557,7 +583,7 @@ impl Provider for TestModel {
 
     async fn complete(&self, request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
         lock(&self.requests).push(request.clone());
-        Ok(self.answer(request))
+        self.answer(request)
     }
 
     /// The answer in pieces of the set size, then the whole reply.

@@ -98,7 +98,7 @@ fn the_same_seed_answers_the_same_and_another_seed_differently() {
 #[test]
 fn pins_replace_generated_fields_and_skip_what_the_type_lacks() {
     let model = TestModel::seeded(1)
-        .pin("/number", json!("ORD-0042"))
+        .pin("/number", "ORD-0042")
         .pin("/lines/0/sku", json!("PINNED"))
         .pin("/status", json!("Closed"))
         .pin("/no_such_field", json!(1))
@@ -110,6 +110,15 @@ fn pins_replace_generated_fields_and_skip_what_the_type_lacks() {
     assert_eq!(order.number, "ORD-0042");
     assert_eq!(order.lines[0].sku, "PINNED");
     assert_eq!(order.status, Status::Open, "the later pin wins");
+}
+
+#[test]
+fn a_pin_that_cannot_be_serialized_fails_the_call_naming_it() {
+    let keys = BTreeMap::from([((1, 2), "x")]);
+    let model = TestModel::new().pin("/odd", keys);
+    let error = block_on(model.complete(&ProviderRequest::text("s", "u"))).unwrap_err();
+    assert_eq!(error.kind(), ProviderErrorKind::Configuration);
+    assert!(error.message().contains("`/odd`"), "{error}");
 }
 
 #[test]
@@ -255,7 +264,7 @@ fn streamed_answers_come_in_pieces_that_join_to_the_answer() {
             .strict
             .clone(),
     );
-    let whole = model.answer(&request);
+    let whole = model.answer(&request).unwrap();
     let mut stream = block_on(model.stream(&request)).unwrap();
     let (mut joined, mut pieces, mut finished) = (String::new(), 0, None);
     block_on(async {
