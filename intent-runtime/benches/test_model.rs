@@ -77,12 +77,24 @@ fn main() {
     let model = TestModel::seeded(1);
 
     let rows = [
-        ("transform, scripted provider (2 KB reply, 20 lines)", per_call(rounds, calls, || run(&scripted))),
-        ("transform, test model (generated, 1-3 lines)", per_call(rounds, calls, || run(&generated))),
-        ("transform, test model, /lines pinned to the 20 lines", per_call(rounds, calls, || run(&pinned))),
-        ("TestModel::answer alone (generated invoice)", per_call(rounds, calls, || {
-            black_box(model.answer(&request).expect("answer"));
-        })),
+        (
+            "transform, scripted provider (2 KB reply, 20 lines)",
+            per_call(rounds, calls, || run(&scripted)),
+        ),
+        (
+            "transform, test model (generated, 1-3 lines)",
+            per_call(rounds, calls, || run(&generated)),
+        ),
+        (
+            "transform, test model, /lines pinned to the 20 lines",
+            per_call(rounds, calls, || run(&pinned)),
+        ),
+        (
+            "TestModel::answer alone (generated invoice)",
+            per_call(rounds, calls, || {
+                black_box(model.answer(&request).expect("answer"));
+            }),
+        ),
     ];
     println!("| call | client CPU per call |");
     println!("| --- | --- |");
