@@ -100,7 +100,8 @@
 //! # Where to go next
 //!
 //! The repository's README walks through streaming, batch jobs, images and documents,
-//! decision questions, a fleet of workers, logs and telemetry, and evaluations; its
+//! decision questions, a fleet of workers, logs and telemetry, testing your intents
+//! offline with [`TestModel`](provider::TestModel), and evaluations; its
 //! `examples/` folder holds a program for each, all runnable offline
 //! (`cargo run --example quickstart`).
 

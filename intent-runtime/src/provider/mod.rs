@@ -18,6 +18,7 @@
 //! | [`gemini`] | Google's Gemini API: request bodies, the schema rewritten to what it honours, replies, errors with `RetryInfo`, the stream decoder, Batch Mode, and [`Gemini`] |
 //! | [`anthropic`] | Messages: request bodies, schema acceptance, replies, the stream decoder, Message Batches, and [`Anthropic`] |
 //! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
+//! | [`test_model`] | [`TestModel`]: answers every request with a value valid for its schema, deterministically for a seed |
 //! | [`batch`] | what a batch API offers batch jobs, whatever the API |
 //! | `env` | [`from_env`]: the one place providers are chosen from the environment |
 //!
@@ -38,6 +39,7 @@ pub(crate) mod reply_text;
 pub mod responses;
 pub mod scripted;
 mod stream;
+pub mod test_model;
 
 use std::fmt;
 use std::sync::Arc;
@@ -59,6 +61,7 @@ pub use logprobs::{LogprobAlternative, TokenLogprob};
 pub use openai::OpenAi;
 pub use responses::OpenAiResponses;
 pub use scripted::{ScriptedProvider, ScriptedReply};
+pub use test_model::TestModel;
 
 use crate::media::{Media, MediaLimits};
 use crate::result::Usage;

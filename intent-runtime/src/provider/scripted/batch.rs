@@ -1,9 +1,10 @@
 //! An offline batch API for tests and examples: each request is answered by a
-//! [`ScriptedProvider`] as it is queued, and each batch ends on its second look.
+//! [`ScriptedProvider`] (or another offline provider, such as the test model) as it is
+//! queued, and each batch ends on its second look.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +17,7 @@ use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderReques
 
 #[derive(Debug)]
 pub(crate) struct ScriptedBatch {
-    provider: ScriptedProvider,
+    provider: Arc<dyn Provider>,
     batches: Mutex<HashMap<String, Stored>>,
     next: AtomicU64,
 }
@@ -35,7 +36,7 @@ struct Line {
 }
 
 impl ScriptedBatch {
-    pub(crate) fn new(provider: ScriptedProvider) -> Self {
+    pub(crate) fn new(provider: Arc<dyn Provider>) -> Self {
         Self {
             provider,
             batches: Mutex::default(),
@@ -183,6 +184,12 @@ impl BatchProvider {
     /// An offline batch API whose replies come from `provider`: each request is answered
     /// as it is queued, and each batch ends on its second look. For tests and examples.
     pub fn scripted(provider: ScriptedProvider) -> Self {
-        Self::from_api(ScriptedBatch::new(provider))
+        offline_batch(Arc::new(provider))
     }
+}
+
+/// The offline batch API of [`BatchProvider::scripted`], answering with any provider that
+/// needs no network (the test model).
+pub(crate) fn offline_batch(provider: Arc<dyn Provider>) -> BatchProvider {
+    BatchProvider::from_api(ScriptedBatch::new(provider))
 }

@@ -13,6 +13,8 @@ use futures_core::Stream;
 
 mod batch;
 
+pub(crate) use batch::offline_batch;
+
 use super::{
     LogprobAlternative, Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest,
     ReplyPiece, ReplyStream, ResponseFormat, TokenLogprob,
@@ -461,7 +463,7 @@ impl Stream for Chunks {
 }
 
 /// `text` in pieces of about `bytes` bytes, each cut at a character boundary.
-fn split_text(text: &str, bytes: usize) -> impl Iterator<Item = &str> {
+pub(crate) fn split_text(text: &str, bytes: usize) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {
