@@ -444,4 +444,27 @@ mod tests {
                 .is_empty()
         );
     }
+
+    #[test]
+    fn media_is_matched_by_digest_and_a_different_image_is_named() {
+        use crate::media::Image;
+        use crate::provider::MediaPart;
+        let png = |last: u8| {
+            let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01".to_vec();
+            bytes.push(last);
+            Image::from_bytes(bytes).unwrap().media().clone()
+        };
+        let with = |media| {
+            let mut request = request();
+            request.messages[0].media = vec![MediaPart { at: 5, media }];
+            RecordedRequest::of(&request, "m")
+        };
+        let recorded = with(png(1));
+        assert_eq!(recorded.fingerprint(), with(png(1)).fingerprint());
+        let text = serde_json::to_string(&recorded).unwrap();
+        assert!(text.contains(r#""media_type":"image/png","sha256":""#), "{text}");
+        let found = recorded.differences(CallKind::Complete, &with(png(2)), CallKind::Complete);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("media digest in turn 1"), "{found:?}");
+    }
 }

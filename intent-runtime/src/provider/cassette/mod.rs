@@ -580,7 +580,17 @@ fn replayed_stream(exchange: Exchange, provider: &str) -> ReplyStream {
         // No reply and no error: the stream ends cut, as it did when recorded.
         (None, None) => {}
     }
-    ReplyStream::new(futures_util::stream::iter(items))
+    // Each piece after the first waits for one turn of the scheduler, so a reader sees
+    // the pieces arrive one by one as they did from the model, not all at once.
+    let pieces = futures_util::stream::iter(items.into_iter().enumerate()).then(
+        |(index, item)| async move {
+            if index > 0 {
+                tokio::task::yield_now().await;
+            }
+            item
+        },
+    );
+    ReplyStream::new(pieces)
 }
 
 #[cfg(test)]
