@@ -145,8 +145,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         cassette.contains(key)
     );
     if let Some(line) = cassette.lines().next() {
-        let shown: String = line.chars().take(220).collect();
-        println!("  {shown}…");
+        let excerpt: String = line.chars().take(220).collect();
+        println!("  {excerpt}…");
     }
 
     // 2. Replay: no server, another key; nothing is sent.
@@ -161,7 +161,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 3. A call the cassette does not hold fails, naming the nearest exchange.
     let missing = support.ticket("Hello, the site is slow.").await;
-    println!("\nA call that was never recorded:\n  {}", missing.failure_summary());
+    println!(
+        "\nA call that was never recorded:\n  {}",
+        missing.failure_summary()
+    );
 
     let _ = std::fs::remove_file(&path);
     Ok(())

@@ -227,7 +227,11 @@ async fn every_wire_records_then_replays_the_same_typed_value_with_no_key_in_the
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 1, "{}: {text}", wire.name);
         assert!(!text.contains(SECRET_KEY), "{}: the key leaked", wire.name);
-        assert!(!text.contains("LEAKCHECK"), "{}: part of the key leaked", wire.name);
+        assert!(
+            !text.contains("LEAKCHECK"),
+            "{}: part of the key leaked",
+            wire.name
+        );
     }
 }
 
@@ -305,7 +309,11 @@ async fn replay_only_with_a_missing_exchange_names_what_differs() {
         .unwrap();
     let result = support(replayer).ticket("Charged three times").await;
     assert!(!result.is_success());
-    assert_eq!(result.attempts.len(), 1, "a missing exchange is not retried");
+    assert_eq!(
+        result.attempts.len(),
+        1,
+        "a missing exchange is not retried"
+    );
     let summary = result.failure_summary();
     for expected in [
         "has no exchange left for this `complete` request",
@@ -359,9 +367,17 @@ async fn concurrent_calls_are_recorded_and_replayed_without_mixing() {
     // Each line holds one whole exchange: its request and its own reply.
     for line in text.lines() {
         let exchange: Value = serde_json::from_str(line).unwrap();
-        let asked = exchange["request"]["messages"][0]["content"].as_str().unwrap();
+        let asked = exchange["request"]["messages"][0]["content"]
+            .as_str()
+            .unwrap();
         let answered = exchange["reply"]["text"].as_str().unwrap();
-        let n = answered.split("order ").nth(1).unwrap().split('"').next().unwrap();
+        let n = answered
+            .split("order ")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
         assert!(asked.contains(&format!("order #{n}")), "{line}");
     }
 
@@ -400,7 +416,10 @@ async fn a_streamed_call_is_replayed_as_a_stream_of_the_recorded_pieces() {
         .unwrap();
     // The replay's pieces arrive one by one (how many partial values a reader sees of
     // them depends on its interval, so only the final record is compared here).
-    let replayed = support(replayer).ticket_live("Charged twice").finish().await;
+    let replayed = support(replayer)
+        .ticket_live("Charged twice")
+        .finish()
+        .await;
     assert_eq!(replayed.value.as_ref(), Some(&value));
     assert!(replayed.attempts[0].replayed);
 }

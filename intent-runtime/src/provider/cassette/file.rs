@@ -172,8 +172,8 @@ impl RecordedError {
         .into_iter()
         .find(|kind| format!("{kind:?}") == self.kind)
         .unwrap_or(InvalidResponse);
-        let mut error = ProviderError::new(kind, provider, self.message.clone())
-            .with_transient(self.transient);
+        let mut error =
+            ProviderError::new(kind, provider, self.message.clone()).with_transient(self.transient);
         if let Some(status) = self.status {
             error = error.with_status(status);
         }

@@ -228,8 +228,7 @@ fn shown<T: std::fmt::Display>(value: Option<T>) -> String {
 fn turn_differences(recorded: &[RecordedMessage], asked: &[RecordedMessage]) -> Vec<String> {
     let mut out = Vec::new();
     if recorded.len() != asked.len() {
-        let retry = if asked.len() > recorded.len() && asked.iter().any(|m| m.role == "assistant")
-        {
+        let retry = if asked.len() > recorded.len() && asked.iter().any(|m| m.role == "assistant") {
             " (the request is a retry: an earlier reply failed its checks)"
         } else {
             ""
@@ -321,11 +320,7 @@ fn first_value_difference(was: &Value, now: &Value, at: String) -> String {
 
 /// The character (1-based) at which two texts first differ.
 fn first_difference(a: &str, b: &str) -> usize {
-    a.chars()
-        .zip(b.chars())
-        .take_while(|(x, y)| x == y)
-        .count()
-        + 1
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count() + 1
 }
 
 /// `value` with every object's keys in sorted order.
@@ -462,7 +457,10 @@ mod tests {
         let recorded = with(png(1));
         assert_eq!(recorded.fingerprint(), with(png(1)).fingerprint());
         let text = serde_json::to_string(&recorded).unwrap();
-        assert!(text.contains(r#""media_type":"image/png","sha256":""#), "{text}");
+        assert!(
+            text.contains(r#""media_type":"image/png","sha256":""#),
+            "{text}"
+        );
         let found = recorded.differences(CallKind::Complete, &with(png(2)), CallKind::Complete);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("media digest in turn 1"), "{found:?}");

@@ -156,9 +156,7 @@ impl Cassette {
             (CassetteMode::ReplayOnly, None) => {
                 return Err(CassetteError::Missing { path: self.path });
             }
-            (CassetteMode::ReplayOnly, Some(_)) | (CassetteMode::Record, Some(_)) => {
-                (true, false)
-            }
+            (CassetteMode::ReplayOnly, Some(_)) | (CassetteMode::Record, Some(_)) => (true, false),
             (CassetteMode::Record, None) => (false, true),
             (CassetteMode::RecordNew, _) => (true, true),
         };
@@ -335,9 +333,7 @@ impl Shared {
         let same: Vec<usize> = tape
             .recorded
             .iter()
-            .filter(|r| {
-                r.exchange.kind == kind && r.exchange.request.fingerprint() == fingerprint
-            })
+            .filter(|r| r.exchange.kind == kind && r.exchange.request.fingerprint() == fingerprint)
             .map(|r| r.line)
             .collect();
         if !same.is_empty() {
@@ -348,11 +344,11 @@ impl Shared {
             );
         }
         // A retry after a replayed answer failed today's checks.
-        if let Some(retried) = tape.recorded.iter().find(|r| {
-            r.served
-                && r.exchange.kind == kind
-                && is_retry_of(request, &r.exchange)
-        }) {
+        if let Some(retried) = tape
+            .recorded
+            .iter()
+            .find(|r| r.served && r.exchange.kind == kind && is_retry_of(request, &r.exchange))
+        {
             return format!(
                 "{head}: it is the retry after the answer replayed from exchange {} (line {} of {path}) failed today's checks (see the attempt before this one for the check); the recorded answer no longer fits the code: fix the code, or {advice}",
                 retried.line, retried.line

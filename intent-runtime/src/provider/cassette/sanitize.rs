@@ -144,7 +144,9 @@ fn redact_bearer(text: &str) -> String {
         let start = search + found + "bearer ".len();
         let bytes = text.as_bytes();
         let mut end = start;
-        while end < bytes.len() && (is_key_char(bytes[end]) || matches!(bytes[end], b'+' | b'/' | b'=')) {
+        while end < bytes.len()
+            && (is_key_char(bytes[end]) || matches!(bytes[end], b'+' | b'/' | b'='))
+        {
             end += 1;
         }
         if end > start && &text[start..end] != REDACTED {
@@ -167,7 +169,11 @@ fn redact_key_shapes(text: &str) -> String {
     while at < bytes.len() {
         let boundary = at == 0 || !is_key_char(bytes[at - 1]);
         let prefix = boundary
-            .then(|| KEY_PREFIXES.iter().find(|p| bytes[at..].starts_with(p.as_bytes())))
+            .then(|| {
+                KEY_PREFIXES
+                    .iter()
+                    .find(|p| bytes[at..].starts_with(p.as_bytes()))
+            })
             .flatten();
         if let Some(prefix) = prefix {
             let mut end = at + prefix.len();
@@ -292,7 +298,8 @@ mod tests {
     #[test]
     fn named_fields_are_blanked_whatever_their_value() {
         let sanitizer = bare().field("Email").field("card");
-        let text = r#"{"EMAIL": "a@b.c", "card": {"n": [1, {"x": "}"}]}, "api_key":42, "name": "Ann"}"#;
+        let text =
+            r#"{"EMAIL": "a@b.c", "card": {"n": [1, {"x": "}"}]}, "api_key":42, "name": "Ann"}"#;
         assert_eq!(
             sanitizer.clean(text),
             r#"{"EMAIL": "[redacted]", "card": "[redacted]", "api_key":"[redacted]", "name": "Ann"}"#

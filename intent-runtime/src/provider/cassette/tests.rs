@@ -69,15 +69,18 @@ fn a_recording_is_the_same_bytes_on_every_run() {
     let text = std::fs::read_to_string(&first).unwrap();
     assert_eq!(text, std::fs::read_to_string(&second).unwrap());
     assert_eq!(text.lines().count(), 1);
-    assert!(text.starts_with(r#"{"kind":"complete","fingerprint":""#), "{text}");
+    assert!(
+        text.starts_with(r#"{"kind":"complete","fingerprint":""#),
+        "{text}"
+    );
 }
 
 #[test]
 fn the_same_request_recorded_twice_is_served_in_recorded_order() {
     let path = cassette_path("retries");
     block_on(async {
-        let overloaded = ProviderError::new(ProviderErrorKind::Overloaded, "scripted", "busy")
-            .with_status(503);
+        let overloaded =
+            ProviderError::new(ProviderErrorKind::Overloaded, "scripted", "busy").with_status(503);
         let live = Cassette::new(&path)
             .wrap(ScriptedProvider::new([
                 ScriptedReply::error(overloaded),
@@ -101,7 +104,9 @@ fn the_same_request_recorded_twice_is_served_in_recorded_order() {
         assert_eq!(error.kind(), ProviderErrorKind::Configuration);
         assert!(!error.is_transient() && !error.request_sent());
         assert!(
-            error.message().contains("recorded 2 time(s) (exchange(s) 1, 2)"),
+            error
+                .message()
+                .contains("recorded 2 time(s) (exchange(s) 1, 2)"),
             "{error}"
         );
     });
@@ -222,15 +227,16 @@ fn a_last_line_cut_short_is_left_out_and_a_bad_line_is_an_error() {
     assert_eq!(replay.unserved(), 1);
     std::fs::write(&path, format!("{whole}not json\n")).unwrap();
     let error = Cassette::new(&path).wrap(silent()).unwrap_err();
-    assert!(error.to_string().contains("line 2 of the cassette"), "{error}");
+    assert!(
+        error.to_string().contains("line 2 of the cassette"),
+        "{error}"
+    );
 }
 
 #[test]
 fn secrets_in_prompts_and_replies_never_reach_the_file_and_still_match() {
     let path = cassette_path("secret");
-    let sanitizer = Sanitizer::new()
-        .secret("hunter2-password")
-        .field("email");
+    let sanitizer = Sanitizer::new().secret("hunter2-password").field("email");
     let ask = request(r#"Log in with hunter2-password as {"email": "ann@example.com"}"#);
     block_on(async {
         let live = Cassette::new(&path)
