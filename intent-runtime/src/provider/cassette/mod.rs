@@ -266,8 +266,25 @@ fn clean_request(sanitizer: &Sanitizer, request: &RecordedRequest) -> RecordedRe
 
 /// What the tape has for a request.
 enum Lookup {
-    Found(Exchange),
+    Found(Box<Served>),
     Missing(String),
+}
+
+/// The recorded answer served for a request (the request itself is not copied).
+struct Served {
+    pieces: Option<Vec<String>>,
+    reply: Option<RecordedReply>,
+    error: Option<RecordedError>,
+}
+
+impl Served {
+    fn of(exchange: &Exchange) -> Box<Self> {
+        Box::new(Self {
+            pieces: exchange.pieces.clone(),
+            reply: exchange.reply.clone(),
+            error: exchange.error.clone(),
+        })
+    }
 }
 
 impl Shared {
@@ -283,7 +300,7 @@ impl Shared {
         let key = (fingerprint.to_owned(), kind);
         if let Some(index) = tape.queues.get_mut(&key).and_then(VecDeque::pop_front) {
             tape.recorded[index].served = true;
-            return Lookup::Found(tape.recorded[index].exchange.clone());
+            return Lookup::Found(Served::of(&tape.recorded[index].exchange));
         }
         // A request that differs only in its schema: the recorded answer is served, to be
         // checked against today's type.
@@ -310,7 +327,7 @@ impl Shared {
                 exchange = line,
                 "the request's schema differs from the recorded one: replaying the recorded answer, to be checked against today's type"
             );
-            return Lookup::Found(tape.recorded[index].exchange.clone());
+            return Lookup::Found(Served::of(&tape.recorded[index].exchange));
         }
         Lookup::Missing(self.explain_missing(&tape, request, fingerprint, kind))
     }
@@ -489,7 +506,7 @@ impl<P: Provider> Provider for CassetteProvider<P> {
         let (record, fingerprint) = self.identify(request);
         if self.shared.replay {
             match self.shared.take(&record, &fingerprint, CallKind::Stream) {
-                Lookup::Found(exchange) => return Ok(replayed_stream(exchange, self.name())),
+                Lookup::Found(exchange) => return Ok(replayed_stream(*exchange, self.name())),
                 Lookup::Missing(why) if !self.shared.record => {
                     return Err(self.shared.missing(why));
                 }
@@ -550,7 +567,7 @@ impl<P: Provider> Provider for CassetteProvider<P> {
 }
 
 /// The recorded answer of a `complete` exchange.
-fn replayed_reply(exchange: &Exchange, provider: &str) -> Result<ProviderReply, ProviderError> {
+fn replayed_reply(exchange: &Served, provider: &str) -> Result<ProviderReply, ProviderError> {
     match (&exchange.reply, &exchange.error) {
         (Some(reply), _) => Ok(reply.to_reply()),
         (None, Some(error)) => Err(error.to_error(provider)),
@@ -563,7 +580,7 @@ fn replayed_reply(exchange: &Exchange, provider: &str) -> Result<ProviderReply, 
 }
 
 /// The recorded pieces of a `stream` exchange, then its reply or error.
-fn replayed_stream(exchange: Exchange, provider: &str) -> ReplyStream {
+fn replayed_stream(exchange: Served, provider: &str) -> ReplyStream {
     let mut items: Vec<Result<ReplyPiece, ProviderError>> = exchange
         .pieces
         .unwrap_or_default()
