@@ -20,6 +20,13 @@
 //! (in the first attempt's issue) the check. A request that differs from a recorded one
 //! only in its schema is served that recorded answer, so a changed type is checked
 //! against what the model really said instead of failing on the schema alone.
+//!
+//! Decision questions answered through a provider (log-probabilities, stated
+//! probabilities) are recorded like any call. The System One client
+//! ([`SystemOneClient`](crate::decision::SystemOneClient)) speaks its own HTTP API, not
+//! through a [`Provider`], and is not recorded: that needs a cassette at the
+//! [`DecisionClient`](crate::decision::DecisionClient) level, whose responses would have
+//! to be rebuilt through their checked constructors on replay.
 
 mod file;
 mod fingerprint;
