@@ -494,6 +494,7 @@ where
                 if !record.cached {
                     state.add_usage(&mut record, reply.usage);
                 }
+                record.replayed = reply.replayed;
                 let verification = verify(&reply, number);
                 let passed = verification.passed();
                 trace.verified(number, passed, &verification.issues, &verification.repairs);

@@ -351,6 +351,8 @@ pub struct AttemptRecord {
     /// How the rate limiter admitted this attempt's requests, when the client has one: a
     /// fallback to the local limiter on any of them is kept.
     pub limiter: Option<LimiterUse>,
+    /// Whether the reply was replayed from a cassette rather than asked of a model.
+    pub replayed: bool,
 }
 
 impl AttemptRecord {
@@ -371,6 +373,7 @@ impl AttemptRecord {
             cached: false,
             cache: None,
             limiter: None,
+            replayed: false,
         }
     }
 

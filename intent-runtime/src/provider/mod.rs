@@ -19,6 +19,7 @@
 //! | [`anthropic`] | Messages: request bodies, schema acceptance, replies, the stream decoder, Message Batches, and [`Anthropic`] |
 //! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
 //! | [`test_model`] | [`TestModel`]: answers every request with a value valid for its schema, deterministically for a seed |
+//! | [`cassette`] | [`CassetteProvider`]: real exchanges recorded to a cassette file, sanitized, and replayed |
 //! | [`batch`] | what a batch API offers batch jobs, whatever the API |
 //! | `env` | [`from_env`]: the one place providers are chosen from the environment |
 //!
@@ -28,6 +29,7 @@
 pub mod anthropic;
 pub mod azure;
 pub mod batch;
+pub mod cassette;
 pub mod compatible;
 mod env;
 mod error;
@@ -48,6 +50,7 @@ use serde_json::Value;
 
 pub use anthropic::{Anthropic, anthropic_accepts_schema};
 pub use azure::AzureOpenAi;
+pub use cassette::{Cassette, CassetteError, CassetteMode, CassetteProvider, Sanitizer};
 pub use compatible::{
     MaxTokensField, OPENAI_COMPATIBLE_DEFAULT_MODEL, OpenAiCompatible, StructuredOutput,
 };
@@ -361,6 +364,8 @@ pub struct ProviderReply {
     /// The log-probabilities of the output tokens, in order, when the request asked for
     /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
     pub logprobs: Option<Vec<TokenLogprob>>,
+    /// Whether the reply was served from a cassette ([`cassette`]) instead of a model.
+    pub replayed: bool,
 }
 
 impl ProviderReply {

@@ -134,6 +134,7 @@ impl StoredOutcome {
                 request_id,
                 response_id: None,
                 logprobs,
+                replayed: false,
             }),
             StoredOutcome::Error {
                 kind,

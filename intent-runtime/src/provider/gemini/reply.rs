@@ -270,6 +270,7 @@ impl ReplyParts {
             request_id,
             response_id: self.response_id,
             logprobs: self.logprobs,
+            replayed: false,
         }
     }
 }

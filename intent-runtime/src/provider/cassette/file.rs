@@ -1,0 +1,290 @@
+//! The cassette file: one exchange per line of JSON, in a fixed field order, read whole
+//! when a cassette is opened and appended to one line at a time.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::CassetteError;
+use super::fingerprint::{CallKind, RecordedRequest};
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderReply, TokenLogprob};
+use crate::result::Usage;
+
+/// One recorded exchange: the request, and the reply (for a stream, its pieces too) or
+/// the error it met.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Exchange {
+    /// How the call was made.
+    pub kind: CallKind,
+    /// The request's fingerprint when it was recorded: for a person reading the file;
+    /// matching recomputes it from `request`, so a hand-edited request matches as edited.
+    pub fingerprint: String,
+    /// The provider that answered (its [`name`](crate::provider::Provider::name)).
+    pub provider: String,
+    /// The request, sanitized.
+    pub request: RecordedRequest,
+    /// A stream's text pieces, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pieces: Option<Vec<String>>,
+    /// The reply, when the call succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<RecordedReply>,
+    /// The error, when the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RecordedError>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Token counts, only those that are not zero written.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub(crate) struct RecordedUsage {
+    #[serde(default, skip_serializing_if = "is_zero")]
+    input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    output_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    cached_input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    cache_write_input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    reasoning_tokens: u64,
+}
+
+/// A reply as a cassette keeps it: everything but the HTTP request id, which changes on
+/// every run and determines nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RecordedReply {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusal_categories: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    #[serde(default)]
+    pub usage: RecordedUsage,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<TokenLogprob>>,
+}
+
+impl RecordedReply {
+    pub(crate) fn of(reply: &ProviderReply, clean: impl Fn(&str) -> String) -> Self {
+        let usage = reply.usage;
+        Self {
+            text: clean(&reply.text),
+            refusal: reply.refusal.as_deref().map(&clean),
+            refusal_categories: reply.refusal_categories.clone(),
+            truncated: reply.truncated,
+            stop_reason: reply.stop_reason.clone(),
+            usage: RecordedUsage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cached_input_tokens: usage.cached_input_tokens,
+                cache_write_input_tokens: usage.cache_write_input_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+            },
+            model: reply.model.clone(),
+            response_id: reply.response_id.clone(),
+            logprobs: reply.logprobs.clone(),
+        }
+    }
+
+    /// The reply served on replay, marked as replayed.
+    pub(crate) fn to_reply(&self) -> ProviderReply {
+        let usage = self.usage;
+        ProviderReply {
+            text: self.text.clone(),
+            refusal: self.refusal.clone(),
+            refusal_categories: self.refusal_categories.clone(),
+            truncated: self.truncated,
+            stop_reason: self.stop_reason.clone(),
+            usage: Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cached_input_tokens: usage.cached_input_tokens,
+                cache_write_input_tokens: usage.cache_write_input_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+            },
+            model: self.model.clone(),
+            request_id: None,
+            response_id: self.response_id.clone(),
+            logprobs: self.logprobs.clone(),
+            replayed: true,
+        }
+    }
+}
+
+/// A failed call as a cassette keeps it. The wait a rate limit asked for is not kept: a
+/// replay has nothing to wait for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RecordedError {
+    /// The kind, as `ProviderErrorKind`'s variant name (`RateLimited`).
+    pub kind: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub transient: bool,
+    pub sent: bool,
+}
+
+impl RecordedError {
+    pub(crate) fn of(error: &ProviderError, clean: impl Fn(&str) -> String) -> Self {
+        Self {
+            kind: format!("{:?}", error.kind()),
+            message: clean(error.message()),
+            status: error.status(),
+            transient: error.is_transient(),
+            sent: error.request_sent(),
+        }
+    }
+
+    /// The error served on replay, from `provider`.
+    pub(crate) fn to_error(&self, provider: &str) -> ProviderError {
+        use ProviderErrorKind::*;
+        let kind = [
+            Authentication,
+            Permission,
+            NotFound,
+            InvalidRequest,
+            SchemaRejected,
+            RateLimited,
+            Overloaded,
+            Server,
+            Timeout,
+            Transport,
+            InvalidResponse,
+            Configuration,
+            Canceled,
+        ]
+        .into_iter()
+        .find(|kind| format!("{kind:?}") == self.kind)
+        .unwrap_or(InvalidResponse);
+        let mut error =
+            ProviderError::new(kind, provider, self.message.clone()).with_transient(self.transient);
+        if let Some(status) = self.status {
+            error = error.with_status(status);
+        }
+        if self.transient {
+            // Retried at once: the recorded wait was the live provider's, not the replay's.
+            error = error.with_retry_after(Duration::ZERO);
+        }
+        if !self.sent {
+            error = error.not_sent();
+        }
+        error
+    }
+}
+
+/// Reads the exchanges of the cassette at `path`, in order, each with its line number;
+/// `None` when there is no file. A last line cut short (a crash while it was written) is
+/// left out with a warning; any other line that is not an exchange is an error.
+pub(crate) fn read(path: &Path) -> Result<Option<Vec<(usize, Exchange)>>, CassetteError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(CassetteError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut exchanges = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Exchange>(line) {
+            Ok(exchange) => exchanges.push((index + 1, exchange)),
+            Err(_) if index + 1 == lines.len() && !complete => {
+                tracing::warn!(
+                    cassette = %path.display(),
+                    line = index + 1,
+                    "the cassette's last line is cut short (a recording stopped while writing it); it is left out"
+                );
+            }
+            Err(error) => {
+                return Err(CassetteError::Malformed {
+                    path: path.to_owned(),
+                    line: index + 1,
+                    reason: error.to_string(),
+                });
+            }
+        }
+    }
+    Ok(Some(exchanges))
+}
+
+/// Appends exchanges to a cassette, one whole line per write under a lock, so that
+/// concurrent calls never interleave and a crash loses at most the exchange being
+/// written.
+#[derive(Debug)]
+pub(crate) struct Appender {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
+}
+
+impl Appender {
+    pub(crate) fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            file: Mutex::new(None),
+        }
+    }
+
+    /// Writes `exchange` as one line at the end of the file, creating the file (and its
+    /// folder) on the first write.
+    pub(crate) fn append(&self, exchange: &Exchange) -> Result<(), CassetteError> {
+        let mut line = serde_json::to_string(exchange).map_err(|error| CassetteError::Write {
+            path: self.path.clone(),
+            source: std::io::Error::other(error),
+        })?;
+        line.push('\n');
+        let failed = |source| CassetteError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        // A poisoned lock only means another writer panicked between writes: the file
+        // holds whole lines, so writing on is safe.
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if file.is_none() {
+            if let Some(folder) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(folder).map_err(failed)?;
+            }
+            let opened = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(failed)?;
+            *file = Some(opened);
+        }
+        if let Some(file) = file.as_mut() {
+            // One write of the whole line: with `O_APPEND`, lines from other processes
+            // land whole too.
+            file.write_all(line.as_bytes()).map_err(failed)?;
+        }
+        Ok(())
+    }
+}
