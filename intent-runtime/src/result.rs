@@ -359,6 +359,9 @@ pub struct AttemptRecord {
     /// How the rate limiter admitted this attempt's requests, when the client has one: a
     /// fallback to the local limiter on any of them is kept.
     pub limiter: Option<LimiterUse>,
+    /// What the attempt's model calls cost, each priced on the model that answered it
+    /// (see the [`pricing`](crate::pricing) module).
+    pub cost: crate::cost::CostTally,
 }
 
 impl AttemptRecord {
@@ -379,6 +382,7 @@ impl AttemptRecord {
             cached: false,
             cache: None,
             limiter: None,
+            cost: crate::cost::CostTally::default(),
         }
     }
 

@@ -12,7 +12,9 @@ use std::time::Duration;
 use crate::cache::ResponseCache;
 use crate::decision::{DecisionClient, DecisionEvaluator, decision_client_for};
 use crate::judge::{Judge, JudgeMode};
+use crate::cost::Cost;
 use crate::limits::{RateLimiter, RetryPolicy};
+use crate::pricing::PriceTable;
 use crate::provider::Provider;
 use crate::result::Usage;
 use crate::schema::TargetSchema;
@@ -84,18 +86,27 @@ pub(crate) struct ClientInner {
     /// Whether calls run inside a batch job: the per-call time budget does not apply
     /// there (a batch answers within hours); the job's own time limit does.
     pub in_batch: bool,
+    /// In a batch job, the attempt from which answers are sent live rather than through
+    /// the batch API (and priced at the synchronous rates).
+    pub batch_live_from: Option<u32>,
+    /// The prices calls are costed with.
+    pub prices: Arc<PriceTable>,
+    /// The budget in money of each call, unless its options set one.
+    pub max_cost: Option<Cost>,
 }
 
 impl ClientInner {
     /// The same configuration for the items of a batch job: requests go to `provider`
     /// (the job's router), decision questions too unless the client was given its own
     /// decision client, and judge calls to `judge` (the job's, which keeps verdicts),
-    /// with no rate limiter (the batch API has its own) and no per-call time budget;
+    /// with no rate limiter (the batch API has its own) and no per-call time budget (answers
+    /// from attempt `live_from_attempt` on are sent live);
     /// totals are the job's own.
     pub fn for_batch(
         &self,
         provider: Arc<dyn Provider>,
         judge: Option<Arc<dyn Judge>>,
+        live_from_attempt: Option<u32>,
     ) -> ClientInner {
         let decisions = if self.decisions_from_provider {
             decision_client_for(provider.clone())
@@ -126,6 +137,9 @@ impl ClientInner {
             telemetry: self.telemetry.clone(),
             runtime_schemas: Mutex::default(),
             in_batch: true,
+            batch_live_from: live_from_attempt,
+            prices: self.prices.clone(),
+            max_cost: self.max_cost,
         }
     }
 }

@@ -266,7 +266,11 @@ impl<T: Send + 'static> BatchJob<T> {
             )?) as Arc<dyn Judge>),
             None => None,
         };
-        let job_client = client.for_batch(Arc::new(Routed(router.clone())), judge);
+        let job_client = client.for_batch(
+            Arc::new(Routed(router.clone())),
+            judge,
+            options.live_from_attempt,
+        );
         if let Some(reason) = state.canceled() {
             // Every unfinished item says why, and how to run it after all.
             router.cancel(&format!(
