@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::attempt::{CallSettings, run_attempts};
 use crate::cache::{InMemoryCache, ResponseCache};
-use crate::cost::Cost;
+use crate::cost::{Cost, CostTally, UnpricedModels};
 use crate::decision::{
     DecisionClient, DecisionError, DecisionEvaluator, DecisionRequest, DecisionResponse,
     decision_client_for,
@@ -166,6 +166,13 @@ impl IntentClient {
         self.inner.totals.model_calls.load(Ordering::Relaxed)
     }
 
+    /// What this client and its clones have spent so far, batch jobs included; an
+    /// [`UnpricedModels`] error when some call's model had no price (with the priced
+    /// part).
+    pub fn total_cost(&self) -> Result<Cost, UnpricedModels> {
+        lock(&self.inner.totals.cost).total()
+    }
+
     /// Tokens used so far by this client and its clones.
     pub fn total_usage(&self) -> Usage {
         Usage {
@@ -210,12 +217,13 @@ impl IntentClient {
     }
 
     /// Adds a batch job's model calls and tokens to this client's totals.
-    pub(crate) fn add_totals(&self, model_calls: u64, usage: Usage) {
+    pub(crate) fn add_totals(&self, model_calls: u64, usage: Usage, cost: &CostTally) {
         self.inner
             .totals
             .model_calls
             .fetch_add(model_calls, Ordering::Relaxed);
         self.inner.totals.add(usage);
+        self.inner.totals.add_cost(cost);
     }
 
     /// [`IntentClient::transform_value`] with an input already prepared.

@@ -185,11 +185,20 @@ impl serde::Serialize for Cost {
     }
 }
 
+/// A cost is read from its decimal text in dollars (what [`Serialize`](serde::Serialize)
+/// writes), exactly.
+impl<'de> serde::Deserialize<'de> for Cost {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// A cost as far as the price table knows it: what the calls with a price cost, and the
 /// models of the calls without one. An attempt's record carries one
 /// ([`AttemptRecord::cost`](crate::AttemptRecord::cost)); tallies add up across attempts,
 /// calls and jobs, and [`CostTally::total`] gives the cost only when nothing was unpriced.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CostTally {
     /// The cost of the calls that had a price.
     pub priced: Cost,
@@ -295,6 +304,15 @@ mod tests {
             assert!(error.to_string().contains("not an amount"), "{bad}");
         }
         assert_eq!(Cost::from_cents(7).as_usd_f64(), 0.07);
+    }
+
+    #[test]
+    fn a_cost_goes_to_json_and_back_as_exact_text() {
+        let cost = Cost::from_pico_usd(1_234_567_890_123);
+        let json = serde_json::to_string(&cost).unwrap();
+        assert_eq!(json, "\"1.234567890123\"");
+        assert_eq!(serde_json::from_str::<Cost>(&json).unwrap(), cost);
+        assert!(serde_json::from_str::<Cost>("\"-1\"").is_err());
     }
 
     fn total<'a>(tallies: impl IntoIterator<Item = &'a CostTally>) -> Result<Cost, UnpricedModels> {

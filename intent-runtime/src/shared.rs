@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::cache::ResponseCache;
 use crate::decision::{DecisionClient, DecisionEvaluator, decision_client_for};
 use crate::judge::{Judge, JudgeMode};
-use crate::cost::Cost;
+use crate::cost::{Cost, CostTally};
 use crate::limits::{RateLimiter, RetryPolicy};
 use crate::pricing::PriceTable;
 use crate::provider::Provider;
@@ -29,6 +29,9 @@ pub(crate) struct Totals {
     pub cached_input_tokens: AtomicU64,
     pub cache_write_input_tokens: AtomicU64,
     pub reasoning_tokens: AtomicU64,
+    /// What the calls cost, as far as the price table knows. A lock, not an atomic: a
+    /// tally also names the models with no price (taken once per model call).
+    pub cost: Mutex<CostTally>,
 }
 
 impl Totals {
@@ -44,6 +47,13 @@ impl Totals {
             .fetch_add(usage.cache_write_input_tokens, Ordering::Relaxed);
         self.reasoning_tokens
             .fetch_add(usage.reasoning_tokens, Ordering::Relaxed);
+    }
+
+    /// Adds what some calls cost.
+    pub fn add_cost(&self, cost: &CostTally) {
+        // A poisoned lock holds a whole tally still: adding is one statement.
+        let mut total = self.cost.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *total += cost;
     }
 }
 

@@ -5,7 +5,7 @@
 //! configuration (which provider, which judge, whether the call runs in a batch job),
 //! which `pricing` does not.
 
-use crate::cost::Cost;
+use crate::cost::{Cost, CostTally};
 use crate::pricing::{self, BudgetCheck, PricedCall};
 use crate::provider::ProviderRequest;
 use crate::result::{AttemptRecord, ResultIssue, Usage};
@@ -58,16 +58,16 @@ pub(crate) fn price_call(
             false,
         ),
     };
-    pricing::add_call(
-        &client.prices,
-        &mut record.cost,
-        PricedCall {
-            model,
-            provider,
-            usage,
-            batch,
-        },
-    );
+    let mut cost = CostTally::default();
+    let call = PricedCall {
+        model,
+        provider,
+        usage,
+        batch,
+    };
+    pricing::add_call(&client.prices, &mut cost, call);
+    client.totals.add_cost(&cost);
+    record.cost += &cost;
 }
 
 /// Why attempt `number` must not be sent under the call's budget, when it has one; the
@@ -81,7 +81,7 @@ pub(crate) fn budget_refusal(
     number: u32,
 ) -> Option<ResultIssue> {
     let max_cost = max_cost?;
-    let mut spent = crate::cost::CostTally::default();
+    let mut spent = CostTally::default();
     for attempt in earlier {
         spent += &attempt.cost;
     }

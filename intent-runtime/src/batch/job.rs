@@ -23,6 +23,7 @@ use crate::provider::batch::{
     BatchApi, BatchLimits, BatchState, Input, Outcome, Submitting, parse_custom_id,
 };
 use crate::provider::{ProviderError, ProviderErrorKind};
+use crate::cost::CostTally;
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::telemetry::names::GEN_AI_PROVIDER_NAME;
 
@@ -436,6 +437,17 @@ impl<T: Send + 'static> BatchJob<T> {
                 ));
             }
         }
+        // Items were priced as they ran, at the batch rates for what went through a
+        // batch; the job's total joins the client's.
+        let mut cost = CostTally::default();
+        for result in &results {
+            cost += &result.cost_tally();
+        }
+        tracing::info!(
+            items = results.len(),
+            cost = %cost.total().map_or_else(|unpriced| unpriced.to_string(), |cost| cost.to_string()),
+            "batch job finished"
+        );
         client.add_totals(
             results
                 .iter()
@@ -444,6 +456,7 @@ impl<T: Send + 'static> BatchJob<T> {
             results
                 .iter()
                 .fold(Usage::default(), |sum, result| sum + result.usage),
+            &cost,
         );
         driver.report();
         Ok(results)
