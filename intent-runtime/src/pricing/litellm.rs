@@ -56,9 +56,10 @@ impl PriceTable {
     /// the file's `sample_spec`, are skipped). Rules, so that nothing is guessed:
     /// - a kind of token with no price of its own costs the input (output) rate, which
     ///   is what an absent field means in that format;
-    /// - a model has a batch price only when the table gives its batch input and output
-    ///   prices; a kind with no batch price of its own is its synchronous price times
-    ///   the model's batch discount (batch input price over input price);
+    /// - a model has a batch price only when the table gives its batch input price
+    ///   (`input_cost_per_token_batches`); a kind with no batch price of its own is its
+    ///   synchronous price times the model's batch discount (batch input price over
+    ///   input price);
     /// - long-context prices (`..._above_200k_tokens`) apply to a request whose input is
     ///   above the threshold, by the same rule for kinds with no price of their own.
     ///
@@ -136,8 +137,8 @@ fn model_price(key: &str, fields: &Map<String, Value>) -> Result<Option<ModelPri
 }
 
 /// A variant of `base` (batch, long context) from its explicit prices: `None` unless it
-/// has an input price (and, for batch, an output one); kinds without a price of their own
-/// are `base`'s scaled by the variant's input price over `base`'s.
+/// has an input price; kinds without a price of their own are `base`'s scaled by the
+/// variant's input price over `base`'s.
 fn variant(base: &TokenRates, explicit: &[Option<Cost>; 5]) -> Option<TokenRates> {
     let input = explicit[0]?;
     let mut rates = scaled(base, base.input, input);
