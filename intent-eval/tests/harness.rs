@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::{
     ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
 };
-use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::{
     AIResult, Choice, Cost, DecisionEnum, DecisionError, IntentClient, PriceTable,
     StrictCompatible, Usage, intents,

@@ -529,7 +529,10 @@ fn lit_cost(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<u64
     };
     match pico_dollars(&text) {
         Some(0) => {
-            errors.spanned(value, format!("`{key}` must be more than 0: a budget of nothing sends nothing"));
+            errors.spanned(
+                value,
+                format!("`{key}` must be more than 0: a budget of nothing sends nothing"),
+            );
             None
         }
         Some(picos) => Some(picos),
@@ -554,7 +557,11 @@ fn pico_dollars(text: &str) -> Option<u64> {
     {
         return None;
     }
-    let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
     let fraction: u64 = if fraction.is_empty() {
         0
     } else {
@@ -683,18 +690,35 @@ mod tests {
     #[test]
     fn a_money_budget_is_read_exactly_from_a_number_or_a_string() {
         for (attr, picos) in [
-            (syn::parse_quote!(#[guardrail(max_cost = 0.05)]), 50_000_000_000),
-            (syn::parse_quote!(#[guardrail(max_cost = "$1.5")]), 1_500_000_000_000),
-            (syn::parse_quote!(#[guardrail(max_cost = 2)]), 2_000_000_000_000),
+            (
+                syn::parse_quote!(#[guardrail(max_cost = 0.05)]),
+                50_000_000_000,
+            ),
+            (
+                syn::parse_quote!(#[guardrail(max_cost = "$1.5")]),
+                1_500_000_000_000,
+            ),
+            (
+                syn::parse_quote!(#[guardrail(max_cost = 2)]),
+                2_000_000_000_000,
+            ),
         ] {
             let (parsed, result) = parse(&[attr]);
             result.unwrap();
             assert_eq!(parsed.guardrails.max_cost, Some(picos));
         }
         let (_, result) = parse(&[syn::parse_quote!(#[guardrail(max_cost = 1e-3)])]);
-        assert!(result.unwrap_err().starts_with("`max_cost` expects an amount of US dollars"));
+        assert!(
+            result
+                .unwrap_err()
+                .starts_with("`max_cost` expects an amount of US dollars")
+        );
         let (_, result) = parse(&[syn::parse_quote!(#[guardrail(max_cost = "0.0")])]);
-        assert!(result.unwrap_err().starts_with("`max_cost` must be more than 0"));
+        assert!(
+            result
+                .unwrap_err()
+                .starts_with("`max_cost` must be more than 0")
+        );
     }
 
     #[test]

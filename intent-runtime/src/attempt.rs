@@ -729,7 +729,11 @@ async fn judge_attempt(
     let reading = match result {
         Ok(response) => {
             trace.replied(&response.reply, state.trace.records_content());
-            state.add_usage(record, response.reply.usage, PricedAs::Judge(&response.reply.model));
+            state.add_usage(
+                record,
+                response.reply.usage,
+                PricedAs::Judge(&response.reply.model),
+            );
             response.reading
         }
         Err(error) => {

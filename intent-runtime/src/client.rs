@@ -170,7 +170,7 @@ impl IntentClient {
     /// [`UnpricedModels`] error when some call's model had no price (with the priced
     /// part).
     pub fn total_cost(&self) -> Result<Cost, UnpricedModels> {
-        lock(&self.inner.totals.cost).total()
+        self.inner.totals.cost().total()
     }
 
     /// Tokens used so far by this client and its clones.

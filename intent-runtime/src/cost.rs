@@ -295,10 +295,7 @@ mod tests {
     fn parsing_is_exact_and_refuses_what_is_not_an_amount() {
         assert_eq!("$1.5".parse::<Cost>(), Ok(Cost::from_cents(150)));
         assert_eq!(".25".parse::<Cost>(), Ok(Cost::from_cents(25)));
-        assert_eq!(
-            "0.000000000001".parse::<Cost>(),
-            Ok(Cost::from_pico_usd(1))
-        );
+        assert_eq!("0.000000000001".parse::<Cost>(), Ok(Cost::from_pico_usd(1)));
         for bad in ["", "$", "-1", "1e-6", "0.0000000000001", "1.2.3", "abc"] {
             let error = bad.parse::<Cost>().unwrap_err();
             assert!(error.to_string().contains("not an amount"), "{bad}");

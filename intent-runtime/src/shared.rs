@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cache::ResponseCache;
+use crate::cost::{Cost, CostTally};
 use crate::decision::{DecisionClient, DecisionEvaluator, decision_client_for};
 use crate::judge::{Judge, JudgeMode};
-use crate::cost::{Cost, CostTally};
 use crate::limits::{RateLimiter, RetryPolicy};
 use crate::pricing::PriceTable;
 use crate::provider::Provider;
@@ -29,9 +29,10 @@ pub(crate) struct Totals {
     pub cached_input_tokens: AtomicU64,
     pub cache_write_input_tokens: AtomicU64,
     pub reasoning_tokens: AtomicU64,
-    /// What the calls cost, as far as the price table knows. A lock, not an atomic: a
-    /// tally also names the models with no price (taken once per model call).
-    pub cost: Mutex<CostTally>,
+    /// What the calls with a price cost, in pico-dollars.
+    pub priced_picos: AtomicU64,
+    /// The models of calls with no price, each once (locked only for such a call).
+    pub unpriced_models: Mutex<Vec<String>>,
 }
 
 impl Totals {
@@ -51,9 +52,40 @@ impl Totals {
 
     /// Adds what some calls cost.
     pub fn add_cost(&self, cost: &CostTally) {
-        // A poisoned lock holds a whole tally still: adding is one statement.
-        let mut total = self.cost.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *total += cost;
+        self.add_priced(cost.priced);
+        for model in &cost.unpriced_models {
+            self.add_unpriced(model);
+        }
+    }
+
+    /// Adds the cost of calls with a price.
+    pub fn add_priced(&self, cost: Cost) {
+        self.priced_picos
+            .fetch_add(cost.as_pico_usd(), Ordering::Relaxed);
+    }
+
+    /// Notes a model with no price.
+    pub fn add_unpriced(&self, model: &str) {
+        // A poisoned lock holds a whole list still: a push is one statement.
+        let mut models = self
+            .unpriced_models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !models.iter().any(|m| m == model) {
+            models.push(model.to_owned());
+        }
+    }
+
+    /// What the calls cost so far.
+    pub fn cost(&self) -> CostTally {
+        CostTally {
+            priced: Cost::from_pico_usd(self.priced_picos.load(Ordering::Relaxed)),
+            unpriced_models: self
+                .unpriced_models
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        }
     }
 }
 

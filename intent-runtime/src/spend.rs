@@ -58,16 +58,23 @@ pub(crate) fn price_call(
             false,
         ),
     };
-    let mut cost = CostTally::default();
     let call = PricedCall {
         model,
         provider,
         usage,
         batch,
     };
-    pricing::add_call(&client.prices, &mut cost, call);
-    client.totals.add_cost(&cost);
-    record.cost += &cost;
+    // A priced call allocates nothing; an unpriced one its model's name, once per record.
+    match pricing::price(&client.prices, call) {
+        Some(cost) => {
+            record.cost.priced += cost;
+            client.totals.add_priced(cost);
+        }
+        None => {
+            record.cost.unpriced(model);
+            client.totals.add_unpriced(model);
+        }
+    }
 }
 
 /// Why attempt `number` must not be sent under the call's budget, when it has one; the

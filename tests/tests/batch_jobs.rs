@@ -17,9 +17,9 @@ use batch_support::{
 };
 use intent_rs::batch::{BatchError, BatchItem, BatchLimits, BatchOptions, BatchProgress};
 use intent_rs::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
+use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::{OpenAi, Provider, ProviderError, ProviderReply};
 use intent_rs::result::JudgeRecord;
-use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::{
     AIResult, Cost, IntentClient, IntentOptions, IssueSource, JudgeMode, PriceTable, total_cost,
 };

@@ -19,8 +19,8 @@ use intent_rs::provider::{
     ScriptedReply,
 };
 use intent_rs::{
-    AIResult, Binary, Cost, DecisionError, IntentClient, IntentError, IntentOptions,
-    IntentStream, Partial, PriceTable, StrictCompatible, Usage, intents,
+    AIResult, Binary, Cost, DecisionError, IntentClient, IntentError, IntentOptions, IntentStream,
+    Partial, PriceTable, StrictCompatible, Usage, intents,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -18,12 +18,12 @@ use super::state::{Fingerprint, Inflight, JobState, RequestRef, Unconfirmed};
 use super::verdicts::RecordedJudge;
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
 use crate::client::IntentClient;
+use crate::cost::CostTally;
 use crate::judge::Judge;
 use crate::provider::batch::{
     BatchApi, BatchLimits, BatchState, Input, Outcome, Submitting, parse_custom_id,
 };
 use crate::provider::{ProviderError, ProviderErrorKind};
-use crate::cost::CostTally;
 use crate::result::{AIResult, IssueSource, ResultIssue, Usage};
 use crate::telemetry::names::GEN_AI_PROVIDER_NAME;
 

@@ -69,10 +69,7 @@ pub(crate) fn refusal(check: BudgetCheck<'_>) -> Option<ResultIssue> {
         ));
     };
     let input_tokens = prompt_len.div_ceil(4) as u64;
-    let Some(output_tokens) = max_output_tokens
-        .map(u64::from)
-        .or(price.max_output_tokens)
-    else {
+    let Some(output_tokens) = max_output_tokens.map(u64::from).or(price.max_output_tokens) else {
         return stop(format!(
             "could not be checked against the budget of {max_cost} (spent so far: {spent}): nothing bounds its output, as the price table gives no maximum for `{model}`; set `max_output_tokens` on the call or the client"
         ));
@@ -101,13 +98,21 @@ mod tests {
     fn table() -> PriceTable {
         let mut table = PriceTable::empty();
         // $1 per million input tokens, $4 per million output tokens.
-        let rates = TokenRates::new(Cost::from_pico_usd(1_000_000), Cost::from_pico_usd(4_000_000));
+        let rates = TokenRates::new(
+            Cost::from_pico_usd(1_000_000),
+            Cost::from_pico_usd(4_000_000),
+        );
         table.insert("m", ModelPrice::new(rates).with_max_output_tokens(1_000));
         table.insert("unbounded", ModelPrice::new(rates));
         table
     }
 
-    fn check<'a>(table: &'a PriceTable, max_cost: Cost, spent: Cost, model: &'a str) -> BudgetCheck<'a> {
+    fn check<'a>(
+        table: &'a PriceTable,
+        max_cost: Cost,
+        spent: Cost,
+        model: &'a str,
+    ) -> BudgetCheck<'a> {
         BudgetCheck {
             max_cost,
             prices: table,
@@ -147,14 +152,25 @@ mod tests {
         let table = table();
         let dollar = Cost::from_cents(100);
         let unknown = refusal(check(&table, dollar, Cost::ZERO, "other")).unwrap();
-        assert!(unknown.message.contains("`other` has no price"), "{}", unknown.message);
+        assert!(
+            unknown.message.contains("`other` has no price"),
+            "{}",
+            unknown.message
+        );
         let unbounded = refusal(check(&table, dollar, Cost::ZERO, "unbounded")).unwrap();
-        assert!(unbounded.message.contains("set `max_output_tokens`"), "{}", unbounded.message);
+        assert!(
+            unbounded.message.contains("set `max_output_tokens`"),
+            "{}",
+            unbounded.message
+        );
         let mut batch = check(&table, dollar, Cost::ZERO, "m");
         batch.batch = true;
         assert!(refusal(batch).unwrap().message.contains("no batch price"));
         let mut spent_unknown = check(&table, dollar, Cost::ZERO, "m");
-        spent_unknown.spent.unpriced_models.push("judge-x".to_owned());
+        spent_unknown
+            .spent
+            .unpriced_models
+            .push("judge-x".to_owned());
         let issue = refusal(spent_unknown).unwrap();
         assert!(issue.message.contains("`judge-x`"), "{}", issue.message);
     }

@@ -87,7 +87,10 @@ impl PriceTable {
 }
 
 /// One entry, or `None` when it has no input and output price per token.
-fn model_price(key: &str, fields: &Map<String, Value>) -> Result<Option<ModelPrice>, PriceTableError> {
+fn model_price(
+    key: &str,
+    fields: &Map<String, Value>,
+) -> Result<Option<ModelPrice>, PriceTableError> {
     let price = |field: &str| dollars_per_token(key, fields, field);
     let kinds = |suffix: &str| -> Result<[Option<Cost>; 5], PriceTableError> {
         let mut rates = [None; 5];
@@ -119,7 +122,9 @@ fn model_price(key: &str, fields: &Map<String, Value>) -> Result<Option<ModelPri
                 Some(batch) => Some(batch),
                 // No long-context batch prices of its own: the long-context prices with
                 // the model's batch discount.
-                None => price.batch.map(|batch| scaled(&long, rates.input, batch.input)),
+                None => price
+                    .batch
+                    .map(|batch| scaled(&long, rates.input, batch.input)),
             };
             price.long_context = Some(LongContextRates {
                 above_input_tokens: threshold * 1_000,
@@ -284,7 +289,10 @@ mod tests {
 
         let claude = table.get("claude-sonnet-4-5").unwrap();
         assert_eq!(claude.rates.cache_write, Cost::from_pico_usd(3_750_000));
-        assert_eq!(claude.batch.unwrap().cache_write, Cost::from_pico_usd(1_875_000));
+        assert_eq!(
+            claude.batch.unwrap().cache_write,
+            Cost::from_pico_usd(1_875_000)
+        );
 
         let flash = table.get("gemini/gemini-2.5-flash").unwrap();
         assert_eq!(flash.rates.reasoning, Cost::from_pico_usd(2_500_000));
@@ -320,7 +328,11 @@ mod tests {
     #[test]
     fn what_is_not_a_table_says_what_to_give() {
         let not_json = PriceTable::from_litellm_json("{").unwrap_err();
-        assert!(not_json.to_string().starts_with("the price table is not JSON"));
+        assert!(
+            not_json
+                .to_string()
+                .starts_with("the price table is not JSON")
+        );
         let array = PriceTable::from_litellm_json("[]").unwrap_err();
         assert!(matches!(array, PriceTableError::NotAnObject));
         let bad = PriceTable::from_litellm_json(

@@ -79,19 +79,17 @@ pub(crate) struct PricedCall<'a> {
     pub batch: bool,
 }
 
-/// Adds the cost of one model call to its attempt's tally. A call that reported no tokens
-/// costs nothing and needs no price.
-pub(crate) fn add_call(prices: &PriceTable, tally: &mut CostTally, call: PricedCall<'_>) {
+/// What one model call cost: `Some(zero)` for a call that reported no tokens (it needs no
+/// price), `None` when its model has no price in that mode (said once per process).
+pub(crate) fn price(prices: &PriceTable, call: PricedCall<'_>) -> Option<Cost> {
     if *call.usage == Usage::default() {
-        return;
+        return Some(Cost::ZERO);
     }
-    match prices.cost(call.model, call.provider, call.usage, call.batch) {
-        Some(cost) => tally.priced += cost,
-        None => {
-            warn_once(call.model, call.batch);
-            tally.unpriced(call.model);
-        }
+    let cost = prices.cost(call.model, call.provider, call.usage, call.batch);
+    if cost.is_none() {
+        warn_once(call.model, call.batch);
     }
+    cost
 }
 
 /// Logs once per model (and mode) per process that a model has no price.
@@ -107,13 +105,15 @@ fn warn_once(model: &str, batch: bool) {
 }
 
 /// Whether this process has not yet warned about `model` (in this mode), noting that it
-/// now has.
+/// now has. A model met again is looked up without allocating.
 fn first_warning(model: &str, batch: bool) -> bool {
-    static WARNED: Mutex<Option<HashSet<(String, bool)>>> = Mutex::new(None);
+    // The synchronous and the batch mode's models.
+    static WARNED: Mutex<[Option<HashSet<String>>; 2]> = Mutex::new([None, None]);
     match WARNED.lock() {
-        Ok(mut warned) => warned
-            .get_or_insert_with(HashSet::new)
-            .insert((model.to_owned(), batch)),
+        Ok(mut warned) => {
+            let seen = warned[usize::from(batch)].get_or_insert_with(HashSet::new);
+            !seen.contains(model) && seen.insert(model.to_owned())
+        }
         // A poisoned set only means another thread panicked while noting a model: warn
         // again rather than never.
         Err(_) => true,

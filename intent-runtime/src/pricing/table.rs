@@ -237,6 +237,11 @@ impl PriceTable {
     /// key it was found under. `provider` is the provider's telemetry name
     /// ([`Provider::name`](crate::provider::Provider::name)), when known.
     pub fn find(&self, model: &str, provider: Option<&str>) -> Option<(&str, &ModelPrice)> {
+        // The exact name first, without building the other candidates: the usual case
+        // costs one hash lookup and no allocation.
+        if let Some((key, price)) = self.models.get_key_value(model) {
+            return Some((key.as_str(), price));
+        }
         let mut names: Vec<String> = vec![model.to_owned()];
         if let Some(prefix) = provider.and_then(table_prefix) {
             names.push(format!("{prefix}/{model}"));
@@ -373,7 +378,10 @@ mod tests {
             ..Usage::default()
         };
         // 200,000 × $1.25/M + 1,000 × $10/M = $0.25 + $0.01.
-        assert_eq!(price.cost(&usage(200_000), false), Some(Cost::from_cents(26)));
+        assert_eq!(
+            price.cost(&usage(200_000), false),
+            Some(Cost::from_cents(26))
+        );
         // 200,001 × $2.5/M + 1,000 × $15/M = $0.5000025 + $0.015.
         assert_eq!(
             price.cost(&usage(200_001), false).unwrap().to_string(),

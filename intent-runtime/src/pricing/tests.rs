@@ -33,7 +33,12 @@ fn dollars(text: &str) -> Cost {
 fn the_shipped_table_reads_and_lists_the_main_providers_models() {
     let table = PriceTable::shipped();
     assert!(table.len() > 200, "{}", table.len());
-    for model in ["gpt-4o", "gpt-5", "claude-sonnet-4-5", "gemini/gemini-2.5-flash"] {
+    for model in [
+        "gpt-4o",
+        "gpt-5",
+        "claude-sonnet-4-5",
+        "gemini/gemini-2.5-flash",
+    ] {
         assert!(table.get(model).is_some(), "{model}");
     }
 }
@@ -50,31 +55,52 @@ fn costs_equal_the_hand_computed_figures_for_each_providers_usage_fields() {
     // OpenAI, cached input: gpt-4o at 2.50 in, 1.25 cached, 10 out, the dated name.
     // 6,000 × 2.50 + 4,000 × 1.25 + 2,000 × 10 = 15,000 + 5,000 + 20,000 = $0.04.
     let openai = usage(10_000, 4_000, 0, 2_000, 0);
-    assert_eq!(cost("gpt-4o-2024-08-06", "openai", openai, false), dollars("0.04"));
+    assert_eq!(
+        cost("gpt-4o-2024-08-06", "openai", openai, false),
+        dollars("0.04")
+    );
     // Batch: 1.25 in, 5 out, and the cached rate with the same discount (0.625):
     // 7,500 + 2,500 + 10,000 = $0.02, half.
-    assert_eq!(cost("gpt-4o-2024-08-06", "openai", openai, true), dollars("0.02"));
+    assert_eq!(
+        cost("gpt-4o-2024-08-06", "openai", openai, true),
+        dollars("0.02")
+    );
 
     // OpenAI, reasoning (billed as output, no separate price): gpt-5 at 1.25 in, 0.125
     // cached, 10 out. 976 × 1.25 + 1,024 × 0.125 + 3,000 × 10 = 1,220 + 128 + 30,000.
     let reasoning = usage(2_000, 1_024, 0, 3_000, 2_500);
-    assert_eq!(cost("gpt-5", "openai", reasoning, false), dollars("0.031348"));
+    assert_eq!(
+        cost("gpt-5", "openai", reasoning, false),
+        dollars("0.031348")
+    );
 
     // Anthropic, cache write and cache read: claude-sonnet-4-5 at 3 in, 3.75 write,
     // 0.30 read, 15 out. 2,000 × 3 + 2,000 × 3.75 + 1,000 × 0.30 + 400 × 15
     // = 6,000 + 7,500 + 300 + 6,000 = $0.0198.
     let anthropic = usage(5_000, 1_000, 2_000, 400, 0);
     let sonnet = "claude-sonnet-4-5-20250929";
-    assert_eq!(cost(sonnet, "anthropic", anthropic, false), dollars("0.0198"));
+    assert_eq!(
+        cost(sonnet, "anthropic", anthropic, false),
+        dollars("0.0198")
+    );
     // Batch, every rate halved, the cache rates from their own batch prices: $0.0099.
-    assert_eq!(cost(sonnet, "anthropic", anthropic, true), dollars("0.0099"));
+    assert_eq!(
+        cost(sonnet, "anthropic", anthropic, true),
+        dollars("0.0099")
+    );
 
     // Gemini, thinking tokens at their own price (here equal to output): 0.30 in,
     // 2.50 out and reasoning, listed under `gemini/`. 1,000 × 0.30 + 500 × 2.50 = $0.00155.
     let gemini = usage(1_000, 0, 0, 500, 300);
-    assert_eq!(cost("gemini-2.5-flash", "gcp.gemini", gemini, false), dollars("0.00155"));
+    assert_eq!(
+        cost("gemini-2.5-flash", "gcp.gemini", gemini, false),
+        dollars("0.00155")
+    );
     // Batch: 0.15 in, 1.25 out and reasoning (scaled: no batch price of its own).
-    assert_eq!(cost("gemini-2.5-flash", "gcp.gemini", gemini, true), dollars("0.000775"));
+    assert_eq!(
+        cost("gemini-2.5-flash", "gcp.gemini", gemini, true),
+        dollars("0.000775")
+    );
 }
 
 /// A table where the answering model and the judge's cost different amounts: $1 and
@@ -84,7 +110,10 @@ fn two_model_table() -> PriceTable {
     let per_million = |dollars: u64| Cost::from_pico_usd(dollars * 1_000_000);
     let rates = |input, output| TokenRates::new(per_million(input), per_million(output));
     let mut table = PriceTable::empty();
-    table.insert("small", ModelPrice::new(rates(1, 2)).with_max_output_tokens(1_000));
+    table.insert(
+        "small",
+        ModelPrice::new(rates(1, 2)).with_max_output_tokens(1_000),
+    );
     table.insert("judge-big", ModelPrice::new(rates(10, 20)));
     table
 }
@@ -140,7 +169,9 @@ async fn a_model_missing_from_the_table_gives_no_cost_and_says_which() {
     assert_eq!(missing.models, ["house-model-1"]);
     assert_eq!(missing.priced, Cost::ZERO);
     assert!(
-        missing.to_string().starts_with("no price for model `house-model-1`"),
+        missing
+            .to_string()
+            .starts_with("no price for model `house-model-1`"),
         "{missing}"
     );
     // Said once per model per process: the second time is silent.
