@@ -1003,8 +1003,16 @@ async fn at_info_and_debug_an_attempt_is_one_line_and_its_steps_are_at_trace() {
         .mount(&server)
         .await;
     capture();
+    // The model has a price, so that no warning of a missing one (said once per process,
+    // so by whichever test meets the model first) joins the lines.
+    let mut prices = PriceTable::empty();
+    prices.insert(
+        "gpt-x",
+        ModelPrice::new(TokenRates::new(Cost::ZERO, Cost::ZERO)),
+    );
     let client = IntentClient::builder()
         .provider(OpenAi::new("sk-log").with_base_url(format!("{}/v1", server.uri())))
+        .price_table(prices)
         .retry_policy(RetryPolicy {
             max_retries: 1,
             base_delay: Duration::from_millis(1),
