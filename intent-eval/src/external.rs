@@ -265,6 +265,7 @@ impl ExternalValidator {
             title: format!("external {}", self.name),
             explanation: answer.explanation,
             usage: Tokens::default(),
+            cost: Default::default(),
             judge: None,
         })
     }

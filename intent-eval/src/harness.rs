@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use intent_rs::decision::{DecisionError, FailureKind};
 use intent_rs::schema::{SchemaError, TargetSchema, target_schema};
 use intent_rs::schemars::JsonSchema;
-use intent_rs::{AIResult, AttemptRecord, IssueSource};
+use intent_rs::{AIResult, AttemptRecord, CostTally, IssueSource};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -42,6 +42,9 @@ pub struct TaskOutcome {
     pub issues: Vec<CaseIssue>,
     /// Tokens the call used.
     pub tokens: Tokens,
+    /// What the call cost, as far as the client's price table knows (nothing known for
+    /// a plain `Result`, which keeps no record of its calls).
+    pub cost: CostTally,
     /// Whether the task has no answer because the provider failed (an outage, a rate
     /// limit, a dropped connection, a refused key) rather than because the model answered
     /// wrongly: such a case could not be graded, and is reported as an error, not a
@@ -100,6 +103,7 @@ impl<T: Serialize + JsonSchema + 'static> TaskOutput for AIResult<T> {
                 })
                 .collect(),
             tokens: self.usage.into(),
+            cost: self.cost_tally(),
             provider_failed: self.value.is_none() && ended_without_a_reply(&self.attempts),
         }
     }
@@ -141,6 +145,7 @@ impl<T: Serialize + JsonSchema + 'static, E: Display + 'static> TaskOutput for R
             repairs: Vec::new(),
             issues: Vec::new(),
             tokens: Tokens::default(),
+            cost: CostTally::default(),
         }
     }
 }
@@ -305,6 +310,7 @@ impl Evaluation {
         report.repairs = outcome.repairs;
         report.issues = outcome.issues;
         report.tokens = outcome.tokens;
+        report.cost = outcome.cost;
         let answer = match outcome.answer {
             Ok(answer) => answer,
             Err(reason) if outcome.provider_failed => {

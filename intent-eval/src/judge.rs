@@ -296,6 +296,7 @@ impl Judge {
             title: format!("judge {}", self.name),
             explanation: format!("verdict {verdict}: {explanation}"),
             usage: usage.into(),
+            cost: result.cost_tally(),
             judge: Some(JudgeDetails {
                 verdict,
                 judge: self.name.clone(),

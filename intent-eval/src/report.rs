@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+use intent_rs::CostTally;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -72,6 +73,9 @@ pub struct CaseReport {
     pub latency_ms: f64,
     /// Tokens the task used (the validator's are in `validation.usage`).
     pub tokens: Tokens,
+    /// What the task's calls cost (the validator's is in `validation.cost`).
+    #[serde(default)]
+    pub cost: CostTally,
     /// The case's metadata.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
@@ -90,6 +94,7 @@ impl CaseReport {
             issues: Vec::new(),
             latency_ms: millis(latency),
             tokens: Tokens::default(),
+            cost: CostTally::default(),
             metadata: case.metadata.clone(),
         }
     }
@@ -155,6 +160,13 @@ pub struct Summary {
     pub task_tokens: Tokens,
     /// Tokens used by the validators (judges).
     pub validation_tokens: Tokens,
+    /// What the tasks cost, as far as the price tables know: see
+    /// [`CostTally::total`] for the total or the models with no price.
+    #[serde(default)]
+    pub task_cost: CostTally,
+    /// What the validators (judges) cost.
+    #[serde(default)]
+    pub validation_cost: CostTally,
     /// Wall time of the whole evaluation, in milliseconds.
     pub elapsed_ms: f64,
 }
@@ -170,10 +182,14 @@ impl Summary {
         let at = |q| percentile(&latencies, q).unwrap_or(0.0);
         let mut task_tokens = Tokens::default();
         let mut validation_tokens = Tokens::default();
+        let mut task_cost = CostTally::default();
+        let mut validation_cost = CostTally::default();
         for case in cases {
             task_tokens += case.tokens;
+            task_cost += &case.cost;
             if let Some(validation) = &case.validation {
                 validation_tokens += validation.usage;
+                validation_cost += &validation.cost;
             }
         }
         Self {
@@ -201,6 +217,8 @@ impl Summary {
             },
             task_tokens,
             validation_tokens,
+            task_cost,
+            validation_cost,
             elapsed_ms: millis(elapsed),
         }
     }
@@ -377,7 +395,7 @@ impl fmt::Display for Report {
             s.latency_ms.max,
             s.latency_ms.mean
         )?;
-        write!(
+        writeln!(
             f,
             "tokens: task {} in / {} out, validators {} in / {} out; wall time {:.1} ms",
             s.task_tokens.input,
@@ -385,7 +403,25 @@ impl fmt::Display for Report {
             s.validation_tokens.input,
             s.validation_tokens.output,
             s.elapsed_ms
+        )?;
+        write!(
+            f,
+            "cost: task {}, validators {}",
+            cost_text(&s.task_cost),
+            cost_text(&s.validation_cost)
         )
+    }
+}
+
+/// A tally for a person: the cost, or the priced part and the models with no price.
+fn cost_text(cost: &CostTally) -> String {
+    match cost.total() {
+        Ok(total) => total.to_string(),
+        Err(unpriced) => format!(
+            "unknown ({} priced; no price for {})",
+            unpriced.priced,
+            unpriced.models.join(", ")
+        ),
     }
 }
 

@@ -124,6 +124,7 @@ pub fn value_match(case: &CaseContext<'_>) -> ValidationResult {
             title: "value match".into(),
             explanation: error.to_string(),
             usage: Tokens::default(),
+            cost: Default::default(),
             judge: None,
         });
     };
@@ -169,6 +170,7 @@ pub fn value_match(case: &CaseContext<'_>) -> ValidationResult {
         title: "value match".into(),
         explanation,
         usage: Tokens::default(),
+        cost: Default::default(),
         judge: None,
     }
 }
@@ -191,6 +193,7 @@ pub fn schema_match(case: &CaseContext<'_>) -> Result<ValidationResult, EvalErro
         title: "schema".into(),
         explanation,
         usage: Tokens::default(),
+        cost: Default::default(),
         judge: None,
     })
 }

@@ -3,6 +3,7 @@
 //! carries. Below the validators (`external`, `judge`) and their selection (`validate`,
 //! which re-exports these types), so that each imports this module and none the others.
 
+use intent_rs::CostTally;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -72,6 +73,10 @@ pub struct ValidationResult {
     pub explanation: String,
     /// Tokens the validator used (a judge's call).
     pub usage: Tokens,
+    /// What the validator's model calls cost (a judge's), as far as its client's price
+    /// table knows.
+    #[serde(default)]
+    pub cost: CostTally,
     /// The judge's verdict and provenance, when a judge graded the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeDetails>,

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::{
     ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider, ScriptedReply,
 };
 use intent_rs::{
-    AIResult, Choice, DecisionEnum, DecisionError, IntentClient, StrictCompatible, Usage, intents,
+    AIResult, Choice, Cost, DecisionEnum, DecisionError, IntentClient, PriceTable,
+    StrictCompatible, Usage, intents,
 };
 use intent_rs_eval::{
     Case, Dataset, EvalError, Evaluation, ExternalValidator, Judge, JudgeSelector, Progress,
@@ -292,6 +294,58 @@ async fn a_judge_grades_in_the_harness_with_the_original_prompt() {
     assert!(request.user().contains("France"));
 }
 
+#[tokio::test]
+async fn the_summary_totals_what_the_tasks_cost() {
+    let model = ScriptedProvider::new([
+        reply(r#"{"value": "Positive"}"#, 1_000),
+        reply(r#"{"value": "Negative"}"#, 2_000),
+    ])
+    .with_model("house-model");
+    // $1 per million input tokens, $2 per million output tokens.
+    let mut prices = PriceTable::empty();
+    prices.insert(
+        "house-model",
+        ModelPrice::new(TokenRates::new(
+            Cost::from_pico_usd(1_000_000),
+            Cost::from_pico_usd(2_000_000),
+        )),
+    );
+    let client = IntentClient::builder()
+        .provider(model)
+        .price_table(prices)
+        .build()
+        .unwrap();
+    let client = ReviewsClient::new(client);
+    let dataset = Dataset::new(
+        "reviews",
+        vec![
+            Case::new("loved", "Loved it".to_owned(), "Positive"),
+            Case::new("broke", "It broke".to_owned(), "Negative"),
+        ],
+    );
+    let report = Evaluation::new("sentiment")
+        .concurrency(1)
+        .run(&dataset, |review: &String| client.sentiment(review))
+        .await
+        .unwrap();
+    let dollars = |text: &str| text.parse::<Cost>().unwrap();
+    // 1,000 × $1/M + 3 × $2/M, then 2,000 × $1/M + 3 × $2/M.
+    assert_eq!(report.cases[0].cost.total(), Ok(dollars("0.001006")));
+    assert_eq!(report.cases[1].cost.total(), Ok(dollars("0.002006")));
+    assert_eq!(report.summary.task_cost.total(), Ok(dollars("0.003012")));
+    assert_eq!(report.summary.validation_cost.total(), Ok(Cost::ZERO));
+    let text = report.to_string();
+    assert!(
+        text.contains("cost: task $0.003012, validators $0.00"),
+        "{text}"
+    );
+    // The JSON report keeps the figures exact, and reads back.
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["summary"]["task_cost"]["priced"], "0.003012");
+    let back: Report = serde_json::from_value(json).unwrap();
+    assert_eq!(back.summary.task_cost, report.summary.task_cost);
+}
+
 fn mixed_report() -> Report {
     let cases = vec![intent_rs_eval::CaseReport {
         name: "ok".into(),
@@ -304,6 +358,7 @@ fn mixed_report() -> Report {
         issues: vec![],
         latency_ms: 12.0,
         tokens: Default::default(),
+        cost: Default::default(),
         metadata: Default::default(),
     }];
     Report::new("mixed", "set", cases, Duration::from_millis(20))

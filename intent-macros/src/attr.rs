@@ -43,8 +43,9 @@ mod guardrail_key {
     pub(crate) const REQUIRE_JUDGE: &str = "require_judge";
     pub(crate) const MAX_MODEL_CALLS: &str = "max_model_calls";
     pub(crate) const TIME_BUDGET_MS: &str = "time_budget_ms";
+    pub(crate) const MAX_COST: &str = "max_cost";
 
-    pub(crate) const ALL: [&str; 3] = [REQUIRE_JUDGE, MAX_MODEL_CALLS, TIME_BUDGET_MS];
+    pub(crate) const ALL: [&str; 4] = [REQUIRE_JUDGE, MAX_MODEL_CALLS, TIME_BUDGET_MS, MAX_COST];
 }
 
 /// Keys of `#[example(...)]`.
@@ -78,6 +79,8 @@ pub(crate) struct Guardrails {
     pub require_judge: Option<Ident>,
     pub max_model_calls: Option<u32>,
     pub time_budget_ms: Option<u64>,
+    /// The budget in money, in pico-dollars (read exactly from the literal).
+    pub max_cost: Option<u64>,
 }
 
 /// `#[example(input = "...", output = "...")]`.
@@ -344,6 +347,10 @@ fn parse_guardrail(attr: &Attribute, guardrails: &mut Guardrails, errors: &mut E
                     errors,
                 );
             }
+            guardrail_key::MAX_COST => {
+                let value = lit_cost(&key, value, errors);
+                set_once(&mut guardrails.max_cost, value, &key, "guardrail", errors);
+            }
             _ if intent_option::ALL.contains(&name.as_str()) => errors.spanned(
                 &key,
                 format!(
@@ -500,6 +507,69 @@ where
     }
 }
 
+/// `max_cost = 0.05` or `max_cost = "$0.05"`: US dollars, read exactly from the
+/// literal's text (never through a float) into pico-dollars, as `intent_rs::Cost` holds
+/// them.
+fn lit_cost(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<u64> {
+    let message = format!(
+        "`{key}` expects an amount of US dollars with at most 12 decimals, like `{key} = 0.05` or `{key} = \"$0.05\"`"
+    );
+    let Some(value) = value else {
+        errors.spanned(key, message);
+        return None;
+    };
+    let text = match literal(&value) {
+        Some(Lit::Float(float)) if float.suffix().is_empty() => float.base10_digits().to_owned(),
+        Some(Lit::Int(int)) if int.suffix().is_empty() => int.base10_digits().to_owned(),
+        Some(Lit::Str(text)) => text.value(),
+        _ => {
+            errors.spanned(value, message);
+            return None;
+        }
+    };
+    match pico_dollars(&text) {
+        Some(0) => {
+            errors.spanned(
+                value,
+                format!("`{key}` must be more than 0: a budget of nothing sends nothing"),
+            );
+            None
+        }
+        Some(picos) => Some(picos),
+        None => {
+            errors.spanned(value, message);
+            None
+        }
+    }
+}
+
+/// `0.05`, `$0.05` or `12` as pico-dollars; `None` for anything else (an exponent, a
+/// sign, more than 12 decimals, an amount past `u64`).
+fn pico_dollars(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.strip_prefix('$').unwrap_or(text);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty())
+        || !all_digits(whole)
+        || !all_digits(fraction)
+        || fraction.len() > 12
+    {
+        return None;
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let fraction: u64 = if fraction.is_empty() {
+        0
+    } else {
+        format!("{fraction:0<12}").parse().ok()?
+    };
+    whole.checked_mul(1_000_000_000_000)?.checked_add(fraction)
+}
+
 fn lit_temperature(key: &Ident, value: Option<Expr>, errors: &mut Errors) -> Option<f32> {
     let message = format!("`{key}` expects a number literal, like `{key} = 0.2`");
     let Some(value) = value else {
@@ -615,6 +685,40 @@ mod tests {
         assert_eq!(parsed.guardrails.time_budget_ms, Some(1500));
         assert_eq!(parsed.validators.len(), 3);
         assert_eq!(parsed.kept.len(), 1);
+    }
+
+    #[test]
+    fn a_money_budget_is_read_exactly_from_a_number_or_a_string() {
+        for (attr, picos) in [
+            (
+                syn::parse_quote!(#[guardrail(max_cost = 0.05)]),
+                50_000_000_000,
+            ),
+            (
+                syn::parse_quote!(#[guardrail(max_cost = "$1.5")]),
+                1_500_000_000_000,
+            ),
+            (
+                syn::parse_quote!(#[guardrail(max_cost = 2)]),
+                2_000_000_000_000,
+            ),
+        ] {
+            let (parsed, result) = parse(&[attr]);
+            result.unwrap();
+            assert_eq!(parsed.guardrails.max_cost, Some(picos));
+        }
+        let (_, result) = parse(&[syn::parse_quote!(#[guardrail(max_cost = 1e-3)])]);
+        assert!(
+            result
+                .unwrap_err()
+                .starts_with("`max_cost` expects an amount of US dollars")
+        );
+        let (_, result) = parse(&[syn::parse_quote!(#[guardrail(max_cost = "0.0")])]);
+        assert!(
+            result
+                .unwrap_err()
+                .starts_with("`max_cost` must be more than 0")
+        );
     }
 
     #[test]

@@ -397,6 +397,9 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
     if let Some(calls_ceiling) = guardrails.max_model_calls {
         calls.push(quote!(.max_model_calls(#calls_ceiling)));
     }
+    if let Some(picos) = guardrails.max_cost {
+        calls.push(quote!(.max_cost(::intent_rs::Cost::from_pico_usd(#picos))));
+    }
     if let Some(millis) = guardrails.time_budget_ms {
         calls.push(quote!(.time_budget(::core::time::Duration::from_millis(#millis))));
     }

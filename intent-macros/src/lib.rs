@@ -94,8 +94,10 @@ use proc_macro::TokenStream;
 ///   `recover_answer = true` / `false`, overriding the client's setting) reads the one
 ///   JSON answer of a reply that wraps it in prose, for chatty local models; not for a
 ///   `String` target.
-/// - `#[guardrail(require_judge, max_model_calls = N, time_budget_ms = N)]`, any of them,
-///   in one or several attributes.
+/// - `#[guardrail(require_judge, max_model_calls = N, time_budget_ms = N, max_cost = 0.05)]`,
+///   any of them, in one or several attributes. `max_cost` is a budget in US dollars
+///   (a number or a string such as `"$0.05"`, read exactly), checked before each attempt
+///   against the client's price table (see `IntentOptions::max_cost`).
 /// - `#[validate(path)]`, repeatable: a function `fn(&T) -> P` where `P` is
 ///   `Result<(), String>`, `Vec<String>`, `Option<String>`, `bool` or any
 ///   `IntoProblems`.

@@ -19,6 +19,7 @@ use crate::result::{
     ResultIssue, Usage,
 };
 use crate::shared::ClientInner;
+use crate::spend::PricedAs;
 use crate::stream::{AttemptEvent, EventSink};
 use crate::telemetry::{CallTrace, ModelRequest, RequestKind};
 use crate::verify::Verification;
@@ -28,6 +29,7 @@ use crate::verify::Verification;
 pub(crate) struct CallSettings {
     pub max_attempts: u32,
     pub max_model_calls: Option<u32>,
+    pub max_cost: Option<crate::cost::Cost>,
     pub deadline: Deadline,
     pub use_judge: bool,
     pub model: Option<String>,
@@ -121,9 +123,12 @@ impl Loop<'_> {
             .fetch_sub(1, Ordering::Relaxed);
     }
 
-    fn add_usage(&self, record: &mut AttemptRecord, usage: Usage) {
+    /// Adds one model call's tokens, and its cost on the model that answered it.
+    fn add_usage(&self, record: &mut AttemptRecord, usage: Usage, call: PricedAs<'_>) {
         record.usage += usage;
         self.client.totals.add(usage);
+        let requested = requested_model(self.client, self.settings);
+        crate::spend::price_call(self.client, requested, record, &usage, call);
     }
 
     /// Runs `future` within the call's time budget.
@@ -467,6 +472,21 @@ where
         if cache_key.is_some() {
             first_key = cache_key;
         }
+        // The money budget: an attempt the cache does not serve is sent only if what the
+        // call spent plus the most it may cost stays within it.
+        if cached.is_none()
+            && let Some(refused) = crate::spend::budget_refusal(
+                client,
+                settings.max_cost,
+                requested_model(client, settings),
+                &attempts,
+                &request,
+                number,
+            )
+        {
+            issues.push(refused);
+            break;
+        }
         let reply = match cached {
             Some(reply) => {
                 record.cached = true;
@@ -492,7 +512,7 @@ where
             }
             Ok(reply) => {
                 if !record.cached {
-                    state.add_usage(&mut record, reply.usage);
+                    state.add_usage(&mut record, reply.usage, PricedAs::Answer(&reply.model));
                 }
                 record.replayed = reply.replayed;
                 let verification = verify(&reply, number);
@@ -629,7 +649,7 @@ async fn judge_attempt(
             return JudgeStep::Stopped;
         };
         state.count_call(record);
-        state.add_usage(record, gate_record.usage);
+        state.add_usage(record, gate_record.usage, PricedAs::Gate(gate.model()));
         record.gate = Some(gate_record);
         match step {
             GateStep::Judge if state.ceiling_reached() => {
@@ -705,7 +725,11 @@ async fn judge_attempt(
     let reading = match result {
         Ok(response) => {
             trace.replied(&response.reply, state.trace.records_content());
-            state.add_usage(record, response.reply.usage);
+            state.add_usage(
+                record,
+                response.reply.usage,
+                PricedAs::Judge(&response.reply.model),
+            );
             response.reading
         }
         Err(error) => {

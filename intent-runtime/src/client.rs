@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::attempt::{CallSettings, run_attempts};
 use crate::cache::{InMemoryCache, ResponseCache};
+use crate::cost::{Cost, CostTally, UnpricedModels};
 use crate::decision::{
     DecisionClient, DecisionError, DecisionEvaluator, DecisionRequest, DecisionResponse,
     decision_client_for,
@@ -22,6 +23,7 @@ use crate::input::{InputError, PreparedInput, check_input_size, prepare_input};
 use crate::judge::{Judge, JudgeMode, ModelJudge};
 use crate::limits::{Deadline, RateLimiter, RetryPolicy};
 use crate::options::{Example, IntentOptions, Overrides, Validator};
+use crate::pricing::PriceTable;
 use crate::prompt::{OutputTarget, PromptPlan};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderReply, ProviderRequest};
 use crate::result::{AIResult, IssueDetail, IssueSource, NotSent, ResultIssue, Usage};
@@ -85,6 +87,7 @@ impl fmt::Debug for IntentClient {
             .field("decision_gate", &inner.decision_gate)
             .field("max_attempts", &inner.max_attempts)
             .field("max_model_calls", &inner.max_model_calls)
+            .field("max_cost", &inner.max_cost)
             .field("time_budget", &inner.time_budget)
             .field("max_input_chars", &inner.max_input_chars)
             .field("rate_limiter", &inner.rate_limiter)
@@ -163,6 +166,13 @@ impl IntentClient {
         self.inner.totals.model_calls.load(Ordering::Relaxed)
     }
 
+    /// What this client and its clones have spent so far, batch jobs included; an
+    /// [`UnpricedModels`] error when some call's model had no price (with the priced
+    /// part).
+    pub fn total_cost(&self) -> Result<Cost, UnpricedModels> {
+        self.inner.totals.cost().total()
+    }
+
     /// Tokens used so far by this client and its clones.
     pub fn total_usage(&self) -> Usage {
         Usage {
@@ -182,6 +192,11 @@ impl IntentClient {
         }
     }
 
+    /// The prices this client costs its calls with.
+    pub fn price_table(&self) -> &PriceTable {
+        &self.inner.prices
+    }
+
     /// The shared configuration (for a batch job's driver).
     pub(crate) fn inner(&self) -> &ClientInner {
         &self.inner
@@ -193,20 +208,22 @@ impl IntentClient {
         &self,
         provider: Arc<dyn Provider>,
         judge: Option<Arc<dyn Judge>>,
+        live_from_attempt: Option<u32>,
     ) -> IntentClient {
         IntentClient {
-            inner: Arc::new(self.inner.for_batch(provider, judge)),
+            inner: Arc::new(self.inner.for_batch(provider, judge, live_from_attempt)),
             overrides: self.overrides.clone(),
         }
     }
 
     /// Adds a batch job's model calls and tokens to this client's totals.
-    pub(crate) fn add_totals(&self, model_calls: u64, usage: Usage) {
+    pub(crate) fn add_totals(&self, model_calls: u64, usage: Usage, cost: &CostTally) {
         self.inner
             .totals
             .model_calls
             .fetch_add(model_calls, Ordering::Relaxed);
         self.inner.totals.add(usage);
+        self.inner.totals.add_cost(cost);
     }
 
     /// [`IntentClient::transform_value`] with an input already prepared.
@@ -621,6 +638,7 @@ impl IntentClient {
                 .or(options.max_attempts)
                 .unwrap_or(inner.max_attempts),
             max_model_calls: options.max_model_calls.or(inner.max_model_calls),
+            max_cost: options.max_cost.or(inner.max_cost),
             deadline: Deadline::after(
                 Instant::now(),
                 time_budget
@@ -810,6 +828,8 @@ pub struct IntentClientBuilder {
     decision_gate: Option<DecisionEvaluator>,
     max_attempts: Option<u32>,
     max_model_calls: Option<u32>,
+    max_cost: Option<Cost>,
+    prices: Option<Arc<PriceTable>>,
     time_budget: Option<Duration>,
     max_input_chars: Option<usize>,
     rate_limiter: Option<RateLimiter>,
@@ -910,6 +930,22 @@ impl IntentClientBuilder {
     /// The most model calls one call may make, judge calls and retried requests included.
     pub fn max_model_calls(mut self, calls: u32) -> Self {
         self.max_model_calls = Some(calls);
+        self
+    }
+
+    /// The budget in money of one call, judge and retries included, unless its options
+    /// set one: an attempt that could take the call past it is not sent (see
+    /// [`IntentOptions::max_cost`](crate::IntentOptions::max_cost) for the estimate).
+    pub fn max_cost(mut self, budget: Cost) -> Self {
+        self.max_cost = Some(budget);
+        self
+    }
+
+    /// The prices calls are costed with ([`AIResult::cost`](crate::AIResult::cost), the
+    /// money budget, telemetry); by default [`PriceTable::shipped`]. To add newer prices
+    /// to the shipped ones, [`PriceTable::extend`] the shipped table with yours.
+    pub fn price_table(mut self, prices: PriceTable) -> Self {
+        self.prices = Some(Arc::new(prices));
         self
     }
 
@@ -1073,6 +1109,9 @@ impl IntentClientBuilder {
                 telemetry,
                 runtime_schemas: Mutex::default(),
                 in_batch: false,
+                batch_live_from: None,
+                prices: self.prices.unwrap_or_else(crate::pricing::shipped_shared),
+                max_cost: self.max_cost,
             }),
             overrides: None,
         })

@@ -80,7 +80,8 @@ pub enum FailureKind {
     /// The reply verified but the judge (or the decision gate in front of it) rejected
     /// it on the last attempt. The judge's problems are in the issues.
     JudgeRejected,
-    /// A guardrail stopped the call: the model-call ceiling or the time budget
+    /// A guardrail stopped the call: the model-call ceiling, the time budget or the
+    /// budget in money
     /// ([`IntentError::guardrail`](crate::IntentError::guardrail) says which). Raise the
     /// limit, or accept the stop.
     Guardrail,
@@ -351,6 +352,11 @@ pub enum Guardrail {
     TimeBudget {
         /// The budget.
         budget: Duration,
+    },
+    /// The next attempt could pass the budget in money (`max_cost`), so it was not sent.
+    Cost {
+        /// The budget.
+        budget: crate::cost::Cost,
     },
 }
 

@@ -80,6 +80,7 @@
 //! | read values while they stream | [`stream`], [`IntentStream`], [`Partial`] |
 //! | send images and PDFs | [`media`] |
 //! | run large jobs through the batch APIs | [`batch`] |
+//! | count calls in money, and cap what a call may spend | [`pricing`], [`Cost`], [`PriceTable`], [`AIResult::cost`] |
 //! | trace calls with OpenTelemetry's GenAI conventions | [`telemetry`] |
 //!
 //! Evaluations over datasets live in the separate crate `intent-rs-eval`.
@@ -113,6 +114,7 @@ mod attempt;
 pub mod batch;
 pub mod cache;
 pub mod client;
+pub mod cost;
 pub mod decision;
 pub mod error;
 mod failure;
@@ -125,11 +127,13 @@ pub mod limits;
 pub mod media;
 pub mod options;
 mod parse;
+pub mod pricing;
 pub mod prompt;
 pub mod provider;
 pub mod result;
 pub mod schema;
 mod shared;
+mod spend;
 pub mod stream;
 pub mod strict;
 mod summary;
@@ -140,10 +144,12 @@ mod verify;
 pub mod __private;
 
 pub use client::{BuildError, IntentClient, IntentClientBuilder};
+pub use cost::{Cost, CostParseError, CostTally, UnpricedModels};
 pub use decision::{Binary, Choice, DecisionEnum, DecisionError, Score};
 pub use error::IntentError;
 pub use judge::JudgeMode;
 pub use options::{Example, IntentOptions, IntoProblems, Overrides, Validator};
+pub use pricing::{PriceTable, total_cost};
 pub use result::{
     AIResult, AttemptRecord, FailureKind, GateOutcome, GateRecord, IssueDetail, IssueSource,
     Repair, ResultIssue, Usage,

@@ -6,6 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cost::Cost;
+
 /// A check of a parsed value; an empty list means the value is acceptable.
 ///
 /// Every message becomes a validator issue that is fed back to the model, so write it as
@@ -110,6 +112,10 @@ pub struct IntentOptions<T> {
     pub max_output_tokens: Option<u32>,
     /// Ceiling on model calls for this call (judge calls count), instead of the client's.
     pub max_model_calls: Option<u32>,
+    /// Budget in money for this call (judge and retries included), instead of the
+    /// client's: an attempt that could take the call past it is not sent (see
+    /// [`IntentOptions::max_cost`]).
+    pub max_cost: Option<Cost>,
     /// Time budget for this call, provider calls in flight included.
     pub time_budget: Option<Duration>,
     /// Ask for a JSON object (`json_object` mode) instead of a strict schema: for targets
@@ -138,6 +144,7 @@ impl<T> Default for IntentOptions<T> {
             temperature: None,
             max_output_tokens: None,
             max_model_calls: None,
+            max_cost: None,
             time_budget: None,
             json_mode: false,
             recover_answer: None,
@@ -159,6 +166,7 @@ impl<T> Clone for IntentOptions<T> {
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
             max_model_calls: self.max_model_calls,
+            max_cost: self.max_cost,
             time_budget: self.time_budget,
             json_mode: self.json_mode,
             recover_answer: self.recover_answer,
@@ -180,6 +188,7 @@ impl<T> fmt::Debug for IntentOptions<T> {
             .field("temperature", &self.temperature)
             .field("max_output_tokens", &self.max_output_tokens)
             .field("max_model_calls", &self.max_model_calls)
+            .field("max_cost", &self.max_cost)
             .field("time_budget", &self.time_budget)
             .field("json_mode", &self.json_mode)
             .field("recover_answer", &self.recover_answer)
@@ -272,6 +281,23 @@ impl<T> IntentOptions<T> {
     /// Sets the model-call ceiling for this call.
     pub fn max_model_calls(mut self, calls: u32) -> Self {
         self.max_model_calls = Some(calls);
+        self
+    }
+
+    /// Sets the budget in money for this call, instead of the client's
+    /// ([`IntentClientBuilder::max_cost`](crate::IntentClientBuilder::max_cost)).
+    ///
+    /// Before each attempt, what the call has spent (every earlier attempt's calls,
+    /// the judge's included, priced on the client's price table) plus the most the
+    /// attempt's request may cost (its prompt at a token per four characters, its output
+    /// at `max_output_tokens` or the model's maximum, at the model's dearest rates) must
+    /// stay within the budget; otherwise the attempt is not sent and the call ends with
+    /// a guardrail issue that gives the budget, the spent and the estimate. A budget that
+    /// cannot be checked (a model with no price, no bound on the output) stops the call
+    /// the same way. The judge's call is not in the estimate: it counts in what the next
+    /// attempt finds spent.
+    pub fn max_cost(mut self, budget: Cost) -> Self {
+        self.max_cost = Some(budget);
         self
     }
 

@@ -353,6 +353,9 @@ pub struct AttemptRecord {
     pub limiter: Option<LimiterUse>,
     /// Whether the reply was replayed from a cassette rather than asked of a model.
     pub replayed: bool,
+    /// What the attempt's model calls cost, each priced on the model that answered it
+    /// (see the [`pricing`](crate::pricing) module).
+    pub cost: crate::cost::CostTally,
 }
 
 impl AttemptRecord {
@@ -374,6 +377,7 @@ impl AttemptRecord {
             cache: None,
             limiter: None,
             replayed: false,
+            cost: crate::cost::CostTally::default(),
         }
     }
 

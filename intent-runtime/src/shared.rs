@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cache::ResponseCache;
+use crate::cost::{Cost, CostTally};
 use crate::decision::{DecisionClient, DecisionEvaluator, decision_client_for};
 use crate::judge::{Judge, JudgeMode};
 use crate::limits::{RateLimiter, RetryPolicy};
+use crate::pricing::PriceTable;
 use crate::provider::Provider;
 use crate::result::Usage;
 use crate::schema::TargetSchema;
@@ -27,6 +29,10 @@ pub(crate) struct Totals {
     pub cached_input_tokens: AtomicU64,
     pub cache_write_input_tokens: AtomicU64,
     pub reasoning_tokens: AtomicU64,
+    /// What the calls with a price cost, in pico-dollars.
+    pub priced_picos: AtomicU64,
+    /// The models of calls with no price, each once (locked only for such a call).
+    pub unpriced_models: Mutex<Vec<String>>,
 }
 
 impl Totals {
@@ -42,6 +48,44 @@ impl Totals {
             .fetch_add(usage.cache_write_input_tokens, Ordering::Relaxed);
         self.reasoning_tokens
             .fetch_add(usage.reasoning_tokens, Ordering::Relaxed);
+    }
+
+    /// Adds what some calls cost.
+    pub fn add_cost(&self, cost: &CostTally) {
+        self.add_priced(cost.priced);
+        for model in &cost.unpriced_models {
+            self.add_unpriced(model);
+        }
+    }
+
+    /// Adds the cost of calls with a price.
+    pub fn add_priced(&self, cost: Cost) {
+        self.priced_picos
+            .fetch_add(cost.as_pico_usd(), Ordering::Relaxed);
+    }
+
+    /// Notes a model with no price.
+    pub fn add_unpriced(&self, model: &str) {
+        // A poisoned lock holds a whole list still: a push is one statement.
+        let mut models = self
+            .unpriced_models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !models.iter().any(|m| m == model) {
+            models.push(model.to_owned());
+        }
+    }
+
+    /// What the calls cost so far.
+    pub fn cost(&self) -> CostTally {
+        CostTally {
+            priced: Cost::from_pico_usd(self.priced_picos.load(Ordering::Relaxed)),
+            unpriced_models: self
+                .unpriced_models
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        }
     }
 }
 
@@ -84,18 +128,27 @@ pub(crate) struct ClientInner {
     /// Whether calls run inside a batch job: the per-call time budget does not apply
     /// there (a batch answers within hours); the job's own time limit does.
     pub in_batch: bool,
+    /// In a batch job, the attempt from which answers are sent live rather than through
+    /// the batch API (and priced at the synchronous rates).
+    pub batch_live_from: Option<u32>,
+    /// The prices calls are costed with.
+    pub prices: Arc<PriceTable>,
+    /// The budget in money of each call, unless its options set one.
+    pub max_cost: Option<Cost>,
 }
 
 impl ClientInner {
     /// The same configuration for the items of a batch job: requests go to `provider`
     /// (the job's router), decision questions too unless the client was given its own
     /// decision client, and judge calls to `judge` (the job's, which keeps verdicts),
-    /// with no rate limiter (the batch API has its own) and no per-call time budget;
+    /// with no rate limiter (the batch API has its own) and no per-call time budget (answers
+    /// from attempt `live_from_attempt` on are sent live);
     /// totals are the job's own.
     pub fn for_batch(
         &self,
         provider: Arc<dyn Provider>,
         judge: Option<Arc<dyn Judge>>,
+        live_from_attempt: Option<u32>,
     ) -> ClientInner {
         let decisions = if self.decisions_from_provider {
             decision_client_for(provider.clone())
@@ -126,6 +179,9 @@ impl ClientInner {
             telemetry: self.telemetry.clone(),
             runtime_schemas: Mutex::default(),
             in_batch: true,
+            batch_live_from: live_from_attempt,
+            prices: self.prices.clone(),
+            max_cost: self.max_cost,
         }
     }
 }

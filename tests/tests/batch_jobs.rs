@@ -17,9 +17,12 @@ use batch_support::{
 };
 use intent_rs::batch::{BatchError, BatchItem, BatchLimits, BatchOptions, BatchProgress};
 use intent_rs::judge::{Judge, JudgeReading, JudgeRequest, JudgeResponse, JudgeVerdict};
+use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::{OpenAi, Provider, ProviderError, ProviderReply};
 use intent_rs::result::JudgeRecord;
-use intent_rs::{AIResult, IntentClient, IntentOptions, IssueSource, JudgeMode};
+use intent_rs::{
+    AIResult, Cost, IntentClient, IntentOptions, IssueSource, JudgeMode, PriceTable, total_cost,
+};
 use provider_support::assert_valid_chat_request;
 use serde_json::Value;
 
@@ -328,6 +331,51 @@ async fn the_last_attempts_can_go_out_as_live_calls() {
     assert_eq!(state.live.len(), 1);
     assert!(is_retry(&state.live[0]));
     drop(state);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Items are priced at the model's batch rates for what went through the batch, at its
+/// synchronous rates for attempts sent live, and the job's total joins the client's.
+#[tokio::test]
+async fn a_jobs_items_are_priced_at_the_batch_rates_and_its_total_joins_the_clients() {
+    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let provider = OpenAi::new(KEY)
+        .with_base_url(format!("{}/v1", fake.server.uri()))
+        .with_model("gpt-test");
+    // $2 in and $8 out per million tokens, half that through the batch API.
+    let per_million = |dollars: u64| Cost::from_pico_usd(dollars * 1_000_000);
+    let mut prices = PriceTable::empty();
+    prices.insert(
+        "gpt-test-2025",
+        ModelPrice::new(TokenRates::new(per_million(2), per_million(8)))
+            .with_batch(TokenRates::new(per_million(1), per_million(4))),
+    );
+    let client = IntentClient::builder()
+        .provider(provider)
+        .price_table(prices)
+        .build()
+        .unwrap();
+    let dir = dir("openai-cost");
+    let results = client
+        .batch(
+            items(&[" a", " a b", " a b retry"]),
+            options(&dir).live_from_attempt(2),
+        )
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(values(&results), [Some(1), Some(2), Some(3)]);
+    let dollars = |text: &str| text.parse::<Cost>().unwrap();
+    // Every call reads 20 tokens and writes 4. Through the batch: 20 × $1/M + 4 × $4/M.
+    let batched = dollars("0.000036");
+    assert_eq!(results[0].cost(), Ok(batched));
+    // The retry went live: 20 × $2/M + 4 × $8/M.
+    let retried = &results[2];
+    assert_eq!(retried.attempts[0].cost.priced, batched);
+    assert_eq!(retried.attempts[1].cost.priced, dollars("0.000072"));
+    // Three calls through the batch and one live.
+    assert_eq!(total_cost(&results), Ok(dollars("0.00018")));
+    assert_eq!(client.total_cost(), Ok(dollars("0.00018")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

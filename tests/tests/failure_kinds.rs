@@ -388,6 +388,25 @@ async fn rows() -> Vec<Row> {
             },
         ),
         row(
+            "the budget in money",
+            person(
+                strict(ScriptedProvider::new([PERSON]).with_model("gpt-4o-mini"))
+                    .build()
+                    .unwrap(),
+                IntentOptions::new().max_cost(intent_rs::Cost::from_pico_usd(1)),
+            ),
+            FailureKind::Guardrail,
+            |error| {
+                assert_eq!(
+                    error.guardrail(),
+                    Some(&Guardrail::Cost {
+                        budget: intent_rs::Cost::from_pico_usd(1)
+                    })
+                );
+                assert_eq!(error.model_calls(), 0, "refused before sending");
+            },
+        ),
+        row(
             "the fleet's quota unreachable, failing closed",
             person(
                 strict(ScriptedProvider::new([PERSON]))

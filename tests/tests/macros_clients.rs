@@ -93,6 +93,10 @@ trait Documents {
     #[guardrail(max_model_calls = 1, time_budget_ms = 60000)]
     async fn one_shot(&self, review: &str) -> AIResult<Sentiment>;
 
+    #[intent("Classify the sentiment of the review", model = "gpt-4o-mini")]
+    #[guardrail(max_cost = "$0.000001")]
+    async fn penny_wise(&self, review: &str) -> AIResult<Sentiment>;
+
     #[intent("Classify the mood of the review")]
     #[example(input = "Great", output = r#"{"value": "Positive"}"#)]
     #[example(input = "Meh", output = r#"{"value": "Happy"}"#)]
@@ -334,6 +338,24 @@ async fn json_mode_asks_for_a_json_object_for_a_map() {
     );
 }
 
+/// `max_cost` from the attribute: the shipped price of gpt-4o-mini at its most output
+/// tokens is far above a millionth of a dollar, so nothing is sent.
+#[tokio::test]
+async fn a_money_budget_from_the_attribute_refuses_before_sending() {
+    let (docs, provider) = documents([r#"{"value": "Positive"}"#]);
+    let result = docs.penny_wise("Loved it").await;
+    assert_eq!(provider.request_count(), 0);
+    assert_eq!(result.value, None);
+    let issue = &result.issues[0];
+    assert_eq!(issue.source, IssueSource::Guardrail);
+    assert!(
+        issue.message.contains("would pass the budget of $0.000001")
+            && issue.message.contains("`gpt-4o-mini`"),
+        "{}",
+        issue.message
+    );
+}
+
 #[tokio::test]
 async fn a_guardrail_from_the_attribute_stops_the_call() {
     let (docs, provider) = documents(["broken", r#"{"value": "Positive"}"#]);
@@ -393,6 +415,9 @@ impl Documents for FakeDocuments {
         Ok(Default::default())
     }
     async fn one_shot(&self, _: &str) -> AIResult<Sentiment> {
+        unimplemented!()
+    }
+    async fn penny_wise(&self, _: &str) -> AIResult<Sentiment> {
         unimplemented!()
     }
     async fn misfit_example(&self, _: &str) -> AIResult<Sentiment> {

@@ -18,10 +18,12 @@ use intent_rs::fleet::RedisError;
 use intent_rs::input::InputError;
 use intent_rs::limits::RateLimitError;
 use intent_rs::media::{MediaError, MediaRefusal};
+use intent_rs::provider::CassetteError;
 use intent_rs::provider::{ProviderConfigError, ProviderError, ProviderErrorKind};
 use intent_rs::result::Cause;
 use intent_rs::schema::SchemaError;
 use intent_rs::{AIResult, BuildError, IssueSource, ResultIssue, Usage};
+use intent_rs::{Cost, CostTally, PriceTable};
 use intent_rs_eval::EvalError;
 
 /// What a provider wrote in its error body: it may quote the request, so no error shows it.
@@ -140,6 +142,31 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
         (
             "EvalError",
             Box::new(EvalError::JudgeNotFound("tone".into())),
+        ),
+        (
+            "CostParseError",
+            Box::new("a lot".parse::<Cost>().expect_err("not an amount")),
+        ),
+        (
+            "UnpricedModels",
+            Box::new(
+                CostTally {
+                    priced: Cost::from_cents(3),
+                    unpriced_models: vec!["house-model".to_owned()],
+                }
+                .total()
+                .expect_err("an unpriced model"),
+            ),
+        ),
+        (
+            "PriceTableError",
+            Box::new(PriceTable::from_litellm_json("not json").expect_err("not a table")),
+        ),
+        (
+            "CassetteError",
+            Box::new(CassetteError::Missing {
+                path: "tests/cassettes/missing.jsonl".into(),
+            }),
         ),
     ]
 }

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use intent_rs::decision::{DecisionEvaluator, FailureKind, LogprobDecisionClient, SystemOneClient};
 use intent_rs::limits::RetryPolicy;
+use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::{
     Anthropic, OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider,
     ScriptedReply,
 };
 use intent_rs::{
-    AIResult, Binary, DecisionError, IntentClient, IntentError, IntentOptions, IntentStream,
-    Partial, StrictCompatible, Usage, intents,
+    AIResult, Binary, Cost, DecisionError, IntentClient, IntentError, IntentOptions, IntentStream,
+    Partial, PriceTable, StrictCompatible, Usage, intents,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -284,6 +285,9 @@ pub trait Telemetered {
     #[intent("Classify the mood, quietly")]
     async fn classify_quietly(&self, text: &str) -> AIResult<Mood>;
 
+    #[intent("Classify the mood at a price")]
+    async fn classify_priced(&self, text: &str) -> AIResult<Mood>;
+
     #[intent("Classify the mood, with content")]
     async fn classify_with_content(&self, text: &str) -> AIResult<Mood>;
 
@@ -366,6 +370,12 @@ async fn a_successful_call_is_one_call_span_with_one_chat_span() {
     assert_eq!(field(span, "intent.attempts"), Some("1"));
     assert_eq!(field(span, "intent.model_calls"), Some("1"));
     assert_eq!(field(span, "error.type"), None);
+    // The model has no price in the shipped table: no cost, and the span says why.
+    assert_eq!(field(span, "intent.cost.usd"), None);
+    assert_eq!(
+        field(span, "intent.cost.unpriced_models"),
+        Some("mood-model-2026-01-01")
+    );
 
     assert_eq!(call.requests.len(), 1, "{call:#?}");
     let chat = &call.requests[0];
@@ -411,6 +421,33 @@ async fn a_successful_call_is_one_call_span_with_one_chat_span() {
         Some("passed")
     );
     assert_eq!(call.events("attempt finished").len(), 1);
+}
+
+#[tokio::test]
+async fn the_call_span_records_what_the_call_cost() {
+    capture();
+    let provider = ScriptedProvider::new([reply(r#"{"value": "Happy"}"#)]);
+    // The reply's model, undated: $1 per million tokens in, $4 out, cached and
+    // cache-write tokens at the input rate.
+    let per_million = |dollars: u64| Cost::from_pico_usd(dollars * 1_000_000);
+    let mut prices = PriceTable::empty();
+    prices.insert(
+        "mood-model",
+        ModelPrice::new(TokenRates::new(per_million(1), per_million(4))),
+    );
+    let client = IntentClient::builder()
+        .provider(provider)
+        .price_table(prices)
+        .build()
+        .unwrap();
+    let result = TelemeteredClient::new(client)
+        .classify_priced("What a day!")
+        .await;
+    // 120 × $1/M + 7 × $4/M.
+    assert_eq!(result.cost(), Ok("0.000148".parse().unwrap()));
+    let call = Call::named("classify_priced");
+    assert_eq!(field(&call.span, "intent.cost.usd"), Some("0.000148"));
+    assert_eq!(field(&call.span, "intent.cost.unpriced_models"), None);
 }
 
 #[tokio::test]
@@ -964,8 +1001,16 @@ async fn at_info_and_debug_an_attempt_is_one_line_and_its_steps_are_at_trace() {
         .mount(&server)
         .await;
     capture();
+    // The model has a price, so that no warning of a missing one (said once per process,
+    // so by whichever test meets the model first) joins the lines.
+    let mut prices = PriceTable::empty();
+    prices.insert(
+        "gpt-x",
+        ModelPrice::new(TokenRates::new(Cost::ZERO, Cost::ZERO)),
+    );
     let client = IntentClient::builder()
         .provider(OpenAi::new("sk-log").with_base_url(format!("{}/v1", server.uri())))
+        .price_table(prices)
         .retry_policy(RetryPolicy {
             max_retries: 1,
             base_delay: Duration::from_millis(1),

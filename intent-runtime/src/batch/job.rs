@@ -18,6 +18,7 @@ use super::state::{Fingerprint, Inflight, JobState, RequestRef, Unconfirmed};
 use super::verdicts::RecordedJudge;
 use super::{BatchError, BatchItem, BatchOptions, BatchProgress, BatchProvider, ProgressFn};
 use crate::client::IntentClient;
+use crate::cost::CostTally;
 use crate::judge::Judge;
 use crate::provider::batch::{
     BatchApi, BatchLimits, BatchState, Input, Outcome, Submitting, parse_custom_id,
@@ -266,7 +267,11 @@ impl<T: Send + 'static> BatchJob<T> {
             )?) as Arc<dyn Judge>),
             None => None,
         };
-        let job_client = client.for_batch(Arc::new(Routed(router.clone())), judge);
+        let job_client = client.for_batch(
+            Arc::new(Routed(router.clone())),
+            judge,
+            options.live_from_attempt,
+        );
         if let Some(reason) = state.canceled() {
             // Every unfinished item says why, and how to run it after all.
             router.cancel(&format!(
@@ -432,6 +437,17 @@ impl<T: Send + 'static> BatchJob<T> {
                 ));
             }
         }
+        // Items were priced as they ran, at the batch rates for what went through a
+        // batch; the job's total joins the client's.
+        let mut cost = CostTally::default();
+        for result in &results {
+            cost += &result.cost_tally();
+        }
+        tracing::info!(
+            items = results.len(),
+            cost = %cost.total().map_or_else(|unpriced| unpriced.to_string(), |cost| cost.to_string()),
+            "batch job finished"
+        );
         client.add_totals(
             results
                 .iter()
@@ -440,6 +456,7 @@ impl<T: Send + 'static> BatchJob<T> {
             results
                 .iter()
                 .fold(Usage::default(), |sum, result| sum + result.usage),
+            &cost,
         );
         driver.report();
         Ok(results)

@@ -173,6 +173,12 @@ impl DecisionEvaluator {
         self
     }
 
+    /// The model it asks, when it names one (what the decision gate's calls are priced
+    /// on).
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
     /// What to do when the decision client fails for a reason that asking again will
     /// not cure (default [`FailureBehavior::Fail`]).
     pub fn on_failure(mut self, behavior: FailureBehavior) -> Self {

@@ -264,6 +264,8 @@ impl<'a> CallTrace<'a> {
             { INTENT_OUTCOME } = Empty,
             { INTENT_ATTEMPTS } = Empty,
             { INTENT_MODEL_CALLS } = Empty,
+            { INTENT_COST_USD } = Empty,
+            { INTENT_COST_UNPRICED_MODELS } = Empty,
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
         );
@@ -444,6 +446,15 @@ impl<'a> CallTrace<'a> {
                 .record(INTENT_ATTEMPTS, int(result.attempts.len()));
             self.span
                 .record(INTENT_MODEL_CALLS, i64::from(result.model_calls()));
+            match result.cost() {
+                Ok(cost) => {
+                    self.span.record(INTENT_COST_USD, cost.as_usd_f64());
+                }
+                Err(unpriced) => {
+                    self.span
+                        .record(INTENT_COST_UNPRICED_MODELS, unpriced.models.join(", "));
+                }
+            }
             if !success {
                 // Why the call failed, in the kinds every layer shares: dashboards group
                 // failures by it without reading messages.

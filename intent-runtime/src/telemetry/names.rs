@@ -99,6 +99,12 @@ pub const INTENT_OUTCOME: &str = "intent.outcome";
 pub const INTENT_ATTEMPTS: &str = "intent.attempts";
 /// Model calls made, judge calls and retried requests included.
 pub const INTENT_MODEL_CALLS: &str = "intent.model_calls";
+/// What the call cost in US dollars (judge and retries included), from the client's
+/// price table; not set when a model that answered has no price.
+pub const INTENT_COST_USD: &str = "intent.cost.usd";
+/// The models that answered some of the call's requests and have no price, comma
+/// separated; set only when there are some.
+pub const INTENT_COST_UNPRICED_MODELS: &str = "intent.cost.unpriced_models";
 
 // The library's own: model requests and events.
 

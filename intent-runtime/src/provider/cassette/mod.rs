@@ -65,8 +65,10 @@ pub enum CassetteMode {
     RecordNew,
 }
 
+crate::failure::debug_as_message!(CassetteError);
+
 /// A cassette that could not be opened or written.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum CassetteError {
     /// The file exists but could not be read.

@@ -66,7 +66,7 @@ pub trait Documents {
 
     #[intent("Extract the invoice fields", temperature = 1)]
     #[guardrail(require_judge)]
-    #[guardrail(max_model_calls = 6, time_budget_ms = 30000)]
+    #[guardrail(max_model_calls = 6, time_budget_ms = 30000, max_cost = "$0.25")]
     #[validate(totals_add_up)]
     #[validate(has_number)]
     #[example(input = "Invoice 7: 2 pens, 300 cents", output = r#"{"value": {"number": "7", "total_cents": 300, "lines": [{"item": "pen", "cents": 300}], "due": null}}"#)]
