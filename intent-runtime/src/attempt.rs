@@ -491,9 +491,15 @@ where
                 ));
                 true
             }
-            Ok(reply) => {
+            Ok(mut reply) => {
                 if !record.cached {
                     state.add_usage(&mut record, reply.usage);
+                }
+                // Fallback members sent the request before the one that answered were
+                // model calls too.
+                if let Some(route) = reply.route.take() {
+                    (0..route.sent_before()).for_each(|_| state.count_call(&mut record));
+                    record.route = Some(route);
                 }
                 let verification = verify(&reply, number);
                 let passed = verification.passed();

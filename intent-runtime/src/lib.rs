@@ -126,6 +126,7 @@ mod parse;
 pub mod prompt;
 pub mod provider;
 pub mod result;
+pub mod route;
 pub mod schema;
 mod shared;
 pub mod stream;

@@ -359,6 +359,8 @@ pub struct AttemptRecord {
     /// How the rate limiter admitted this attempt's requests, when the client has one: a
     /// fallback to the local limiter on any of them is kept.
     pub limiter: Option<LimiterUse>,
+    /// Which member of a fallback chain answered, and why earlier ones were passed over.
+    pub route: Option<crate::route::Route>,
 }
 
 impl AttemptRecord {
@@ -379,6 +381,7 @@ impl AttemptRecord {
             cached: false,
             cache: None,
             limiter: None,
+            route: None,
         }
     }
 

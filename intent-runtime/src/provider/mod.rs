@@ -30,6 +30,7 @@ pub mod batch;
 pub mod compatible;
 mod env;
 mod error;
+pub mod fallback;
 pub mod gemini;
 pub mod http;
 mod logprobs;
@@ -51,6 +52,7 @@ pub use compatible::{
 };
 pub use env::{from_env, from_lookup};
 pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
+pub use fallback::FallbackProvider;
 pub use gemini::Gemini;
 pub use http::{
     DEFAULT_MAX_RESPONSE_BYTES, ProviderConfigError, REQUEST_ID_HEADERS, parse_retry_after,
@@ -355,6 +357,9 @@ pub struct ProviderReply {
     /// The log-probabilities of the output tokens, in order, when the request asked for
     /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
     pub logprobs: Option<Vec<TokenLogprob>>,
+    /// Which member of a fallback chain ([`FallbackProvider`]) answered and why the ones
+    /// before it were passed over; `None` from any other provider.
+    pub route: Option<crate::route::Route>,
 }
 
 impl ProviderReply {

@@ -116,6 +116,7 @@ pub(crate) fn messages_reply(
         response_id: None,
         // The Messages API reports no log-probabilities.
         logprobs: None,
+        route: None,
     }
 }
 

@@ -129,6 +129,7 @@ impl StoredOutcome {
                 request_id,
                 response_id: None,
                 logprobs,
+                route: None,
             }),
             StoredOutcome::Error {
                 kind,

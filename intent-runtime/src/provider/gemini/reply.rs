@@ -264,6 +264,7 @@ impl ReplyParts {
             request_id,
             response_id: self.response_id,
             logprobs: self.logprobs,
+            route: None,
         }
     }
 }

@@ -195,6 +195,7 @@ impl ChatParts {
             request_id,
             response_id: self.id.filter(|id| !id.is_empty()),
             logprobs: self.logprobs,
+            route: None,
         }
     }
 }

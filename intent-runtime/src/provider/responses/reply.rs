@@ -266,6 +266,7 @@ pub(crate) fn into_reply(
         request_id: origin.request_id,
         response_id: response.id.filter(|id| !id.is_empty()),
         logprobs: output.logprobs,
+        route: None,
     })
 }
 
