@@ -138,7 +138,7 @@ mod verify;
 #[doc(hidden)]
 pub mod __private;
 
-pub use client::{BuildError, IntentClient, IntentClientBuilder};
+pub use client::{BuildError, IntentClient, IntentClientBuilder, UnknownProvider};
 pub use decision::{Binary, Choice, DecisionEnum, DecisionError, Score};
 pub use error::IntentError;
 pub use judge::JudgeMode;
