@@ -182,7 +182,11 @@ fn batch_item(
 /// `providers` are the named providers the methods send calls to: `new` and `try_new`
 /// check that the runtime client has each, so that a missing one is found when the
 /// client is made.
-pub(crate) fn client_header(item: &ItemTrait, extra: &TokenStream, providers: &[String]) -> TokenStream {
+pub(crate) fn client_header(
+    item: &ItemTrait,
+    extra: &TokenStream,
+    providers: &[String],
+) -> TokenStream {
     let vis = &item.vis;
     let name = client_name(item);
     let shown_name = name.to_string();

@@ -472,15 +472,9 @@ impl IntentClient {
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(
-            inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| {
-                verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
-            },
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
+        })
         .await
     }
 
@@ -502,13 +496,9 @@ impl IntentClient {
             Err(reason) => return preflight_failure(reason, Instant::now()),
         };
         let settings = self.settings(&options);
-        run_attempts(
-            inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| retype_verification(verify_text(reply, &validators, attempt)),
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            retype_verification(verify_text(reply, &validators, attempt))
+        })
         .await
     }
 
@@ -535,21 +525,15 @@ impl IntentClient {
         };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
-        run_attempts(
-            inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| {
-                retype_verification(verify_value_with(
-                    reply,
-                    None,
-                    &validators,
-                    attempt,
-                    recovery,
-                ))
-            },
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            retype_verification(verify_value_with(
+                reply,
+                None,
+                &validators,
+                attempt,
+                recovery,
+            ))
+        })
         .await
     }
 
@@ -631,15 +615,9 @@ impl IntentClient {
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(
-            inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| {
-                verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
-            },
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
+        })
         .await
     }
 
@@ -978,7 +956,11 @@ impl IntentClientBuilder {
     /// assert_eq!((cheap.request_count(), strong.request_count()), (0, 1));
     /// # });
     /// ```
-    pub fn provider_named(self, name: impl Into<String>, provider: impl Provider + 'static) -> Self {
+    pub fn provider_named(
+        self,
+        name: impl Into<String>,
+        provider: impl Provider + 'static,
+    ) -> Self {
         self.shared_provider_named(name, Arc::new(provider))
     }
 

@@ -54,7 +54,7 @@ mod cooldowns;
 pub(crate) mod limiter;
 
 pub use cache::{DEFAULT_CACHE_TTL, DEFAULT_MAX_ENTRY_BYTES, RedisCache};
-pub use cooldowns::RedisCooldowns;
 pub use connection::{
     DEFAULT_REDIS_TIMEOUT, OnRedisFailure, REDIS_RETRY_AFTER_FAILURE, Redis, RedisError,
 };
+pub use cooldowns::RedisCooldowns;
