@@ -35,9 +35,10 @@ trait Counter {
 async fn down_server() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).set_body_json(
-            json!({"error": {"message": "overloaded", "type": "server_error"}}),
-        ))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .set_body_json(json!({"error": {"message": "overloaded", "type": "server_error"}})),
+        )
         .mount(&server)
         .await;
     server
@@ -106,10 +107,19 @@ async fn cooldown_worker() {
     let cooldown = Duration::from_millis(var("INTENT_COOLDOWN_MS").parse().expect("ms"));
     let redis = Redis::new(&var("INTENT_COOLDOWN_REDIS")).expect("a Redis URL");
     let chain = FallbackProvider::new(
-        Member::new(OpenAiCompatible::new(var("INTENT_COOLDOWN_DOWN"), "down-model"))
-            .named("down"),
+        Member::new(OpenAiCompatible::new(
+            var("INTENT_COOLDOWN_DOWN"),
+            "down-model",
+        ))
+        .named("down"),
     )
-    .then(Member::new(OpenAiCompatible::new(var("INTENT_COOLDOWN_UP"), "backup-model")).named("up"))
+    .then(
+        Member::new(OpenAiCompatible::new(
+            var("INTENT_COOLDOWN_UP"),
+            "backup-model",
+        ))
+        .named("up"),
+    )
     .cooldown(CooldownPolicy {
         failures: 2,
         cooldown,
