@@ -78,10 +78,10 @@ fn client(model: &IntentTrait<'_>) -> TokenStream {
         .map(|m| batch_item(m, &item.vis, &item.generics));
     let mut providers: Vec<String> = Vec::new();
     for method in &model.methods {
-        if let Some(name) = &method.intent.provider {
-            if !providers.contains(&name.value()) {
-                providers.push(name.value());
-            }
+        if let Some(name) = &method.intent.provider
+            && !providers.contains(&name.value())
+        {
+            providers.push(name.value());
         }
     }
     let header = client_header(item, &TokenStream::new(), &providers);

@@ -499,7 +499,7 @@ where
                 // model calls too.
                 if let Some(route) = reply.route.take() {
                     (0..route.sent_before()).for_each(|_| state.count_call(&mut record));
-                    record.route = Some(route);
+                    record.route = Some(*route);
                 }
                 let verification = verify(&reply, number);
                 let passed = verification.passed();

@@ -196,10 +196,7 @@ async fn closing_server() -> (String, tokio::task::JoinHandle<()>, Arc<AtomicUsi
             let mut request = Vec::new();
             let mut buffer = [0u8; 4096];
             // Headers, then as many body bytes as they announce.
-            loop {
-                let Ok(read) = socket.read(&mut buffer).await else {
-                    break;
-                };
+            while let Ok(read) = socket.read(&mut buffer).await {
                 if read == 0 {
                     break;
                 }

@@ -18,6 +18,7 @@
 //! | [`gemini`] | Google's Gemini API: request bodies, the schema rewritten to what it honours, replies, errors with `RetryInfo`, the stream decoder, Batch Mode, and [`Gemini`] |
 //! | [`anthropic`] | Messages: request bodies, schema acceptance, replies, the stream decoder, Message Batches, and [`Anthropic`] |
 //! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
+//! | [`fallback`] | [`FallbackProvider`]: an ordered chain of providers that falls over on outages, with cooldowns |
 //! | [`batch`] | what a batch API offers batch jobs, whatever the API |
 //! | `env` | [`from_env`]: the one place providers are chosen from the environment |
 //!
@@ -358,8 +359,9 @@ pub struct ProviderReply {
     /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
     pub logprobs: Option<Vec<TokenLogprob>>,
     /// Which member of a fallback chain ([`FallbackProvider`]) answered and why the ones
-    /// before it were passed over; `None` from any other provider.
-    pub route: Option<crate::route::Route>,
+    /// before it were passed over; `None` from any other provider. Boxed: most replies
+    /// carry none, and every reply is moved through the attempt loop.
+    pub route: Option<Box<crate::route::Route>>,
 }
 
 impl ProviderReply {

@@ -466,7 +466,7 @@ impl<'a> Walk<'a> {
             detail: "the model refused; the chain falls over on refusals".to_owned(),
         });
         ProviderReply {
-            route: Some(route),
+            route: Some(Box::new(route)),
             ..reply
         }
     }
@@ -575,7 +575,7 @@ impl Provider for FallbackProvider {
             walk.settle(position, admission, failure.as_ref()).await;
             match outcome {
                 Outcome::Done(Ok(mut reply)) => {
-                    reply.route = Some(walk.route(position, &reply.model));
+                    reply.route = Some(Box::new(walk.route(position, &reply.model)));
                     return Ok(reply);
                 }
                 Outcome::Done(Err(error)) => return Err(error),
@@ -640,7 +640,7 @@ impl Provider for FallbackProvider {
                                 Ok(ReplyPiece::Finished(mut reply)) => {
                                     if let Some(mut route) = route.take() {
                                         route.model.clone_from(&reply.model);
-                                        reply.route = Some(route);
+                                        reply.route = Some(Box::new(route));
                                     }
                                     Ok(ReplyPiece::Finished(reply))
                                 }
