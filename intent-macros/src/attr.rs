@@ -27,14 +27,16 @@ mod intent_option {
     pub(crate) const SCHEMA: &str = "schema";
     pub(crate) const JSON_MODE: &str = "json_mode";
     pub(crate) const RECOVER_ANSWER: &str = "recover_answer";
+    pub(crate) const PROVIDER: &str = "provider";
 
-    pub(crate) const ALL: [&str; 6] = [
+    pub(crate) const ALL: [&str; 7] = [
         MODEL,
         MAX_ATTEMPTS,
         TEMPERATURE,
         SCHEMA,
         JSON_MODE,
         RECOVER_ANSWER,
+        PROVIDER,
     ];
 }
 
@@ -71,6 +73,8 @@ pub(crate) struct Intent {
     pub json_mode: Option<Ident>,
     /// `recover_answer` (on) or `recover_answer = true/false`, with the key for errors.
     pub recover_answer: Option<(Ident, bool)>,
+    /// `provider = "cheap"`: the client's named provider the method's calls go to.
+    pub provider: Option<LitStr>,
 }
 
 /// The merged `#[guardrail(...)]` attributes of one method.
@@ -214,6 +218,7 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
         schema: None,
         json_mode: None,
         recover_answer: None,
+        provider: None,
     };
     for arg in args {
         let (key, value) = match arg {
@@ -277,6 +282,20 @@ fn parse_intent(attr: &Attribute, errors: &mut Errors) -> Option<Intent> {
                     "intent option",
                     errors,
                 );
+            }
+            intent_option::PROVIDER => {
+                let value = lit_str(&key, value, "provider = \"cheap\"", errors).filter(|name| {
+                    let empty = name.value().trim().is_empty();
+                    if empty {
+                        errors.spanned(
+                            name,
+                            "`provider` names one of the client's providers (given with \
+                             `IntentClient::builder().provider_named(\"cheap\", ...)`); it cannot be empty",
+                        );
+                    }
+                    !empty
+                });
+                set_once(&mut intent.provider, value, &key, "intent option", errors);
             }
             _ if guardrail_key::ALL.contains(&name.as_str()) => errors.spanned(
                 &key,

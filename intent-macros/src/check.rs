@@ -160,6 +160,10 @@ fn check_decision(method: &IntentMethod<'_>, errors: &mut Errors) {
     if let Some(json_mode) = &intent.json_mode {
         errors.spanned(json_mode, not_for_decisions("`json_mode`"));
     }
+    if let Some(provider) = &intent.provider {
+        // A decision question goes to the client's decision client, never to a route.
+        errors.spanned(provider, not_for_decisions("`provider`"));
+    }
     for (set, name) in [
         (intent.max_attempts.is_some(), "`max_attempts`"),
         (intent.temperature.is_some(), "`temperature`"),

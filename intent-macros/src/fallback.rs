@@ -16,7 +16,7 @@ use crate::expand::{client_header, client_name, send_trait};
 pub(crate) fn with_error(item: &ItemTrait, error: syn::Error) -> TokenStream {
     let error = error.into_compile_error();
     let intent_trait = send_trait(&without_repeated_errors(item));
-    let header = client_header(item, &quote!(#[allow(dead_code)]));
+    let header = client_header(item, &quote!(#[allow(dead_code)]), &[]);
     let name = client_name(item);
     let trait_name = &item.ident;
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();

@@ -510,11 +510,17 @@ where
                 record.issues.push(refused.issue(number));
                 true
             }
-            Ok(reply) => {
+            Ok(mut reply) => {
                 if !record.cached {
                     state.add_usage(&mut record, reply.usage, PricedAs::Answer(&reply.model));
                 }
                 record.replayed = reply.replayed;
+                // Fallback members sent the request before the one that answered were
+                // model calls too.
+                if let Some(route) = reply.route.take() {
+                    (0..route.sent_before()).for_each(|_| state.count_call(&mut record));
+                    record.route = Some(*route);
+                }
                 let verification = verify(&reply, number);
                 let passed = verification.passed();
                 trace.verified(number, passed, &verification.issues, &verification.repairs);

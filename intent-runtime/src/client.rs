@@ -2,6 +2,7 @@
 //! [`IntentClientBuilder`], which reports every configuration mistake from `build()`.
 
 use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -30,7 +31,7 @@ use crate::result::{AIResult, IssueDetail, IssueSource, NotSent, ResultIssue, Us
 use crate::schema::{
     SchemaError, TargetSchema, check_runtime_schema_depth, runtime_target_schema, target_schema,
 };
-use crate::shared::{ClientInner, Totals};
+use crate::shared::ClientInner;
 use crate::stream::{EventSink, IntentStream, Partial, event_queue};
 use crate::telemetry::{Endpoint, Telemetry};
 use crate::verify::schema_rules::compile_error;
@@ -195,6 +196,81 @@ impl IntentClient {
     /// The prices this client costs its calls with.
     pub fn price_table(&self) -> &PriceTable {
         &self.inner.prices
+    }
+
+    /// The client with a route for each named provider; built once, so a routed call
+    /// costs one map lookup.
+    fn with_routes(mut self, named: Vec<(String, Arc<dyn Provider>)>) -> Self {
+        if named.is_empty() {
+            return self;
+        }
+        let routes = named
+            .into_iter()
+            .map(|(name, provider)| (name, Arc::new(self.inner.for_route(provider))))
+            .collect();
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.routes = routes;
+        }
+        self
+    }
+
+    /// The names of the providers calls can choose (see
+    /// [`IntentClientBuilder::provider_named`]), sorted.
+    pub fn provider_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.inner.routes.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Checks that this client has every provider in `names` (what a generated client's
+    /// methods name, its `PROVIDERS`), for `client`, the type that needs them; the
+    /// generated `try_new` calls it, so that a missing provider is found when the client
+    /// is made, not at the first call.
+    pub fn check_providers(&self, client: &str, names: &[&str]) -> Result<(), UnknownProvider> {
+        let missing = names
+            .iter()
+            .find(|name| !self.inner.routes.contains_key(**name));
+        match missing {
+            None => Ok(()),
+            Some(name) => Err(UnknownProvider {
+                client: client.to_owned(),
+                name: (*name).to_owned(),
+                known: self
+                    .provider_names()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+            }),
+        }
+    }
+
+    /// The configuration a call runs against: its named provider's route (the
+    /// overrides' name first, then the call's), or the client's own.
+    fn routed<T>(&self, options: &IntentOptions<T>) -> Result<&ClientInner, String> {
+        let name = self
+            .overrides
+            .as_deref()
+            .and_then(|overrides| overrides.provider.as_deref())
+            .or(options.provider.as_deref());
+        let Some(name) = name else {
+            return Ok(&self.inner);
+        };
+        match self.inner.routes.get(name) {
+            Some(route) => Ok(route),
+            None => {
+                let known = self.provider_names();
+                Err(format!(
+                    "the call names provider `{name}`, which this client does not have (it \
+                     has: {}); add it with `IntentClient::builder().provider_named(\"{name}\", ...)`; \
+                     nothing was sent",
+                    if known.is_empty() {
+                        "none by name".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            }
+        }
     }
 
     /// The shared configuration (for a batch job's driver).
@@ -406,18 +482,16 @@ impl IntentClient {
         }
         let target = OutputTarget::typed(schema.clone(), options.json_mode);
         let plan = self.plan(intent, input, target, &options);
+        let inner = match self.routed(&options) {
+            Ok(inner) => inner,
+            Err(reason) => return preflight_failure(reason, Instant::now()),
+        };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(
-            &self.inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| {
-                verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
-            },
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            verify_typed_with::<T>(reply, &schema, &validators, attempt, recovery)
+        })
         .await
     }
 
@@ -434,14 +508,14 @@ impl IntentClient {
     {
         let validators = retype_validators::<T, String>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::Text, &options);
+        let inner = match self.routed(&options) {
+            Ok(inner) => inner,
+            Err(reason) => return preflight_failure(reason, Instant::now()),
+        };
         let settings = self.settings(&options);
-        run_attempts(
-            &self.inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| retype_verification(verify_text(reply, &validators, attempt)),
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            retype_verification(verify_text(reply, &validators, attempt))
+        })
         .await
     }
 
@@ -462,23 +536,21 @@ impl IntentClient {
         }
         let validators = retype_validators::<T, Value>(&options.validators);
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
+        let inner = match self.routed(&options) {
+            Ok(inner) => inner,
+            Err(reason) => return preflight_failure(reason, Instant::now()),
+        };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
-        run_attempts(
-            &self.inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| {
-                retype_verification(verify_value_with(
-                    reply,
-                    None,
-                    &validators,
-                    attempt,
-                    recovery,
-                ))
-            },
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            retype_verification(verify_value_with(
+                reply,
+                None,
+                &validators,
+                attempt,
+                recovery,
+            ))
+        })
         .await
     }
 
@@ -553,18 +625,16 @@ impl IntentClient {
             None => OutputTarget::AnyJson,
         };
         let plan = self.plan(intent, input, target, &options);
+        let inner = match self.routed(&options) {
+            Ok(inner) => inner,
+            Err(reason) => return preflight_failure(reason, Instant::now()),
+        };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
         let validators = options.validators;
-        run_attempts(
-            &self.inner,
-            plan,
-            &settings,
-            events,
-            move |reply, attempt| {
-                verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
-            },
-        )
+        run_attempts(inner, plan, &settings, events, move |reply, attempt| {
+            verify_value_with(reply, schema.as_deref(), &validators, attempt, recovery)
+        })
         .await
     }
 
@@ -813,12 +883,42 @@ pub enum BuildError {
         "a decision gate was configured but the judge mode is `Never`, so it would never run; remove the gate or change the mode"
     )]
     GateWithoutJudge,
+    /// Two providers were given the same name, or a name is empty.
+    #[error(
+        "provider name `{name}` is given twice or is empty; give each \
+         `provider_named` provider a name of its own"
+    )]
+    ProviderName {
+        /// The name.
+        name: String,
+    },
+}
+
+crate::failure::debug_as_message!(UnknownProvider);
+
+/// A generated client's methods name a provider (`#[intent(..., provider = "...")]`)
+/// that the [`IntentClient`] it is bound to lacks: reported when the generated client is
+/// made (`<Trait>Client::try_new`), before any call.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{client}` sends calls to provider `{name}`, which this IntentClient does not have \
+     (it has: {}); add it with `IntentClient::builder().provider_named(\"{name}\", ...)`",
+    if known.is_empty() { "none by name".to_owned() } else { known.join(", ") }
+)]
+pub struct UnknownProvider {
+    /// The generated client's type (or the caller's name for what needs the providers).
+    pub client: String,
+    /// The missing provider's name.
+    pub name: String,
+    /// The names the client has, sorted.
+    pub known: Vec<String>,
 }
 
 /// Builds an [`IntentClient`]. Errors are reported by [`IntentClientBuilder::build`].
 #[derive(Default)]
 pub struct IntentClientBuilder {
     provider: Option<Arc<dyn Provider>>,
+    named: Vec<(String, Arc<dyn Provider>)>,
     judge: Option<Arc<dyn Judge>>,
     judge_provider: Option<Arc<dyn Provider>>,
     judge_mode: JudgeMode,
@@ -863,6 +963,47 @@ impl IntentClientBuilder {
     /// The provider, already shared.
     pub fn shared_provider(mut self, provider: Arc<dyn Provider>) -> Self {
         self.provider = Some(provider);
+        self
+    }
+
+    /// Adds a provider that calls choose by `name`: a method's
+    /// `#[intent(..., provider = "cheap")]`, a call's [`IntentOptions::provider`], or
+    /// [`Overrides::provider`]. Calls that name none go to [`provider`](Self::provider),
+    /// or, when none was given, to the first named one. Everything else (judge, cache,
+    /// rate limiter, totals, defaults) is the client's, for every route.
+    ///
+    /// ```
+    /// use intent_rs::{IntentClient, IntentOptions};
+    /// use intent_rs::provider::ScriptedProvider;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let cheap = ScriptedProvider::new([r#"{"value": 3}"#]);
+    /// let strong = ScriptedProvider::new([r#"{"value": 3}"#]);
+    /// let client = IntentClient::builder()
+    ///     .provider_named("cheap", cheap.clone())
+    ///     .provider_named("strong", strong.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// let options = IntentOptions::new().provider("strong");
+    /// let count: u32 = client.transform("a b c", "Count the words", options).await.into_result().unwrap();
+    /// assert_eq!((cheap.request_count(), strong.request_count()), (0, 1));
+    /// # });
+    /// ```
+    pub fn provider_named(
+        self,
+        name: impl Into<String>,
+        provider: impl Provider + 'static,
+    ) -> Self {
+        self.shared_provider_named(name, Arc::new(provider))
+    }
+
+    /// A named provider (see [`provider_named`](Self::provider_named)), already shared.
+    pub fn shared_provider_named(
+        mut self,
+        name: impl Into<String>,
+        provider: Arc<dyn Provider>,
+    ) -> Self {
+        self.named.push((name.into(), provider));
         self
     }
 
@@ -1036,7 +1177,14 @@ impl IntentClientBuilder {
     /// intent method called on it fails without sending anything, saying that no
     /// provider was configured.
     pub fn build(self) -> Result<IntentClient, BuildError> {
-        let provider = match (self.provider, &self.decisions) {
+        let mut names = HashSet::new();
+        for (name, _) in &self.named {
+            if name.trim().is_empty() || !names.insert(name.as_str()) {
+                return Err(BuildError::ProviderName { name: name.clone() });
+            }
+        }
+        let first_named = self.named.first().map(|(_, provider)| provider.clone());
+        let provider = match (self.provider.or(first_named), &self.decisions) {
             (Some(provider), _) => provider,
             (None, Some(_)) => Arc::new(DecisionsOnly) as Arc<dyn Provider>,
             (None, None) => return Err(BuildError::MissingProvider),
@@ -1105,7 +1253,8 @@ impl IntentClientBuilder {
                 temperature: self.temperature,
                 max_output_tokens: self.max_output_tokens,
                 recover_answer: self.recover_answer,
-                totals: Totals::default(),
+                totals: Arc::default(),
+                routes: HashMap::new(),
                 telemetry,
                 runtime_schemas: Mutex::default(),
                 in_batch: false,
@@ -1114,7 +1263,8 @@ impl IntentClientBuilder {
                 max_cost: self.max_cost,
             }),
             overrides: None,
-        })
+        }
+        .with_routes(self.named))
     }
 }
 

@@ -78,6 +78,7 @@
 //! | see how the prompt is built and how replies are checked | [`prompt`], [`schema`], [`judge`], [`AnswerRecovery`] |
 //! | ask yes/no, choice and score questions with probabilities | [`decision`], [`Binary`], [`Choice`], [`Score`] |
 //! | read values while they stream | [`stream`], [`IntentStream`], [`Partial`] |
+//! | survive an outage with a chain of providers, route methods to named providers | [`provider::fallback`], [`route`], [`IntentClientBuilder::provider_named`] |
 //! | send images and PDFs | [`media`] |
 //! | run large jobs through the batch APIs | [`batch`] |
 //! | count calls in money, and cap what a call may spend | [`pricing`], [`Cost`], [`PriceTable`], [`AIResult::cost`] |
@@ -95,8 +96,8 @@
 //! - `metrics`: OpenTelemetry GenAI metrics (token usage, operation duration) and the
 //!   library's own (attempts, repairs, verification failures, judge verdicts). Spans need
 //!   no feature.
-//! - `redis`: the `fleet` module, a rate limiter and a response cache shared by many
-//!   replicas through Redis.
+//! - `redis`: the `fleet` module, a rate limiter, a response cache and fallback cooldowns
+//!   shared by many replicas through Redis.
 //!
 //! # Where to go next
 //!
@@ -131,6 +132,7 @@ pub mod pricing;
 pub mod prompt;
 pub mod provider;
 pub mod result;
+pub mod route;
 pub mod schema;
 mod shared;
 mod spend;
@@ -143,7 +145,7 @@ mod verify;
 #[doc(hidden)]
 pub mod __private;
 
-pub use client::{BuildError, IntentClient, IntentClientBuilder};
+pub use client::{BuildError, IntentClient, IntentClientBuilder, UnknownProvider};
 pub use cost::{Cost, CostParseError, CostTally, UnpricedModels};
 pub use decision::{Binary, Choice, DecisionEnum, DecisionError, Score};
 pub use error::IntentError;

@@ -129,6 +129,10 @@ pub struct IntentOptions<T> {
     /// The name the call's telemetry carries (its span is exported as `intent <name>`);
     /// the generated clients set the method's name. Unset, the call is a `transform`.
     pub method: Option<Cow<'static, str>>,
+    /// The named provider the call goes to (see
+    /// [`IntentClientBuilder::provider_named`](crate::IntentClientBuilder::provider_named)),
+    /// instead of the client's provider; a method's `#[intent(..., provider = "...")]`.
+    pub provider: Option<Cow<'static, str>>,
 }
 
 impl<T> Default for IntentOptions<T> {
@@ -149,6 +153,7 @@ impl<T> Default for IntentOptions<T> {
             json_mode: false,
             recover_answer: None,
             method: None,
+            provider: None,
         }
     }
 }
@@ -171,6 +176,7 @@ impl<T> Clone for IntentOptions<T> {
             json_mode: self.json_mode,
             recover_answer: self.recover_answer,
             method: self.method.clone(),
+            provider: self.provider.clone(),
         }
     }
 }
@@ -193,6 +199,7 @@ impl<T> fmt::Debug for IntentOptions<T> {
             .field("json_mode", &self.json_mode)
             .field("recover_answer", &self.recover_answer)
             .field("method", &self.method)
+            .field("provider", &self.provider)
             .finish()
     }
 }
@@ -257,6 +264,14 @@ impl<T> IntentOptions<T> {
     /// Sets the model.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Sends the call to the client's provider named `name` (see
+    /// [`IntentClientBuilder::provider_named`](crate::IntentClientBuilder::provider_named));
+    /// a name the client lacks fails the call before anything is sent.
+    pub fn provider(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.provider = Some(name.into());
         self
     }
 
@@ -359,6 +374,8 @@ pub struct Overrides {
     pub max_attempts: Option<u32>,
     /// The time budget of a call, provider calls in flight included.
     pub time_budget: Option<Duration>,
+    /// The named provider calls go to, over the methods' `provider = "..."`.
+    pub provider: Option<String>,
 }
 
 impl Overrides {
@@ -391,6 +408,13 @@ impl Overrides {
         self
     }
 
+    /// Sends calls to the client's provider named `name` (see
+    /// [`IntentClientBuilder::provider_named`](crate::IntentClientBuilder::provider_named)).
+    pub fn provider(mut self, name: impl Into<String>) -> Self {
+        self.provider = Some(name.into());
+        self
+    }
+
     /// These overrides, with every field that `newer` sets taken from `newer`.
     pub(crate) fn merged(&self, newer: Overrides) -> Overrides {
         Overrides {
@@ -398,6 +422,7 @@ impl Overrides {
             temperature: newer.temperature.or(self.temperature),
             max_attempts: newer.max_attempts.or(self.max_attempts),
             time_budget: newer.time_budget.or(self.time_budget),
+            provider: newer.provider.or_else(|| self.provider.clone()),
         }
     }
 }

@@ -356,6 +356,8 @@ pub struct AttemptRecord {
     /// What the attempt's model calls cost, each priced on the model that answered it
     /// (see the [`pricing`](crate::pricing) module).
     pub cost: crate::cost::CostTally,
+    /// Which member of a fallback chain answered, and why earlier ones were passed over.
+    pub route: Option<crate::route::Route>,
 }
 
 impl AttemptRecord {
@@ -378,6 +380,7 @@ impl AttemptRecord {
             limiter: None,
             replayed: false,
             cost: crate::cost::CostTally::default(),
+            route: None,
         }
     }
 

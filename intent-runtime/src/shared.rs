@@ -117,7 +117,13 @@ pub(crate) struct ClientInner {
     /// Whether calls read the one JSON answer of a chatty reply unless their options
     /// say otherwise.
     pub recover_answer: bool,
-    pub totals: Totals,
+    /// Shared with the routes' configurations: a call routed to a named provider adds
+    /// to the client's totals.
+    pub totals: Arc<Totals>,
+    /// The configurations of the named providers' routes (see
+    /// [`IntentClientBuilder::provider_named`](crate::IntentClientBuilder::provider_named)):
+    /// this one with another provider; empty in a route's own configuration.
+    pub routes: HashMap<String, Arc<ClientInner>>,
     /// What the client's spans and metrics say about its providers, and whether content
     /// is recorded.
     pub telemetry: Telemetry,
@@ -175,11 +181,48 @@ impl ClientInner {
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
             recover_answer: self.recover_answer,
-            totals: Totals::default(),
+            totals: Arc::default(),
+            routes: HashMap::new(),
             telemetry: self.telemetry.clone(),
             runtime_schemas: Mutex::default(),
             in_batch: true,
             batch_live_from: live_from_attempt,
+            prices: self.prices.clone(),
+            max_cost: self.max_cost,
+        }
+    }
+
+    /// The same configuration with calls going to `provider` (a named route): the
+    /// totals, cache, rate limiter, judge and decision client stay the client's.
+    pub fn for_route(&self, provider: Arc<dyn Provider>) -> ClientInner {
+        let mut telemetry = self.telemetry.clone();
+        telemetry.primary = crate::telemetry::Endpoint::of(provider.as_ref());
+        ClientInner {
+            provider,
+            judge: self.judge.clone(),
+            judge_mode: self.judge_mode,
+            judge_model: self.judge_model.clone(),
+            judge_fail_closed: self.judge_fail_closed,
+            decisions: self.decisions.clone(),
+            decisions_from_provider: self.decisions_from_provider,
+            decision_gate: self.decision_gate.clone(),
+            max_attempts: self.max_attempts,
+            max_model_calls: self.max_model_calls,
+            time_budget: self.time_budget,
+            max_input_chars: self.max_input_chars,
+            rate_limiter: self.rate_limiter.clone(),
+            cache: self.cache.clone(),
+            retry_policy: self.retry_policy,
+            model: self.model.clone(),
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            recover_answer: self.recover_answer,
+            totals: Arc::clone(&self.totals),
+            routes: HashMap::new(),
+            telemetry,
+            runtime_schemas: Mutex::default(),
+            in_batch: self.in_batch,
+            batch_live_from: self.batch_live_from,
             prices: self.prices.clone(),
             max_cost: self.max_cost,
         }

@@ -23,7 +23,7 @@ use intent_rs::provider::{ProviderConfigError, ProviderError, ProviderErrorKind}
 use intent_rs::result::Cause;
 use intent_rs::schema::SchemaError;
 use intent_rs::{AIResult, BuildError, IssueSource, ResultIssue, Usage};
-use intent_rs::{Cost, CostTally, PriceTable};
+use intent_rs::{Cost, CostTally, PriceTable, UnknownProvider};
 use intent_rs_eval::EvalError;
 
 /// What a provider wrote in its error body: it may quote the request, so no error shows it.
@@ -161,6 +161,14 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
         (
             "PriceTableError",
             Box::new(PriceTable::from_litellm_json("not json").expect_err("not a table")),
+        ),
+        (
+            "UnknownProvider",
+            Box::new(UnknownProvider {
+                client: "SupportClient".to_owned(),
+                name: "cheap".to_owned(),
+                known: vec!["strong".to_owned()],
+            }),
         ),
         (
             "CassetteError",

@@ -1,6 +1,8 @@
 //! State shared by a fleet of replicas through Redis: a rate limiter whose quota all of
 //! them draw from (`limits::RateLimiter::shared`) and a
-//! response cache whose replies any of them can serve ([`RedisCache`]).
+//! response cache whose replies any of them can serve ([`RedisCache`]), and the
+//! cooldowns of fallback chains, so that a provider cooled down by one replica is passed
+//! over by all ([`RedisCooldowns`]).
 //!
 //! Ten replicas with ten in-process limiters each think they own the provider's quota and
 //! together send ten times the allowed rate; ten in-process caches each pay for the same
@@ -48,9 +50,11 @@
 
 mod cache;
 mod connection;
+mod cooldowns;
 pub(crate) mod limiter;
 
 pub use cache::{DEFAULT_CACHE_TTL, DEFAULT_MAX_ENTRY_BYTES, RedisCache};
 pub use connection::{
     DEFAULT_REDIS_TIMEOUT, OnRedisFailure, REDIS_RETRY_AFTER_FAILURE, Redis, RedisError,
 };
+pub use cooldowns::RedisCooldowns;

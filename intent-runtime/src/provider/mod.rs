@@ -20,6 +20,7 @@
 //! | [`scripted`] | [`ScriptedProvider`] and its offline batch API |
 //! | [`test_model`] | [`TestModel`]: answers every request with a value valid for its schema, deterministically for a seed |
 //! | [`cassette`] | [`CassetteProvider`]: real exchanges recorded to a cassette file, sanitized, and replayed |
+//! | [`fallback`] | [`FallbackProvider`]: an ordered chain of providers that falls over on outages, with cooldowns |
 //! | [`batch`] | what a batch API offers batch jobs, whatever the API |
 //! | `env` | [`from_env`]: the one place providers are chosen from the environment |
 //!
@@ -33,6 +34,7 @@ pub mod cassette;
 pub mod compatible;
 mod env;
 mod error;
+pub mod fallback;
 pub mod gemini;
 pub mod http;
 mod logprobs;
@@ -56,6 +58,7 @@ pub use compatible::{
 };
 pub use env::{from_env, from_lookup};
 pub use error::{MESSAGE_MAX_CHARS, ProviderError, ProviderErrorKind};
+pub use fallback::FallbackProvider;
 pub use gemini::Gemini;
 pub use http::{
     DEFAULT_MAX_RESPONSE_BYTES, ProviderConfigError, REQUEST_ID_HEADERS, parse_retry_after,
@@ -366,6 +369,10 @@ pub struct ProviderReply {
     pub logprobs: Option<Vec<TokenLogprob>>,
     /// Whether the reply was served from a cassette ([`cassette`]) instead of a model.
     pub replayed: bool,
+    /// Which member of a fallback chain ([`FallbackProvider`]) answered and why the ones
+    /// before it were passed over; `None` from any other provider. Boxed: most replies
+    /// carry none, and every reply is moved through the attempt loop.
+    pub route: Option<Box<crate::route::Route>>,
 }
 
 impl ProviderReply {

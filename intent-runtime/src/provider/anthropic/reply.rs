@@ -118,6 +118,7 @@ pub(crate) fn messages_reply(
         // The Messages API reports no log-probabilities.
         logprobs: None,
         replayed: false,
+        route: None,
     }
 }
 

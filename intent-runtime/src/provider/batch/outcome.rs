@@ -135,6 +135,7 @@ impl StoredOutcome {
                 response_id: None,
                 logprobs,
                 replayed: false,
+                route: None,
             }),
             StoredOutcome::Error {
                 kind,

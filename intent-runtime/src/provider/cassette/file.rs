@@ -113,6 +113,7 @@ impl RecordedReply {
             text: self.text.clone(),
             refusal: self.refusal.clone(),
             refusal_categories: self.refusal_categories.clone(),
+            route: None,
             truncated: self.truncated,
             stop_reason: self.stop_reason.clone(),
             usage: Usage {

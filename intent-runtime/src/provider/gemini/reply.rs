@@ -271,6 +271,7 @@ impl ReplyParts {
             response_id: self.response_id,
             logprobs: self.logprobs,
             replayed: false,
+            route: None,
         }
     }
 }

@@ -202,6 +202,7 @@ impl ChatParts {
             response_id: self.id.filter(|id| !id.is_empty()),
             logprobs: self.logprobs,
             replayed: false,
+            route: None,
         }
     }
 }

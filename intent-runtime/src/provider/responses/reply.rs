@@ -268,6 +268,7 @@ pub(crate) fn into_reply(
         response_id: response.id.filter(|id| !id.is_empty()),
         logprobs: output.logprobs,
         replayed: false,
+        route: None,
     })
 }
 

@@ -2,7 +2,7 @@ use intent_rs::{intents, IntentError};
 
 #[intents]
 trait Docs {
-    #[intent("Summarize", provider = "openai")]
+    #[intent("Summarize", retries = 3)]
     async fn summary(&self, text: &str) -> Result<String, IntentError>;
 }
 

@@ -75,7 +75,7 @@ pub trait Documents {
     #[output("Keep line order.")]
     async fn invoice(&self, document: String, currency: &Currency) -> AIResult<Invoice>;
 
-    #[intent("Summarize in one sentence")]
+    #[intent("Summarize in one sentence", provider = "cheap")]
     #[validate(short)]
     #[example(input = "A long story", output = "A story.")]
     async fn summary(&self, text: &str) -> Result<String, IntentError>;
@@ -112,6 +112,8 @@ fn uses_the_trait(docs: &impl Documents) -> &'static str {
 #[allow(dead_code)]
 fn futures_are_send(client: IntentClient) {
     let docs = DocumentsClient::new(client.clone());
+    let _: &[&str] = DocumentsClient::PROVIDERS;
+    let _: Result<DocumentsClient, intent_rs::UnknownProvider> = DocumentsClient::try_new(client.clone());
     assert_send(docs.sentiment("Loved it"));
     assert_send(docs.invoice("Invoice 9".to_owned(), &Currency { code: "EUR".into() }));
     assert_send(docs.summary("text"));
