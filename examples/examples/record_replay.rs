@@ -5,11 +5,13 @@
 //! loopback interface that speaks OpenAI's Chat Completions, records two calls through
 //! the real OpenAI provider into a cassette (JSON Lines), stops the server, and replays
 //! the same calls from the cassette. It then asks one call the cassette does not hold,
-//! to show the error that names what differs.
+//! to show the error that names what differs. With a provider configured in the
+//! environment (as for every example), the calls are recorded from that model instead.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use intent_rs::provider::{Cassette, CassetteMode, OpenAi, Sanitizer};
+use intent_rs::provider::{self, Cassette, CassetteMode, OpenAi, Provider, Sanitizer};
 use intent_rs::{AIResult, IntentClient, StrictCompatible, intents};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -125,11 +127,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A key that must never reach the cassette.
     let key = "sk-example-0123456789abcdef-NOT-A-REAL-KEY";
 
-    // 1. Record: the cassette does not exist yet, so `Record` asks the model.
+    // 1. Record: the cassette does not exist yet, so `Record` asks the model: the one
+    // the environment names (as every example does), else the loopback stand-in.
     let (url, server) = loopback_openai().await?;
+    let model: Arc<dyn Provider> = match provider::from_env() {
+        Ok(real) => {
+            println!(
+                "(recording from {}, model {})",
+                real.name(),
+                real.default_model()
+            );
+            real
+        }
+        Err(_) => Arc::new(OpenAi::new(key).with_base_url(&url)),
+    };
     let recorder = Cassette::new(&path)
         .sanitizer(Sanitizer::new().secret(key))
-        .wrap(OpenAi::new(key).with_base_url(&url))?;
+        .wrap(Arc::clone(&model))?;
     let support = SupportClient::new(IntentClient::builder().provider(recorder).build()?);
     println!("Recording into {}:", path.display());
     for email in EMAILS {
@@ -149,10 +163,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {excerpt}…");
     }
 
-    // 2. Replay: no server, another key; nothing is sent.
+    // 2. Replay: the server is gone and replay-only sends nothing, so no key is needed.
     let replayer = Cassette::new(&path)
         .mode(CassetteMode::ReplayOnly)
-        .wrap(OpenAi::new("replay").with_base_url(&url))?;
+        .wrap(model)?;
     let support = SupportClient::new(IntentClient::builder().provider(replayer).build()?);
     println!("\nReplaying, in the other order:");
     for email in EMAILS.iter().rev() {
