@@ -61,7 +61,7 @@ return failures
 /// so name them alike in every replica.
 ///
 /// When Redis fails or is slow, the breakers fall back to ones kept in this process
-/// (with a `tracing` warning), whatever [`Redis::on_failure`] says: asking a provider is
+/// (with a `tracing` warning), whatever [`Redis::with_on_failure`] says: asking a provider is
 /// always safe, and a fleet without its shared breakers only asks a failing provider
 /// more often.
 ///
