@@ -202,6 +202,51 @@ pub enum ProviderErrorKind {
 }
 
 impl ProviderErrorKind {
+    /// Every kind, for the places that store a kind by name (a batch job's directory, a
+    /// cassette).
+    pub(crate) const ALL: [ProviderErrorKind; 13] = [
+        ProviderErrorKind::Authentication,
+        ProviderErrorKind::Permission,
+        ProviderErrorKind::NotFound,
+        ProviderErrorKind::InvalidRequest,
+        ProviderErrorKind::SchemaRejected,
+        ProviderErrorKind::RateLimited,
+        ProviderErrorKind::Overloaded,
+        ProviderErrorKind::Server,
+        ProviderErrorKind::Timeout,
+        ProviderErrorKind::Transport,
+        ProviderErrorKind::InvalidResponse,
+        ProviderErrorKind::Configuration,
+        ProviderErrorKind::Canceled,
+    ];
+
+    /// The kind's stable `snake_case` name (`rate_limited`), as it is serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderErrorKind::Authentication => "authentication",
+            ProviderErrorKind::Permission => "permission",
+            ProviderErrorKind::NotFound => "not_found",
+            ProviderErrorKind::InvalidRequest => "invalid_request",
+            ProviderErrorKind::SchemaRejected => "schema_rejected",
+            ProviderErrorKind::RateLimited => "rate_limited",
+            ProviderErrorKind::Overloaded => "overloaded",
+            ProviderErrorKind::Server => "server",
+            ProviderErrorKind::Timeout => "timeout",
+            ProviderErrorKind::Transport => "transport",
+            ProviderErrorKind::InvalidResponse => "invalid_response",
+            ProviderErrorKind::Configuration => "configuration",
+            ProviderErrorKind::Canceled => "canceled",
+        }
+    }
+
+    /// The kind named `name`: its [`as_str`](Self::as_str) name, or its variant name
+    /// (`RateLimited`, as files written before the names were fixed hold it).
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name || format!("{kind:?}") == name)
+    }
+
     /// Whether failures of this kind are worth retrying by default.
     pub fn is_transient(self) -> bool {
         matches!(

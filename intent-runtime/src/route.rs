@@ -3,10 +3,14 @@
 //! and kept on the attempt's record ([`AttemptRecord::route`](crate::result::AttemptRecord)).
 //!
 //! It sits at the bottom of the crate, below both the providers that fill it and the
-//! records that keep it, so it names failures with its own small vocabulary
-//! ([`SkipReason`]) rather than the provider's error type.
+//! records that keep it, so it names why a member was passed over with its own small
+//! vocabulary ([`SkipReason`]), which adds "cooling down" and "escalated past" to the
+//! failures; [`SkipReason::failure_kind`] says a failure in the vocabulary every layer
+//! shares.
 
 use std::fmt;
+
+use crate::failure::FailureKind;
 
 /// The way a reply took through a fallback chain
 /// ([`FallbackProvider`](crate::provider::fallback::FallbackProvider)).
@@ -79,6 +83,23 @@ pub enum SkipReason {
     Escalated,
 }
 
+impl SkipReason {
+    /// The reason in the vocabulary of failures every layer shares, for a member that
+    /// failed or refused; `None` for one that was not asked (cooling down, escalated
+    /// past).
+    pub fn failure_kind(self) -> Option<FailureKind> {
+        Some(match self {
+            SkipReason::Authentication | SkipReason::Permission => FailureKind::Authentication,
+            SkipReason::RateLimited => FailureKind::RateLimited,
+            SkipReason::Overloaded | SkipReason::Server => FailureKind::Unavailable,
+            SkipReason::Timeout => FailureKind::Timeout,
+            SkipReason::Transport => FailureKind::Transport,
+            SkipReason::Refused => FailureKind::Refused,
+            SkipReason::CoolingDown | SkipReason::Escalated => return None,
+        })
+    }
+}
+
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -99,5 +120,28 @@ impl fmt::Display for SkipReason {
 impl fmt::Display for Skip {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}): {}", self.provider, self.reason, self.detail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_that_failed_has_the_shared_kind_and_one_not_asked_has_none() {
+        assert_eq!(
+            SkipReason::Overloaded.failure_kind(),
+            Some(FailureKind::Unavailable)
+        );
+        assert_eq!(
+            SkipReason::Permission.failure_kind(),
+            Some(FailureKind::Authentication)
+        );
+        assert_eq!(
+            SkipReason::Refused.failure_kind(),
+            Some(FailureKind::Refused)
+        );
+        assert_eq!(SkipReason::CoolingDown.failure_kind(), None);
+        assert_eq!(SkipReason::Escalated.failure_kind(), None);
     }
 }

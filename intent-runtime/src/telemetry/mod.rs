@@ -578,7 +578,7 @@ impl<'a> ModelRequest<'a> {
         tracing::trace!(
             parent: &self.span,
             {
-                { ERROR_TYPE } = error_type(error).as_str(),
+                { ERROR_TYPE } = error.kind().as_str(),
                 { INTENT_RETRY } = i64::from(retry),
                 { INTENT_BACKOFF_MS } = int(wait.as_millis()),
                 %error,
@@ -639,13 +639,13 @@ impl<'a> ModelRequest<'a> {
         if let Some(id) = error.request_id() {
             self.span.record(INTENT_REQUEST_ID, id);
         }
-        self.ended_in(&error_type(error));
+        self.ended_in(error.kind().as_str());
     }
 
     /// Records a decision request whose reply failed the client's checks, or that failed
     /// before a provider error existed.
     pub(crate) fn failed_decision(self, kind: crate::result::FailureKind) {
-        self.ended_in(&snake_case(&format!("{kind:?}")));
+        self.ended_in(kind.as_str());
     }
 
     /// Records a request the rate limiter would not admit (its shared quota unreachable,
@@ -673,23 +673,6 @@ impl<'a> ModelRequest<'a> {
 /// unsigned fields as strings.
 fn int<N: TryInto<i64>>(n: N) -> i64 {
     n.try_into().unwrap_or(i64::MAX)
-}
-
-/// `error.type` of a provider error: its kind in snake case (`rate_limited`).
-fn error_type(error: &ProviderError) -> String {
-    snake_case(&format!("{:?}", error.kind()))
-}
-
-/// A variant name in snake case (`RateLimited` -> `rate_limited`).
-fn snake_case(kind: &str) -> String {
-    let mut snake = String::with_capacity(kind.len() + 4);
-    for (i, c) in kind.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            snake.push('_');
-        }
-        snake.push(c.to_ascii_lowercase());
-    }
-    snake
 }
 
 /// The first check that failed, by its issue source, or `passed`. Provider issues (a
@@ -824,10 +807,22 @@ mod tests {
     #[test]
     fn error_types_are_the_kinds_in_snake_case() {
         use crate::provider::ProviderErrorKind;
-        let error = ProviderError::new(ProviderErrorKind::RateLimited, "openai", "slow down");
-        assert_eq!(error_type(&error), "rate_limited");
-        let error = ProviderError::new(ProviderErrorKind::Server, "openai", "boom");
-        assert_eq!(error_type(&error), "server");
+        // `error.type` of a provider request is its kind's stable name, and every kind
+        // has its own.
+        assert_eq!(ProviderErrorKind::RateLimited.as_str(), "rate_limited");
+        assert_eq!(ProviderErrorKind::Server.as_str(), "server");
+        let names: std::collections::HashSet<&str> = ProviderErrorKind::ALL
+            .iter()
+            .map(|kind| kind.as_str())
+            .collect();
+        assert_eq!(names.len(), ProviderErrorKind::ALL.len());
+        for kind in ProviderErrorKind::ALL {
+            assert_eq!(ProviderErrorKind::from_name(kind.as_str()), Some(kind));
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::Value::from(kind.as_str())
+            );
+        }
     }
 
     #[test]

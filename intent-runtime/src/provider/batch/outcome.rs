@@ -54,23 +54,6 @@ pub(crate) struct StoredUsage {
     reasoning: u64,
 }
 
-/// Every error kind and its stored name.
-const KINDS: &[(ProviderErrorKind, &str)] = &[
-    (ProviderErrorKind::Authentication, "authentication"),
-    (ProviderErrorKind::Permission, "permission"),
-    (ProviderErrorKind::NotFound, "not_found"),
-    (ProviderErrorKind::InvalidRequest, "invalid_request"),
-    (ProviderErrorKind::SchemaRejected, "schema_rejected"),
-    (ProviderErrorKind::RateLimited, "rate_limited"),
-    (ProviderErrorKind::Overloaded, "overloaded"),
-    (ProviderErrorKind::Server, "server"),
-    (ProviderErrorKind::Timeout, "timeout"),
-    (ProviderErrorKind::Transport, "transport"),
-    (ProviderErrorKind::InvalidResponse, "invalid_response"),
-    (ProviderErrorKind::Configuration, "configuration"),
-    (ProviderErrorKind::Canceled, "canceled"),
-];
-
 impl StoredOutcome {
     pub(crate) fn of(outcome: &Outcome) -> Self {
         match outcome {
@@ -92,11 +75,7 @@ impl StoredOutcome {
                 logprobs: reply.logprobs.clone(),
             },
             Err(error) => StoredOutcome::Error {
-                kind: KINDS
-                    .iter()
-                    .find(|(kind, _)| *kind == error.kind())
-                    .map_or("server", |(_, name)| name)
-                    .to_owned(),
+                kind: error.kind().as_str().to_owned(),
                 provider: error.provider().to_owned(),
                 message: error.message().to_owned(),
                 status: error.status(),
@@ -144,10 +123,7 @@ impl StoredOutcome {
                 status,
                 transient,
             } => {
-                let kind = KINDS
-                    .iter()
-                    .find(|(_, name)| *name == kind)
-                    .map_or(ProviderErrorKind::Server, |(kind, _)| *kind);
+                let kind = ProviderErrorKind::from_name(&kind).unwrap_or(ProviderErrorKind::Server);
                 let mut error =
                     ProviderError::new(kind, provider, message).with_transient(transient);
                 if let Some(status) = status {

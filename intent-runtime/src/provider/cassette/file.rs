@@ -136,7 +136,7 @@ impl RecordedReply {
 /// replay has nothing to wait for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RecordedError {
-    /// The kind, as `ProviderErrorKind`'s variant name (`RateLimited`).
+    /// The kind, as `ProviderErrorKind::as_str` names it (`rate_limited`).
     pub kind: String,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,7 +148,7 @@ pub(crate) struct RecordedError {
 impl RecordedError {
     pub(crate) fn of(error: &ProviderError, clean: impl Fn(&str) -> String) -> Self {
         Self {
-            kind: format!("{:?}", error.kind()),
+            kind: error.kind().as_str().to_owned(),
             message: clean(error.message()),
             status: error.status(),
             transient: error.is_transient(),
@@ -158,25 +158,8 @@ impl RecordedError {
 
     /// The error served on replay, from `provider`.
     pub(crate) fn to_error(&self, provider: &str) -> ProviderError {
-        use ProviderErrorKind::*;
-        let kind = [
-            Authentication,
-            Permission,
-            NotFound,
-            InvalidRequest,
-            SchemaRejected,
-            RateLimited,
-            Overloaded,
-            Server,
-            Timeout,
-            Transport,
-            InvalidResponse,
-            Configuration,
-            Canceled,
-        ]
-        .into_iter()
-        .find(|kind| format!("{kind:?}") == self.kind)
-        .unwrap_or(InvalidResponse);
+        let kind =
+            ProviderErrorKind::from_name(&self.kind).unwrap_or(ProviderErrorKind::InvalidResponse);
         let mut error =
             ProviderError::new(kind, provider, self.message.clone()).with_transient(self.transient);
         if let Some(status) = self.status {
