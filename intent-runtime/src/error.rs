@@ -40,6 +40,8 @@ pub struct IntentError {
     issues: Vec<ResultIssue>,
     /// The index in `issues` of the issue that ended the call.
     decisive: Option<usize>,
+    /// The number of the last attempt made (0 when none was).
+    last_attempt: u32,
     attempts: u32,
     model_calls: u32,
 }
@@ -82,11 +84,10 @@ impl IntentError {
     /// The issues of the last attempt made, and any raised when the loop stopped after
     /// it: what the call ended on.
     pub fn last_attempt_issues(&self) -> &[ResultIssue] {
-        let last = self.issues.last().map_or(0, |issue| issue.attempt);
         let from = self
             .issues
             .iter()
-            .position(|issue| issue.attempt >= last.min(self.attempts.max(1)))
+            .position(|issue| issue.attempt >= self.last_attempt)
             .unwrap_or(self.issues.len());
         &self.issues[from..]
     }
@@ -178,35 +179,28 @@ impl<T> AIResult<T> {
         if self.is_success() {
             return None;
         }
-        Some(
-            decisive_issue(&self.issues, self.attempts.len())
-                .map_or(FailureKind::VerificationExhausted, |index| {
-                    self.issues[index].kind()
-                }),
-        )
+        Some(kind_of(
+            &self.issues,
+            decisive_issue(&self.issues, self.attempts.len()),
+        ))
     }
 
     /// The value, or an [`IntentError`] with the kind, the failure summary and the
     /// issues.
     pub fn into_result(self) -> Result<T, IntentError> {
-        let kind = self.failure_kind();
-        match (self.value, kind) {
-            (Some(value), _) => Ok(value),
-            (None, kind) => {
-                let decisive = decisive_issue(&self.issues, self.attempts.len());
-                let attempts = u32::try_from(self.attempts.len()).unwrap_or(u32::MAX);
-                let model_calls = self.attempts.iter().map(|a| a.model_calls).sum();
-                let summary = crate::summary::failure_summary(&self.attempts, &self.issues);
-                Err(IntentError {
-                    kind: kind.unwrap_or(FailureKind::VerificationExhausted),
-                    summary,
-                    issues: self.issues,
-                    decisive,
-                    attempts,
-                    model_calls,
-                })
-            }
+        if let Some(value) = self.value {
+            return Ok(value);
         }
+        let decisive = decisive_issue(&self.issues, self.attempts.len());
+        Err(IntentError {
+            kind: kind_of(&self.issues, decisive),
+            summary: crate::summary::failure_summary(&self.attempts, &self.issues),
+            decisive,
+            last_attempt: last_attempt(&self.issues, self.attempts.len()).unwrap_or(0),
+            attempts: u32::try_from(self.attempts.len()).unwrap_or(u32::MAX),
+            model_calls: self.attempts.iter().map(|a| a.model_calls).sum(),
+            issues: self.issues,
+        })
     }
 
     /// Same as [`AIResult::into_result`]; reads well at call sites that want the value.
@@ -215,40 +209,50 @@ impl<T> AIResult<T> {
     }
 }
 
-/// The index of the issue that ended a call that made `attempts` attempts.
+/// The kind of a failed call whose deciding issue is `decisive` (a call without issues
+/// failed its checks without saying more).
+fn kind_of(issues: &[ResultIssue], decisive: Option<usize>) -> FailureKind {
+    decisive
+        .and_then(|index| issues.get(index))
+        .map_or(FailureKind::VerificationExhausted, ResultIssue::kind)
+}
+
+/// The number of the last attempt of a call that made `attempts` attempts: the count, or
+/// for a record without attempts (a batch item, a call stopped before its first), the
+/// highest attempt its issues name.
+fn last_attempt(issues: &[ResultIssue], attempts: usize) -> Option<u32> {
+    if attempts > 0 {
+        return Some(u32::try_from(attempts).unwrap_or(u32::MAX));
+    }
+    issues.iter().map(|issue| issue.attempt).max()
+}
+
+/// How strongly an issue of the last attempt explains the failure: what stopped the
+/// request outright first, the judge's rejection last.
+fn precedence(source: IssueSource) -> u8 {
+    match source {
+        IssueSource::Input => 0,
+        IssueSource::Guardrail => 1,
+        IssueSource::Provider => 2,
+        IssueSource::Verification | IssueSource::Validator => 3,
+        IssueSource::Judge => 4,
+    }
+}
+
+/// The index of the issue that ended a call that made `attempts` attempts: the last one
+/// raised after the last attempt (what stopped the loop), else the first of the last
+/// attempt's issues of the highest [`precedence`].
 fn decisive_issue(issues: &[ResultIssue], attempts: usize) -> Option<usize> {
-    let last_attempt = if attempts > 0 {
-        u32::try_from(attempts).unwrap_or(u32::MAX)
-    } else {
-        // A record without attempts (a batch item, a call stopped before its first):
-        // its issues say which attempt they belong to.
-        issues.iter().map(|issue| issue.attempt).max()?
-    };
-    // An issue raised after the last attempt stopped the loop.
+    let last_attempt = last_attempt(issues, attempts)?;
     if let Some(index) = issues
         .iter()
         .rposition(|issue| issue.attempt > last_attempt)
     {
         return Some(index);
     }
-    let last: Vec<usize> = (0..issues.len())
+    (0..issues.len())
         .filter(|&index| issues[index].attempt == last_attempt)
-        .collect();
-    let first_where = |wanted: &dyn Fn(&ResultIssue) -> bool| {
-        last.iter().copied().find(|&index| wanted(&issues[index]))
-    };
-    first_where(&|issue| issue.source == IssueSource::Input)
-        .or_else(|| first_where(&|issue| issue.source == IssueSource::Guardrail))
-        .or_else(|| first_where(&|issue| issue.source == IssueSource::Provider))
-        .or_else(|| {
-            first_where(&|issue| {
-                matches!(
-                    issue.source,
-                    IssueSource::Verification | IssueSource::Validator
-                )
-            })
-        })
-        .or_else(|| last.last().copied())
+        .min_by_key(|&index| precedence(issues[index].source))
         .or_else(|| issues.len().checked_sub(1))
 }
 
