@@ -1,5 +1,7 @@
 //! The judge: a second model call that reads the intent, the input and a candidate
-//! output, and answers with a strict `{passes, problems}` verdict.
+//! output, and answers with a strict `{passes, problems}` verdict; what the judge is asked
+//! and what its answer means for the attempt it judged. When the attempt loop asks (its
+//! guardrails and the decision gate in front of the judge) is the attempt's judge step.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -7,9 +9,11 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::failure::IssueDetail;
 use crate::provider::{
     Message, Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat,
 };
+use crate::result::{IssueSource, JudgeRecord, ResultIssue};
 
 /// The schema name sent with the judge's strict schema.
 pub const JUDGE_SCHEMA_NAME: &str = "judge_verdict";
@@ -185,6 +189,76 @@ pub fn read_verdict(reply: &ProviderReply) -> JudgeReading {
     }
 }
 
+/// What a judge's answer means for the attempt it judged: what the attempt's record
+/// keeps, whether the reply passes, and the problems fed back to the model when it does
+/// not.
+#[derive(Debug)]
+pub(crate) struct Judged {
+    /// What the attempt's record keeps of the verdict.
+    pub record: JudgeRecord,
+    /// Whether the reply passes.
+    pub accepted: bool,
+    /// The judge's problems, as the attempt's issues (empty when it passes).
+    pub issues: Vec<ResultIssue>,
+}
+
+/// Reads `reading`, the judge's answer on attempt `number`. An unreadable answer passes
+/// unless the client fails closed (`fail_closed`); a `null` never passes; a rejection
+/// that names no problem still gives the model one to act on.
+pub(crate) fn interpret(
+    reading: JudgeReading,
+    number: u32,
+    fail_closed: bool,
+    intent: &str,
+) -> Judged {
+    let issue = |message: String| {
+        ResultIssue::new(IssueSource::Judge, message, number).with_detail(IssueDetail::Judge)
+    };
+    match reading {
+        JudgeReading::Verdict(verdict) => {
+            let issues = if verdict.passes {
+                Vec::new()
+            } else if verdict.problems.is_empty() {
+                vec![issue(
+                    "The judge rejected the output without naming a problem; re-read the intent and the requirements and correct the output.".to_owned(),
+                )]
+            } else {
+                verdict.problems.iter().cloned().map(issue).collect()
+            };
+            Judged {
+                accepted: verdict.passes,
+                record: JudgeRecord::Verdict {
+                    passes: verdict.passes,
+                    problems: verdict.problems,
+                },
+                issues,
+            }
+        }
+        JudgeReading::NoVerdict => Judged {
+            record: JudgeRecord::Missing {
+                reason: "the judge returned null".to_owned(),
+                accepted: false,
+            },
+            accepted: false,
+            issues: vec![issue("The judge returned no verdict.".to_owned())],
+        },
+        JudgeReading::Unreadable(reason) => {
+            let accepted = !fail_closed;
+            tracing::warn!(intent, %reason, accepted, "the judge gave no readable verdict");
+            let issues = if accepted {
+                Vec::new()
+            } else {
+                vec![issue(format!("The output could not be judged: {reason}."))]
+            };
+            Judged {
+                record: JudgeRecord::Missing { reason, accepted },
+                accepted,
+                issues,
+            }
+        }
+    }
+}
+
 // A judge is asked for strict JSON but may still wrap it in a fence; tolerate that alone.
 fn strip_fence(text: &str) -> &str {
     let Some(body) = text.strip_prefix("```") else {
@@ -211,6 +285,77 @@ impl Judge for ModelJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn messages(judged: &Judged) -> Vec<&str> {
+        judged
+            .issues
+            .iter()
+            .map(|issue| issue.message.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_rejection_feeds_back_each_problem_and_one_when_it_names_none() {
+        let named = interpret(
+            JudgeReading::Verdict(JudgeVerdict {
+                passes: false,
+                problems: vec!["The total is wrong.".into(), "A line is missing.".into()],
+            }),
+            2,
+            false,
+            "Extract",
+        );
+        assert!(!named.accepted);
+        assert_eq!(
+            messages(&named),
+            ["The total is wrong.", "A line is missing."]
+        );
+        assert!(named.issues.iter().all(|issue| issue.attempt == 2));
+
+        let silent = interpret(
+            JudgeReading::Verdict(JudgeVerdict {
+                passes: false,
+                problems: Vec::new(),
+            }),
+            1,
+            false,
+            "Extract",
+        );
+        assert!(!silent.accepted);
+        assert_eq!(silent.issues.len(), 1);
+        assert!(
+            silent.issues[0]
+                .message
+                .contains("without naming a problem")
+        );
+        // The record keeps what the judge said, not the stand-in.
+        assert_eq!(
+            silent.record,
+            JudgeRecord::Verdict {
+                passes: false,
+                problems: Vec::new()
+            }
+        );
+    }
+
+    #[test]
+    fn an_unreadable_answer_passes_only_when_the_client_fails_open_and_null_never_does() {
+        let unreadable = || JudgeReading::Unreadable("not JSON".into());
+        let open = interpret(unreadable(), 1, false, "Extract");
+        assert!(open.accepted);
+        assert!(open.issues.is_empty());
+        let closed = interpret(unreadable(), 1, true, "Extract");
+        assert!(!closed.accepted);
+        assert_eq!(
+            messages(&closed),
+            ["The output could not be judged: not JSON."]
+        );
+        for fail_closed in [false, true] {
+            let null = interpret(JudgeReading::NoVerdict, 1, fail_closed, "Extract");
+            assert!(!null.accepted);
+            assert_eq!(messages(&null), ["The judge returned no verdict."]);
+        }
+    }
 
     fn request<'a>(candidate: &'a str) -> JudgeRequest<'a> {
         JudgeRequest {

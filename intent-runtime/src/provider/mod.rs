@@ -38,8 +38,8 @@ pub mod fallback;
 pub mod gemini;
 pub mod http;
 mod logprobs;
-mod reply;
 pub mod openai;
+mod reply;
 pub(crate) mod reply_text;
 mod request;
 pub mod responses;
@@ -49,7 +49,6 @@ pub mod test_model;
 
 use std::fmt;
 use std::sync::Arc;
-
 
 pub use anthropic::{Anthropic, anthropic_accepts_schema};
 pub use azure::AzureOpenAi;
