@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use intent_examples::choose_provider;
-use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache};
+use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache, RedisQuota};
 use intent_rs::limits::RateLimiter;
 use intent_rs::provider::ScriptedProvider;
 use intent_rs::{IntentClient, IntentError, intents};
@@ -54,7 +54,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = IntentClient::builder()
         .shared_provider(chosen.provider)
         // 60 requests a minute for every process sharing this name.
-        .rate_limiter(RateLimiter::per_minute(60).shared(&redis, "fleet-example"))
+        .rate_limiter(
+            RateLimiter::per_minute(60).with_shared_quota(RedisQuota::new(&redis, "fleet-example")),
+        )
         .cache(RedisCache::new(&redis).with_ttl(Duration::from_secs(600)))
         .build()?;
     let tickets = TicketsClient::new(client.clone());

@@ -24,7 +24,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use intent_rs::cache::{CacheKey, InMemoryCache, ResponseCache};
-use intent_rs::fleet::{Redis, RedisCache};
+use intent_rs::fleet::{Redis, RedisCache, RedisQuota};
 use intent_rs::limits::RateLimiter;
 use intent_rs::provider::{ProviderReply, ProviderRequest, ScriptedProvider};
 use intent_rs::{IntentClient, IntentOptions};
@@ -107,7 +107,7 @@ fn main() {
         // A quota no row reaches: every admission is immediate, so the rows measure cost.
         let quota = || RateLimiter::per_minute(1_000_000_000).with_tokens_per_minute(u32::MAX);
         let local = quota();
-        let shared = quota().shared(&redis, "bench");
+        let shared = quota().with_shared_quota(RedisQuota::new(&redis, "bench"));
         shared.acquire(1).await.expect("Redis answers");
 
         println!("fleet bench: {n} operations per row, Redis on loopback");
@@ -157,7 +157,7 @@ fn main() {
             builder.build().expect("a client")
         };
         let local_client = call(quota(), false);
-        let shared_client = call(quota().shared(&redis, "bench-calls"), true);
+        let shared_client = call(quota().with_shared_quota(RedisQuota::new(&redis, "bench-calls")), true);
         let local_call = per_call(n, |i| {
             let client = &local_client;
             async move {
@@ -274,7 +274,7 @@ fn worker(mode: &str) {
         let limiter = match mode {
             "shared" => {
                 let redis = Redis::new(&var("FLEET_REDIS")).expect("a Redis URL");
-                limiter.shared(&redis, &var("FLEET_NAME"))
+                limiter.with_shared_quota(RedisQuota::new(&redis, &var("FLEET_NAME")))
             }
             _ => limiter,
         };

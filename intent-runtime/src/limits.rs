@@ -100,9 +100,10 @@ impl Deadline {
 /// A client-side rate limiter: requests per minute, and optionally tokens per minute.
 ///
 /// By default a token bucket in this process: clones share one bucket, so every clone of
-/// an `IntentClient` (and its judge calls) draws from the same allowance. With the `redis`
-/// feature, `RateLimiter::shared` puts the quota in Redis, so that every replica of a
-/// fleet draws from one allowance.
+/// an `IntentClient` (and its judge calls) draws from the same allowance.
+/// [`with_shared_quota`](Self::with_shared_quota) keeps the quota in a store every replica
+/// of a fleet reaches instead ([`QuotaStore`]; with the `redis` feature,
+/// [`RedisQuota`](crate::fleet::RedisQuota)), so that they all draw from one allowance.
 ///
 /// The token quota counts input and output tokens, as providers count them: a request
 /// books its estimated input tokens when it is admitted, and the difference is settled
@@ -110,8 +111,61 @@ impl Deadline {
 #[derive(Clone)]
 pub struct RateLimiter {
     shared: Arc<Mutex<Buckets>>,
-    #[cfg(feature = "redis")]
-    fleet: Option<Arc<crate::fleet::limiter::SharedQuota>>,
+    store: Option<Arc<dyn QuotaStore>>,
+}
+
+/// A per-minute quota, as a [`QuotaStore`] is asked to keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Quota {
+    /// Model calls a minute (bursts up to this many).
+    pub requests_per_minute: u32,
+    /// Estimated tokens a minute, input and output, when the limiter counts tokens.
+    pub tokens_per_minute: Option<u32>,
+}
+
+/// Where a rate limiter's quota lives when several processes share it, as
+/// [`ResponseCache`](crate::cache::ResponseCache) is for replies: the booking of each
+/// request and the settling of its tokens. With the `redis` feature,
+/// [`RedisQuota`](crate::fleet::RedisQuota) keeps it in Redis; implement it to keep a quota
+/// elsewhere (a database, a coordination service).
+///
+/// Each method is one atomic operation on the store: replicas book concurrently.
+#[async_trait::async_trait]
+pub trait QuotaStore: Send + Sync + fmt::Debug {
+    /// Books one request of about `estimated_tokens` against `quota` at the earliest time
+    /// it fits, and returns how long the caller waits before sending it.
+    async fn admit(
+        &self,
+        quota: Quota,
+        estimated_tokens: u64,
+    ) -> Result<Duration, QuotaUnavailable>;
+
+    /// Corrects the token booking of a request that booked `estimated_tokens` and used
+    /// `used_tokens` by the reply's account (a refund when it used fewer).
+    async fn settle(
+        &self,
+        quota: Quota,
+        estimated_tokens: u64,
+        used_tokens: u64,
+    ) -> Result<(), QuotaUnavailable>;
+
+    /// Whether a call is refused when the store cannot be reached (fail closed), rather
+    /// than admitted by this process's own limiter with the same quota (fail open, the
+    /// default).
+    fn fails_closed(&self) -> bool {
+        false
+    }
+}
+
+crate::failure::debug_as_message!(QuotaUnavailable);
+
+/// A [`QuotaStore`] could not be reached (down, slow) or answered wrongly.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the shared quota's store could not be reached: {reason}")]
+pub struct QuotaUnavailable {
+    /// What the store said, or that it timed out.
+    pub reason: String,
 }
 
 /// A request the limiter let through.
@@ -129,15 +183,15 @@ crate::failure::debug_as_message!(RateLimitError);
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RateLimitError {
-    /// The quota lives in Redis, Redis failed, and the limiter fails closed: Redis is
-    /// unavailable (the configuration may be right).
+    /// The quota lives in a shared store (Redis), the store failed, and the limiter fails
+    /// closed: the store is unavailable (the configuration may be right).
     #[error(
-        "the shared rate limiter could not reach Redis ({reason}); the request was not sent. \
-         Check that Redis is running and reachable, or let calls through on a local limiter \
-         with `OnRedisFailure::FailOpen`"
+        "the shared rate limiter could not reach its quota's store ({reason}); the request \
+         was not sent. Check that the store (Redis) is running and reachable, or let calls \
+         through on a local limiter by failing open (`OnRedisFailure::FailOpen` for Redis)"
     )]
     SharedQuotaUnavailable {
-        /// What Redis said, or that it timed out.
+        /// What the store said, or that it timed out.
         reason: String,
     },
 }
@@ -213,8 +267,7 @@ impl RateLimiter {
                 tokens: None,
                 last_refill: Instant::now(),
             })),
-            #[cfg(feature = "redis")]
-            fleet: None,
+            store: None,
         }
     }
 
@@ -227,26 +280,26 @@ impl RateLimiter {
         self
     }
 
-    /// This quota, kept in `redis` under `name` and shared by every limiter (in any
-    /// process) with the same name and Redis: a fleet's replicas together stay within it.
-    /// Name it after what the provider counts against: the API key, or the model.
+    /// This quota, kept in `store` and shared by every limiter (in any process) that uses
+    /// the same store: a fleet's replicas together stay within it. With the `redis`
+    /// feature, [`RedisQuota`](crate::fleet::RedisQuota) is such a store; name it after
+    /// what the provider counts against (the API key, or the model).
     ///
-    /// When Redis fails or is slow, the Redis connection's
-    /// [`OnRedisFailure`](crate::fleet::OnRedisFailure) decides: this process's own
-    /// limiter with the same quota (fail open) or a refused call (fail closed).
-    #[cfg(feature = "redis")]
-    pub fn shared(mut self, redis: &crate::fleet::Redis, name: &str) -> Self {
-        let (requests, tokens) = {
-            let buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-            (
-                buckets.requests.capacity as u32,
-                buckets.tokens.as_ref().map(|bucket| bucket.capacity as u32),
-            )
-        };
-        self.fleet = Some(Arc::new(crate::fleet::limiter::SharedQuota::new(
-            redis, name, requests, tokens,
-        )));
+    /// When the store fails or is slow, [`QuotaStore::fails_closed`] decides: this
+    /// process's own limiter with the same quota (fail open) or a refused call (fail
+    /// closed).
+    pub fn with_shared_quota(mut self, store: impl QuotaStore + 'static) -> Self {
+        self.store = Some(Arc::new(store));
         self
+    }
+
+    /// The quota this limiter keeps, as a shared store is asked to keep it.
+    fn quota(&self) -> Quota {
+        let buckets = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        Quota {
+            requests_per_minute: buckets.requests.capacity as u32,
+            tokens_per_minute: buckets.tokens.as_ref().map(|bucket| bucket.capacity as u32),
+        }
     }
 
     /// Waits until one request carrying about `estimated_tokens` input tokens may be sent,
@@ -267,13 +320,9 @@ impl RateLimiter {
     /// [`acquire`](Self::acquire), saying also which limiter admitted the request: the
     /// attempt's record keeps it, so a result shows a fallback from the shared quota.
     pub(crate) async fn admit(&self, estimated_tokens: u64) -> Result<Admission, RateLimitError> {
-        #[cfg(feature = "redis")]
         let mut by = LimiterUse::Local;
-        #[cfg(not(feature = "redis"))]
-        let by = LimiterUse::Local;
-        #[cfg(feature = "redis")]
-        if let Some(quota) = &self.fleet {
-            match quota.admit(estimated_tokens).await {
+        if let Some(store) = &self.store {
+            match store.admit(self.quota(), estimated_tokens).await {
                 Ok(wait) => {
                     // A zero sleep would still wait for the timer's next tick (1 ms).
                     if !wait.is_zero() {
@@ -284,22 +333,20 @@ impl RateLimiter {
                         by: LimiterUse::Shared,
                     });
                 }
-                Err(error) => match quota.redis().failure_behaviour() {
-                    crate::fleet::OnRedisFailure::FailClosed => {
-                        return Err(RateLimitError::SharedQuotaUnavailable {
-                            reason: error.to_string(),
-                        });
-                    }
-                    _ => {
-                        tracing::warn!(
-                            %error,
-                            "the shared rate limiter could not reach Redis; admitting through this process's limiter"
-                        );
-                        by = LimiterUse::LocalFallback {
-                            reason: error.to_string(),
-                        };
-                    }
-                },
+                Err(unavailable) if store.fails_closed() => {
+                    return Err(RateLimitError::SharedQuotaUnavailable {
+                        reason: unavailable.reason,
+                    });
+                }
+                Err(unavailable) => {
+                    tracing::warn!(
+                        error = %unavailable,
+                        "the shared rate limiter could not reach its quota's store; admitting through this process's limiter"
+                    );
+                    by = LimiterUse::LocalFallback {
+                        reason: unavailable.reason,
+                    };
+                }
             }
         }
         let waited = self.acquire_locally(estimated_tokens).await;
@@ -309,9 +356,11 @@ impl RateLimiter {
     /// Settles the token booking of a request admitted with `estimated_tokens` that used
     /// `used_tokens` (input and output) by the reply's account.
     pub async fn settle(&self, estimated_tokens: u64, used_tokens: u64) {
-        #[cfg(feature = "redis")]
-        if let Some(quota) = &self.fleet {
-            match quota.settle(estimated_tokens, used_tokens).await {
+        if let Some(store) = &self.store {
+            match store
+                .settle(self.quota(), estimated_tokens, used_tokens)
+                .await
+            {
                 Ok(()) => return,
                 // The booking stays as estimated; the local fallback is settled instead.
                 Err(error) => tracing::warn!(%error, "the shared token quota could not be settled"),
@@ -456,5 +505,85 @@ mod tests {
         // It used 100 of the 600 booked: 500 come back at once.
         refunded.settle(600, 100).await;
         assert!(refunded.try_acquire(450.0).is_zero());
+    }
+
+    /// A store in this process that records what it was asked, or fails.
+    #[derive(Debug, Default)]
+    struct RecordingStore {
+        asked: Mutex<Vec<(Quota, u64)>>,
+        settled: Mutex<Vec<(u64, u64)>>,
+        down: bool,
+        fails_closed: bool,
+    }
+
+    #[async_trait::async_trait]
+    impl QuotaStore for Arc<RecordingStore> {
+        async fn admit(&self, quota: Quota, tokens: u64) -> Result<Duration, QuotaUnavailable> {
+            if self.down {
+                return Err(QuotaUnavailable {
+                    reason: "the store is down".into(),
+                });
+            }
+            self.asked.lock().unwrap().push((quota, tokens));
+            Ok(Duration::from_millis(5))
+        }
+
+        async fn settle(&self, _: Quota, booked: u64, used: u64) -> Result<(), QuotaUnavailable> {
+            self.settled.lock().unwrap().push((booked, used));
+            Ok(())
+        }
+
+        fn fails_closed(&self) -> bool {
+            self.fails_closed
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_quota_is_asked_with_the_limiters_quota_and_its_wait_is_kept() {
+        let store = Arc::new(RecordingStore::default());
+        let limiter = RateLimiter::per_minute(30)
+            .with_tokens_per_minute(9_000)
+            .with_shared_quota(store.clone());
+        let admission = limiter.admit(120).await.unwrap();
+        assert_eq!(admission.by, LimiterUse::Shared);
+        assert_eq!(admission.waited, Duration::from_millis(5));
+        limiter.settle(120, 80).await;
+        let quota = Quota {
+            requests_per_minute: 30,
+            tokens_per_minute: Some(9_000),
+        };
+        assert_eq!(*store.asked.lock().unwrap(), [(quota, 120)]);
+        assert_eq!(*store.settled.lock().unwrap(), [(120, 80)]);
+        // The shared store admitted it: the local bucket was not drawn from.
+        assert_eq!(limiter.shared.lock().unwrap().requests.available, 30.0);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_store_falls_back_to_the_local_limiter_or_refuses_when_closed() {
+        let open = RateLimiter::per_minute(30).with_shared_quota(Arc::new(RecordingStore {
+            down: true,
+            ..RecordingStore::default()
+        }));
+        let admission = open.admit(10).await.unwrap();
+        assert_eq!(
+            admission.by,
+            LimiterUse::LocalFallback {
+                reason: "the store is down".into()
+            }
+        );
+
+        let closed = RateLimiter::per_minute(30).with_shared_quota(Arc::new(RecordingStore {
+            down: true,
+            fails_closed: true,
+            ..RecordingStore::default()
+        }));
+        let refused = closed.admit(10).await.unwrap_err();
+        assert_eq!(
+            refused,
+            RateLimitError::SharedQuotaUnavailable {
+                reason: "the store is down".into()
+            }
+        );
+        assert!(refused.to_string().contains("the request was not sent"));
     }
 }

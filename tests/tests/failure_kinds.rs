@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use intent_rs::fleet::{OnRedisFailure, Redis};
+use intent_rs::fleet::{OnRedisFailure, Redis, RedisQuota};
 use intent_rs::limits::{RateLimiter, RetryPolicy};
 use intent_rs::media::{Image, MediaLimits, MediaRefusal};
 use intent_rs::provider::{
@@ -410,7 +410,10 @@ async fn rows() -> Vec<Row> {
             "the fleet's quota unreachable, failing closed",
             person(
                 strict(ScriptedProvider::new([PERSON]))
-                    .rate_limiter(RateLimiter::per_minute(100).shared(&closed_redis, "kinds"))
+                    .rate_limiter(
+                        RateLimiter::per_minute(100)
+                            .with_shared_quota(RedisQuota::new(&closed_redis, "kinds")),
+                    )
                     .build()
                     .unwrap(),
                 IntentOptions::new(),

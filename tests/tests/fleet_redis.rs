@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 mod test_servers;
 
-use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache};
+use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache, RedisQuota};
 use intent_rs::limits::RateLimiter;
 use intent_rs::provider::OpenAiCompatible;
 use intent_rs::result::{AIResult, CacheUse, IssueSource, LimiterUse};
@@ -112,13 +112,16 @@ async fn fleet_worker() {
     let builder = match mode.as_str() {
         // Each process alone stays within 20 a minute (15 calls); four together would not.
         "requests" => builder
-            .rate_limiter(RateLimiter::per_minute(20).shared(&redis, "requests-quota"))
+            .rate_limiter(
+                RateLimiter::per_minute(20)
+                    .with_shared_quota(RedisQuota::new(&redis, "requests-quota")),
+            )
             .time_budget(Duration::from_secs(3)),
         "tokens" => builder
             .rate_limiter(
                 RateLimiter::per_minute(10_000)
                     .with_tokens_per_minute(4_000)
-                    .shared(&redis, "tokens-quota"),
+                    .with_shared_quota(RedisQuota::new(&redis, "tokens-quota")),
             )
             .time_budget(Duration::from_secs(3)),
         "cache" => builder.cache(RedisCache::new(&redis)),
@@ -204,7 +207,9 @@ fn fleet_intent_client(redis: &Redis, provider: &MockServer) -> IntentClient {
     IntentClient::builder()
         .provider(OpenAiCompatible::new(provider.uri(), "fleet-model"))
         .max_attempts(1)
-        .rate_limiter(RateLimiter::per_minute(1_000).shared(redis, "outage"))
+        .rate_limiter(
+            RateLimiter::per_minute(1_000).with_shared_quota(RedisQuota::new(redis, "outage")),
+        )
         .cache(RedisCache::new(redis))
         .build()
         .expect("a client")
@@ -256,7 +261,9 @@ async fn with_redis_stopped_calls_fail_open_or_closed_as_configured_and_recover(
         started.elapsed()
     );
     assert!(
-        refused.to_string().contains("could not reach Redis"),
+        refused
+            .to_string()
+            .contains("could not reach its quota's store"),
         "{refused}"
     );
     // Redis being down is not the user's configuration.

@@ -16,7 +16,7 @@ use intent_rs::cache::CacheUnavailable;
 use intent_rs::decision::{DecisionError, SystemOneConfigError};
 use intent_rs::fleet::RedisError;
 use intent_rs::input::InputError;
-use intent_rs::limits::RateLimitError;
+use intent_rs::limits::{QuotaUnavailable, RateLimitError};
 use intent_rs::media::{MediaError, MediaRefusal};
 use intent_rs::provider::CassetteError;
 use intent_rs::provider::{ProviderConfigError, ProviderError, ProviderErrorKind};
@@ -117,6 +117,12 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
         (
             "RateLimitError",
             Box::new(RateLimitError::SharedQuotaUnavailable {
+                reason: "Redis did not answer".to_owned(),
+            }),
+        ),
+        (
+            "QuotaUnavailable",
+            Box::new(QuotaUnavailable {
                 reason: "Redis did not answer".to_owned(),
             }),
         ),

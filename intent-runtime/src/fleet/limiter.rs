@@ -1,4 +1,4 @@
-//! The shared rate limiter's admission: one Lua script per request, run atomically by
+//! [`RedisQuota`]: a rate limiter's quota kept in Redis. Admission is one Lua script per request, run atomically by
 //! Redis, on Redis's own clock (replicas' clocks never enter the arithmetic).
 //!
 //! Each quota (requests per minute, tokens per minute) is a generic cell rate algorithm
@@ -15,7 +15,8 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use super::{Redis, RedisError};
+use super::{OnRedisFailure, Redis};
+use crate::limits::{Quota, QuotaStore, QuotaUnavailable};
 
 /// The script, hashed once: Redis runs it by its hash and loads it on first use.
 static ADMIT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(ADMIT));
@@ -53,13 +54,17 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((last - now) / 1000) + 60000)
 return math.floor(at - now)
 "#;
 
-/// A quota shared through Redis under one name.
+/// A rate limiter's quota kept in Redis under one name, shared by every replica that uses
+/// the same Redis and name: give it to
+/// [`RateLimiter::with_shared_quota`](crate::limits::RateLimiter::with_shared_quota).
+///
+/// Redis's failure behaviour ([`Redis::with_on_failure`]) decides what a call does when
+/// Redis is down: admitted by the process's own limiter (fail open) or refused (fail
+/// closed).
 #[derive(Debug, Clone)]
-pub(crate) struct SharedQuota {
+pub struct RedisQuota {
     redis: Redis,
     key: String,
-    requests_per_minute: u32,
-    tokens_per_minute: Option<u32>,
 }
 
 /// Microseconds between two units of a quota of `per_minute`.
@@ -67,29 +72,26 @@ fn interval_micros(per_minute: u32) -> f64 {
     60_000_000.0 / f64::from(per_minute.max(1))
 }
 
-impl SharedQuota {
-    pub(crate) fn new(
-        redis: &Redis,
-        name: &str,
-        requests_per_minute: u32,
-        tokens_per_minute: Option<u32>,
-    ) -> Self {
+impl RedisQuota {
+    /// The quota named `name` in `redis` (name it after what the provider counts against:
+    /// the API key, or the model).
+    pub fn new(redis: &Redis, name: &str) -> Self {
         Self {
             redis: redis.clone(),
             key: redis.key("limit", name),
-            requests_per_minute: requests_per_minute.max(1),
-            tokens_per_minute,
         }
     }
+}
 
-    pub(crate) fn redis(&self) -> &Redis {
-        &self.redis
-    }
-
-    /// Books one request of about `estimated_tokens` and returns how long to wait before
-    /// sending it.
-    pub(crate) async fn admit(&self, estimated_tokens: u64) -> Result<Duration, RedisError> {
-        let (token_interval, token_capacity) = match self.tokens_per_minute {
+#[async_trait::async_trait]
+impl QuotaStore for RedisQuota {
+    async fn admit(
+        &self,
+        quota: Quota,
+        estimated_tokens: u64,
+    ) -> Result<Duration, QuotaUnavailable> {
+        let requests_per_minute = quota.requests_per_minute.max(1);
+        let (token_interval, token_capacity) = match quota.tokens_per_minute {
             Some(tokens) => (interval_micros(tokens), tokens.max(1)),
             None => (0.0, 1),
         };
@@ -98,25 +100,31 @@ impl SharedQuota {
             .run(|mut connection| async move {
                 ADMIT_SCRIPT
                     .key(&self.key)
-                    .arg(interval_micros(self.requests_per_minute))
-                    .arg(self.requests_per_minute)
+                    .arg(interval_micros(requests_per_minute))
+                    .arg(requests_per_minute)
                     .arg(token_interval)
                     .arg(token_capacity)
                     .arg(estimated_tokens)
                     .invoke_async(&mut connection)
                     .await
             })
-            .await?;
+            .await
+            .map_err(|error| QuotaUnavailable {
+                reason: error.to_string(),
+            })?;
         Ok(Duration::from_micros(waited_micros.max(0).unsigned_abs()))
     }
 
-    /// Corrects the token booking of a request that used `actual` tokens where
-    /// `estimated` were booked (a refund when it used fewer).
-    pub(crate) async fn settle(&self, estimated: u64, actual: u64) -> Result<(), RedisError> {
-        let Some(tokens) = self.tokens_per_minute else {
+    async fn settle(
+        &self,
+        quota: Quota,
+        estimated_tokens: u64,
+        used_tokens: u64,
+    ) -> Result<(), QuotaUnavailable> {
+        let Some(tokens) = quota.tokens_per_minute else {
             return Ok(());
         };
-        let difference = actual as f64 - estimated as f64;
+        let difference = used_tokens as f64 - estimated_tokens as f64;
         let shift = (difference * interval_micros(tokens)).round() as i64;
         if shift == 0 {
             return Ok(());
@@ -134,5 +142,12 @@ impl SharedQuota {
             })
             .await
             .map(|_| ())
+            .map_err(|error| QuotaUnavailable {
+                reason: error.to_string(),
+            })
+    }
+
+    fn fails_closed(&self) -> bool {
+        self.redis.failure_behaviour() == OnRedisFailure::FailClosed
     }
 }

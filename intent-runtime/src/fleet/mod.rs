@@ -1,5 +1,5 @@
-//! State shared by a fleet of replicas through Redis: a rate limiter whose quota all of
-//! them draw from (`limits::RateLimiter::shared`) and a
+//! State shared by a fleet of replicas through Redis: a rate limiter's quota all of them
+//! draw from ([`RedisQuota`]) and a
 //! response cache whose replies any of them can serve ([`RedisCache`]), and the
 //! cooldowns of fallback chains, so that a provider cooled down by one replica is passed
 //! over by all ([`RedisCooldowns`]).
@@ -26,7 +26,7 @@
 //! use std::time::Duration;
 //!
 //! use intent_rs::IntentClient;
-//! use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache};
+//! use intent_rs::fleet::{OnRedisFailure, Redis, RedisCache, RedisQuota};
 //! use intent_rs::limits::RateLimiter;
 //! use intent_rs::provider::OpenAi;
 //!
@@ -40,7 +40,7 @@
 //!     .rate_limiter(
 //!         RateLimiter::per_minute(500)
 //!             .with_tokens_per_minute(200_000)
-//!             .shared(&redis, "openai-prod-key"),
+//!             .with_shared_quota(RedisQuota::new(&redis, "openai-prod-key")),
 //!     )
 //!     .cache(RedisCache::new(&redis).with_ttl(Duration::from_secs(24 * 3600)))
 //!     .build()?;
@@ -51,10 +51,11 @@
 mod cache;
 mod connection;
 mod cooldowns;
-pub(crate) mod limiter;
+mod limiter;
 
 pub use cache::{DEFAULT_CACHE_TTL, DEFAULT_MAX_ENTRY_BYTES, RedisCache};
 pub use connection::{
     DEFAULT_REDIS_TIMEOUT, OnRedisFailure, REDIS_RETRY_AFTER_FAILURE, Redis, RedisError,
 };
 pub use cooldowns::RedisCooldowns;
+pub use limiter::RedisQuota;
