@@ -28,7 +28,7 @@ pub struct ProviderReply {
     /// Completion's `id`, a Message's `id`), when it sent one.
     pub response_id: Option<String>,
     /// The log-probabilities of the output tokens, in order, when the request asked for
-    /// them ([`ProviderRequest::top_logprobs`]) and the provider returned them.
+    /// them ([`ProviderRequest::top_logprobs`](crate::provider::ProviderRequest::top_logprobs)) and the provider returned them.
     pub logprobs: Option<Vec<TokenLogprob>>,
     /// Whether the reply was served from a cassette ([`cassette`](crate::provider::cassette)) instead of a model.
     pub replayed: bool,

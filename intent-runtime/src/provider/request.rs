@@ -164,13 +164,13 @@ pub struct ProviderRequest {
     pub temperature: Option<f32>,
     /// Asks for the log-probabilities of each output token and of this many most likely
     /// alternatives (`logprobs` / `top_logprobs` on Chat Completions); `None` asks for
-    /// none. Only a provider whose [`Provider::max_top_logprobs`] is set honours it.
+    /// none. Only a provider whose [`Provider::max_top_logprobs`](crate::provider::Provider::max_top_logprobs) is set honours it.
     pub top_logprobs: Option<u8>,
     /// The reply is a short answer that needs no thinking (a decision's label or stated
     /// distribution), and `max_output_tokens` is meant for the answer alone: a provider
     /// whose models think before answering turns thinking off where the model allows it
     /// and otherwise gives the thinking room beyond `max_output_tokens` (Gemini 2.5: see
-    /// [`Gemini`]). Decision requests set it.
+    /// [`Gemini`](crate::provider::Gemini)). Decision requests set it.
     pub minimal_thinking: bool,
 }
 
