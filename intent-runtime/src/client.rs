@@ -245,8 +245,10 @@ impl IntentClient {
     }
 
     /// The configuration a call runs against: its named provider's route (the
-    /// overrides' name first, then the call's), or the client's own.
-    fn routed<T>(&self, options: &IntentOptions<T>) -> Result<&ClientInner, String> {
+    /// overrides' name first, then the call's), or the client's own. A name the client
+    /// lacks, or any name inside a batch job (whose items all go through one provider's
+    /// batch API), is a configuration failure before anything is sent.
+    fn routed<T>(&self, options: &IntentOptions<T>) -> Result<&ClientInner, ResultIssue> {
         let name = self
             .overrides
             .as_deref()
@@ -255,22 +257,36 @@ impl IntentClient {
         let Some(name) = name else {
             return Ok(&self.inner);
         };
-        match self.inner.routes.get(name) {
-            Some(route) => Ok(route),
-            None => {
-                let known = self.provider_names();
-                Err(format!(
-                    "the call names provider `{name}`, which this client does not have (it \
-                     has: {}); add it with `IntentClient::builder().provider_named(\"{name}\", ...)`; \
-                     nothing was sent",
-                    if known.is_empty() {
-                        "none by name".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ))
-            }
+        if let Some(route) = self.inner.routes.get(name) {
+            return Ok(route);
         }
+        let message = if self.inner.in_batch {
+            format!(
+                "the call names provider `{name}`, but a batch job sends every item through \
+                 one provider's batch API (the client's default provider, or \
+                 `BatchOptions::provider`); run this method live, or run the batch job on a \
+                 client whose default provider is `{name}`'s; nothing was sent"
+            )
+        } else {
+            let known = self.provider_names();
+            format!(
+                "the call names provider `{name}`, which this client does not have (it \
+                 has: {}); add it with `IntentClient::builder().provider_named(\"{name}\", ...)`; \
+                 nothing was sent",
+                if known.is_empty() {
+                    "none by name".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )
+        };
+        Err(
+            ResultIssue::new(IssueSource::Input, message, 1).with_detail(IssueDetail::NotSent(
+                NotSent::Configuration {
+                    provider: name.to_owned(),
+                },
+            )),
+        )
     }
 
     /// The shared configuration (for a batch job's driver).
@@ -484,7 +500,7 @@ impl IntentClient {
         let plan = self.plan(intent, input, target, &options);
         let inner = match self.routed(&options) {
             Ok(inner) => inner,
-            Err(reason) => return preflight_failure(reason, Instant::now()),
+            Err(issue) => return preflight_issue(issue, Instant::now()),
         };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
@@ -510,7 +526,7 @@ impl IntentClient {
         let plan = self.plan(intent, input, OutputTarget::Text, &options);
         let inner = match self.routed(&options) {
             Ok(inner) => inner,
-            Err(reason) => return preflight_failure(reason, Instant::now()),
+            Err(issue) => return preflight_issue(issue, Instant::now()),
         };
         let settings = self.settings(&options);
         run_attempts(inner, plan, &settings, events, move |reply, attempt| {
@@ -538,7 +554,7 @@ impl IntentClient {
         let plan = self.plan(intent, input, OutputTarget::AnyJson, &options);
         let inner = match self.routed(&options) {
             Ok(inner) => inner,
-            Err(reason) => return preflight_failure(reason, Instant::now()),
+            Err(issue) => return preflight_issue(issue, Instant::now()),
         };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);
@@ -627,7 +643,7 @@ impl IntentClient {
         let plan = self.plan(intent, input, target, &options);
         let inner = match self.routed(&options) {
             Ok(inner) => inner,
-            Err(reason) => return preflight_failure(reason, Instant::now()),
+            Err(issue) => return preflight_issue(issue, Instant::now()),
         };
         let settings = self.settings(&options);
         let recovery = self.recovery(&options);

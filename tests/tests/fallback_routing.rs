@@ -7,14 +7,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use intent_rs::batch::BatchOptions;
 use intent_rs::provider::fallback::{FallbackProvider, Member};
 use intent_rs::provider::{
     Anthropic, OpenAi, ProviderError, ProviderErrorKind, ScriptedProvider, ScriptedReply,
 };
+use intent_rs::result::NotSent;
 use intent_rs::route::SkipReason;
 use intent_rs::stream::StreamEvent;
 use intent_rs::{
-    AIResult, BuildError, IntentClient, IntentError, IntentOptions, IssueSource, Overrides, intents,
+    AIResult, BuildError, FailureKind, IntentClient, IntentError, IntentOptions, IssueSource,
+    Overrides, intents,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -405,6 +408,15 @@ async fn a_call_naming_a_provider_the_client_lacks_sends_nothing() {
     let result = client.transform("a", "Count", options).await;
     assert_eq!(result.value, None);
     assert_eq!(result.issues[0].source, IssueSource::Input);
+    // A configuration failure, typed: the program can tell it from a model's.
+    let error = result.clone().into_result().unwrap_err();
+    assert_eq!(error.kind(), FailureKind::NotSent);
+    assert_eq!(
+        error.not_sent(),
+        Some(&NotSent::Configuration {
+            provider: "premium".to_owned()
+        })
+    );
     assert!(
         result.issues[0].message.contains("`premium`")
             && result.issues[0].message.contains("cheap, strong"),
@@ -412,6 +424,35 @@ async fn a_call_naming_a_provider_the_client_lacks_sends_nothing() {
         result.issues[0].message
     );
     assert_eq!(client.total_model_calls(), 0);
+}
+
+#[tokio::test]
+async fn a_batch_job_does_not_route_and_says_so_before_sending_anything() {
+    let cheap = ScriptedProvider::new(Vec::<String>::new());
+    let strong = ScriptedProvider::new(Vec::<String>::new());
+    let client = routed_client(&cheap, &strong);
+    let counter = CounterClient::try_new(client.clone()).unwrap();
+    let dir = std::env::temp_dir().join(format!("intent-routing-batch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = BatchOptions::new(&dir).poll_interval(Duration::from_millis(1));
+    let items = ["a", "b"].map(|text| counter.cheap_words_batch_item(text));
+    let results = client.batch(items, options).run().await.unwrap();
+    for result in results {
+        let error = result.into_result().unwrap_err();
+        assert_eq!(error.kind(), FailureKind::NotSent);
+        assert_eq!(
+            error.not_sent(),
+            Some(&NotSent::Configuration {
+                provider: "cheap".to_owned()
+            })
+        );
+        let message = error.summary();
+        assert!(message.contains("batch API"), "{message}");
+    }
+    // Neither the route nor the job's provider was asked.
+    assert_eq!((cheap.request_count(), strong.request_count()), (0, 0));
+    assert_eq!(client.total_model_calls(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
