@@ -11,7 +11,8 @@ use crate::check;
 use crate::ctxt::Errors;
 use crate::decision::DecisionKind;
 use crate::model::{
-    self, Input, IntentMethod, IntentTrait, TargetKind, Wrapper, batch_item_name, batchable,
+    self, Input, IntentMethod, IntentTrait, MediaShape, TargetKind, Wrapper, batch_item_name,
+    batchable,
 };
 
 /// Parses, checks and generates; every mistake comes back as one combined error.
@@ -467,10 +468,11 @@ fn options(method: &IntentMethod<'_>) -> TokenStream {
 }
 
 /// The prepared input: one text input as itself, several as one object keyed by name;
-/// then each image or document, in declaration order, named unless it is the only input.
+/// then each image or document, in declaration order, named unless it is the only input
+/// (a list's media one by one, an `Option`'s when it is `Some`).
 fn input(inputs: &[Input<'_>]) -> TokenStream {
     let (media, text): (Vec<Input<'_>>, Vec<Input<'_>>) =
-        inputs.iter().partition(|input| input.media);
+        inputs.iter().partition(|input| input.media.is_some());
     let one = quote!(::intent_rs::__private::input);
     let named = quote!(::intent_rs::__private::named_inputs);
     if media.is_empty() {
@@ -500,7 +502,13 @@ fn input(inputs: &[Input<'_>]) -> TokenStream {
         // Spanned on the parameter's type: a type named like a media input that is not
         // one is reported there.
         let ty = input.ty;
-        quote_spanned!(ty.span()=> .with_media(#name, &#arg))
+        match input.media {
+            Some(MediaShape::List) => quote_spanned!(ty.span()=> .with_media_list(#name, &#arg)),
+            Some(MediaShape::Optional) => quote_spanned!(ty.span()=>
+                .with_optional_media(#name, ::core::option::Option::as_ref(&#arg))
+            ),
+            Some(MediaShape::One) | None => quote_spanned!(ty.span()=> .with_media(#name, &#arg)),
+        }
     });
     quote!(::core::result::Result::map(#prepared, |__intent_prepared| __intent_prepared #(#adds)*))
 }
@@ -740,5 +748,78 @@ mod tests {
             send_signature(&sig).to_token_stream().to_string(),
             "fn f (& self , a : & str) -> impl :: core :: future :: Future < Output = AIResult < u8 > > + :: core :: marker :: Send"
         );
+    }
+
+    #[test]
+    fn media_lists_and_options_add_each_medium_by_their_shape() {
+        let text = expand(
+            r#"
+            trait Receipts {
+                #[intent("Total the receipt")]
+                async fn total(&self, note: &str, pages: Vec<Document>, photos: &[Image], cover: Option<Image>, stamp: &Image) -> Result<u32, IntentError>;
+                #[intent("Describe them")]
+                async fn describe(&self, photos: Vec<Image>) -> Result<String, IntentError>;
+            }"#,
+        )
+        .to_string();
+        assert!(
+            text.contains(r#"__intent_prepared . with_media_list (:: core :: option :: Option :: Some ("pages") , & pages) . with_media_list (:: core :: option :: Option :: Some ("photos") , & photos) . with_optional_media (:: core :: option :: Option :: Some ("cover") , :: core :: option :: Option :: as_ref (& cover)) . with_media (:: core :: option :: Option :: Some ("stamp") , & stamp)"#),
+            "{text}"
+        );
+        // The only input is labelled by its type alone, as a single image is.
+        assert!(
+            text.contains(r#". with_media_list (:: core :: option :: Option :: None , & photos)"#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn media_in_shapes_that_cannot_be_sent_are_refused_with_what_to_write() {
+        for (ty, expected) in [
+            ("Vec<Vec<Image>>", "a list of lists of media cannot be sent"),
+            (
+                "Vec<Option<Document>>",
+                "a list of optional media cannot be sent",
+            ),
+            (
+                "Option<Vec<Image>>",
+                "an optional list of media cannot be sent",
+            ),
+            (
+                "Option<&[Image]>",
+                "an optional list of media cannot be sent",
+            ),
+            (
+                "HashMap<String, Image>",
+                "this parameter holds images or documents in a shape that cannot be sent",
+            ),
+            (
+                "(Image, Image)",
+                "this parameter holds images or documents in a shape that cannot be sent",
+            ),
+        ] {
+            let item: ItemTrait = syn::parse_str(&format!(
+                r#"trait Scans {{
+                    #[intent("Describe")]
+                    async fn describe(&self, scans: {ty}) -> Result<String, IntentError>;
+                }}"#
+            ))
+            .unwrap();
+            let error = intents(TokenStream::new(), &item).unwrap_err().to_string();
+            assert!(error.starts_with(expected), "{ty}: {error}");
+            assert!(
+                error.contains("`Vec<Image>` or `&[Image]`"),
+                "{ty}: {error}"
+            );
+        }
+        // A type of the user's own that only shares the name, with type arguments, is text.
+        let text = expand(
+            r#"trait Scans {
+                #[intent("Describe")]
+                async fn describe(&self, scan: Image<u8>) -> Result<String, IntentError>;
+            }"#,
+        )
+        .to_string();
+        assert!(text.contains("__private :: input (& scan)"), "{text}");
     }
 }

@@ -39,8 +39,133 @@ pub(crate) struct SchemaFile {
 pub(crate) struct Input<'a> {
     pub name: &'a Ident,
     pub ty: &'a Type,
-    /// An image or a document ([`is_media_type`]): sent as a content part, not as text.
-    pub media: bool,
+    /// Images or documents ([`media_shape`]): sent as content parts, not as text.
+    pub media: Option<MediaShape>,
+}
+
+/// How a parameter holds media.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum MediaShape {
+    /// One: `Image`, `&Image`.
+    One,
+    /// Several, each sent numbered: `Vec<Image>`, `&[Image]`, `&Vec<Image>`, `[Image; N]`.
+    List,
+    /// One or none: `Option<Image>`, `Option<&Image>`, `&Option<Image>`.
+    Optional,
+}
+
+/// The shapes a media parameter may take, for the error on any other.
+const MEDIA_SHAPES_HELP: &str =
+    "take `Image`, `&Image`, `Option<Image>`, `Vec<Image>` or `&[Image]` (the same for `Document`)";
+
+/// How `ty` holds media: `Ok(None)` when it names none, `Err` with a message saying what
+/// to write instead when it holds media in a shape that cannot be sent (a list of lists,
+/// an optional list, a map of images).
+pub(crate) fn media_shape(ty: &Type) -> Result<Option<MediaShape>, String> {
+    if is_media_type(ty) {
+        return Ok(Some(MediaShape::One));
+    }
+    if let Some(element) = list_element(ty) {
+        if is_media_type(element) {
+            return Ok(Some(MediaShape::List));
+        }
+        if list_element(element).is_some() && mentions_media(element) {
+            return Err(format!(
+                "a list of lists of media cannot be sent: the model sees one numbered list per parameter; flatten it into one `Vec<Image>`, or take one parameter per group; {MEDIA_SHAPES_HELP}"
+            ));
+        }
+        if option_inner(element).is_some() && mentions_media(element) {
+            return Err(format!(
+                "a list of optional media cannot be sent: leave the missing ones out of a `Vec<Image>`; {MEDIA_SHAPES_HELP}"
+            ));
+        }
+    }
+    if let Some(inner) = option_inner(strip_reference(ty)) {
+        if is_media_type(inner) {
+            return Ok(Some(MediaShape::Optional));
+        }
+        if list_element(inner).is_some() && mentions_media(inner) {
+            return Err(format!(
+                "an optional list of media cannot be sent: take `Vec<Image>` or `&[Image]` instead, which sends nothing when it is empty, as `None` would; {MEDIA_SHAPES_HELP}"
+            ));
+        }
+    }
+    if mentions_media(ty) {
+        return Err(format!(
+            "this parameter holds images or documents in a shape that cannot be sent as content parts; {MEDIA_SHAPES_HELP}, or one parameter per medium"
+        ));
+    }
+    Ok(None)
+}
+
+/// `T` of `Vec<T>`, `&Vec<T>`, `&[T]`, `[T; N]` or `&[T; N]`.
+fn list_element(ty: &Type) -> Option<&Type> {
+    match strip_reference(ty) {
+        Type::Slice(slice) if matches!(ty, Type::Reference(_)) => Some(&slice.elem),
+        Type::Array(array) => Some(&array.elem),
+        other => generic_argument(other, "Vec"),
+    }
+}
+
+/// `T` of `Option<T>`.
+fn option_inner(ty: &Type) -> Option<&Type> {
+    generic_argument(ty, "Option")
+}
+
+/// The one type argument of `<name><T>` (by the last path segment, as `std::vec::Vec`).
+fn generic_argument<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path
+        .path
+        .segments
+        .last()
+        .filter(|last| last.ident == name)?;
+    let PathArguments::AngleBracketed(arguments) = &last.arguments else {
+        return None;
+    };
+    match arguments.args.iter().collect::<Vec<_>>().as_slice() {
+        [GenericArgument::Type(inner)] => Some(inner),
+        _ => None,
+    }
+}
+
+/// `ty` without its references and parentheses.
+fn strip_reference(ty: &Type) -> &Type {
+    match ty {
+        Type::Reference(reference) => strip_reference(&reference.elem),
+        Type::Paren(inner) => strip_reference(&inner.elem),
+        other => other,
+    }
+}
+
+/// Whether `ty` names an image or a document anywhere inside it (`HashMap<String,
+/// Image>`, `(Image, Image)`, `Box<Image>`).
+fn mentions_media(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(reference) => mentions_media(&reference.elem),
+        Type::Paren(inner) => mentions_media(&inner.elem),
+        Type::Group(inner) => mentions_media(&inner.elem),
+        Type::Slice(slice) => mentions_media(&slice.elem),
+        Type::Array(array) => mentions_media(&array.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().any(mentions_media),
+        // Named as `is_media_type` names them (a user's `Image<T>` is not one).
+        Type::Path(_) if is_media_type(ty) => true,
+        Type::Path(path) if path.qself.is_none() => {
+            path.path
+                .segments
+                .iter()
+                .any(|segment| match &segment.arguments {
+                    PathArguments::AngleBracketed(arguments) => {
+                        arguments.args.iter().any(|argument| match argument {
+                            GenericArgument::Type(inner) => mentions_media(inner),
+                            _ => false,
+                        })
+                    }
+                    _ => false,
+                })
+        }
+        _ => false,
+    }
 }
 
 /// The type names the runtime's media inputs have (`intent_rs::media::{Image, Document}`).
@@ -165,7 +290,7 @@ impl<'a> IntentMethod<'a> {
         if matches!(output.kind, TargetKind::Decision(_)) {
             // A decision's requests are built from its state as text (log-probability
             // questions, stated probabilities): there is no content part to put media in.
-            for input in inputs.iter().filter(|input| input.media) {
+            for input in inputs.iter().filter(|input| input.media.is_some()) {
                 errors.spanned(
                     input.ty,
                     format!(
@@ -267,11 +392,17 @@ fn inputs<'a>(item: &'a TraitItemFn, errors: &mut Errors) -> Option<Vec<Input<'a
         match param {
             FnArg::Typed(typed) => match &*typed.pat {
                 Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
-                    inputs.push(Input {
-                        name: &pat.ident,
-                        ty: &typed.ty,
-                        media: is_media_type(&typed.ty),
-                    })
+                    match media_shape(&typed.ty) {
+                        Ok(media) => inputs.push(Input {
+                            name: &pat.ident,
+                            ty: &typed.ty,
+                            media,
+                        }),
+                        Err(message) => {
+                            errors.spanned(&typed.ty, message);
+                            ok = false;
+                        }
+                    }
                 }
                 other => {
                     errors.spanned(

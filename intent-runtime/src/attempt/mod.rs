@@ -348,6 +348,7 @@ where
         settings.target_type,
         model,
     );
+    trace.media_inputs(&plan.input.media);
     let span = trace.span().clone();
     let result = attempt_loop(client, plan, settings, events, verify, &trace)
         .instrument(span)

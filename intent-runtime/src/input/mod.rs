@@ -17,7 +17,9 @@
 //!
 //! Images and documents ([`crate::media`]) are not text: each is its own content part
 //! after the text input, under `## Input <name> (<type>)`, in the order the method
-//! declares them ([`PreparedInput::media`]).
+//! declares them ([`PreparedInput::media`]). A parameter holding several (`Vec<Image>`,
+//! `&[Document]`) sends each as its own part, numbered: `## Input photos, 2 of 3 (JPEG
+//! image)`; an empty list, or an `Option` that is `None`, sends none.
 
 mod describe;
 
@@ -101,8 +103,20 @@ pub struct MediaInput {
     /// The parameter's name; `None` for the one input of a call (labelled by its type
     /// alone, as a single text input is).
     pub name: Option<String>,
+    /// Where it sits in a parameter holding several (`Vec<Image>`, `&[Document]`);
+    /// `None` for a parameter of one.
+    pub position: Option<MediaPosition>,
     /// The media.
     pub media: Media,
+}
+
+/// Where a medium sits in a parameter holding several: the second of three photos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MediaPosition {
+    /// Its place, from 1.
+    pub number: usize,
+    /// How many the parameter holds.
+    pub of: usize,
 }
 
 impl PreparedInput {
@@ -125,9 +139,36 @@ impl PreparedInput {
     pub fn with_media(mut self, name: Option<&str>, media: &(impl AsMedia + ?Sized)) -> Self {
         self.media.push(MediaInput {
             name: name.map(str::to_owned),
+            position: None,
             media: media.as_media().clone(),
         });
         self
+    }
+
+    /// Adds every image or document of `list`, in order, each numbered (`2 of 3`) under
+    /// `name`; an empty list adds nothing. What a `Vec<Image>` or `&[Document]` parameter
+    /// sends.
+    pub fn with_media_list<M: AsMedia>(mut self, name: Option<&str>, list: &[M]) -> Self {
+        let of = list.len();
+        self.media
+            .extend(list.iter().enumerate().map(|(index, media)| MediaInput {
+                name: name.map(str::to_owned),
+                position: Some(MediaPosition {
+                    number: index + 1,
+                    of,
+                }),
+                media: media.as_media().clone(),
+            }));
+        self
+    }
+
+    /// Adds the image or document when there is one: what an `Option<Image>` parameter
+    /// sends (nothing for `None`).
+    pub fn with_optional_media<M: AsMedia>(self, name: Option<&str>, media: Option<&M>) -> Self {
+        match media {
+            Some(media) => self.with_media(name, media),
+            None => self,
+        }
     }
 }
 

@@ -13,7 +13,11 @@
 //!
 //! Each provider states what it takes in [`MediaLimits`]; a request that breaks one is
 //! refused before anything is sent ([`MediaRefusal`]).
+//!
+//! An image may say how closely the model should look at it ([`ImageDetail`], with
+//! [`Image::with_detail`]), sent where the provider has such a setting.
 
+mod detail;
 mod limits;
 mod sniff;
 mod url;
@@ -27,6 +31,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
+pub use detail::ImageDetail;
 pub use limits::{MediaLimits, MediaRefusal};
 pub use sniff::MediaType;
 pub(crate) use url::MediaUrl;
@@ -85,6 +90,8 @@ pub enum MediaError {
 #[derive(Clone)]
 pub struct Media {
     inner: Arc<Inner>,
+    /// Outside the shared part: an image at another level is the same bytes, not a copy.
+    detail: Option<ImageDetail>,
 }
 
 struct Inner {
@@ -134,6 +141,7 @@ impl Media {
                 },
                 filename,
             }),
+            detail: None,
         })
     }
 
@@ -153,6 +161,7 @@ impl Media {
                 },
                 filename: None,
             }),
+            detail: None,
         })
     }
 
@@ -244,6 +253,12 @@ impl Media {
         }
     }
 
+    /// The detail level asked for the image ([`Image::with_detail`]); `None` leaves it to
+    /// the provider.
+    pub fn detail(&self) -> Option<ImageDetail> {
+        self.detail
+    }
+
     /// The file name sent with a document where the API asks for one.
     pub fn filename(&self) -> &str {
         self.inner
@@ -285,6 +300,30 @@ impl Media {
             }),
         }
     }
+
+    /// What telemetry records of the media when no content is recorded: its kind
+    /// (`image` or `document`), MIME type (`null` for an image URL, whose type only the
+    /// fetching server sees), size in bytes (`null` for a URL), SHA-256 digest (of the
+    /// URL's text for a URL), where it comes from (`bytes` or `url`) and the image detail
+    /// asked for. None of it is content: never the bytes, the base64 text or the URL,
+    /// whose query may hold a signature.
+    pub fn metadata(&self) -> serde_json::Value {
+        let (source, size) = match &self.inner.data {
+            Data::Inline { bytes, .. } => ("bytes", Some(bytes.len())),
+            Data::Url { .. } => ("url", None),
+        };
+        let mut metadata = serde_json::json!({
+            "modality": if self.is_image() { "image" } else { "document" },
+            "mime_type": self.media_type().map(MediaType::as_str),
+            "size": size,
+            "sha256": self.sha256_hex(),
+            "source": source,
+        });
+        if let Some(detail) = self.detail {
+            metadata["detail"] = detail.as_str().into();
+        }
+        metadata
+    }
 }
 
 impl fmt::Debug for Media {
@@ -292,6 +331,9 @@ impl fmt::Debug for Media {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = f.debug_struct("Media");
         out.field("media_type", &self.media_type());
+        if let Some(detail) = self.detail {
+            out.field("detail", &detail);
+        }
         match &self.inner.data {
             Data::Inline { bytes, .. } => out
                 .field("size", &bytes.len())
@@ -306,11 +348,12 @@ impl fmt::Debug for Media {
 // response cache key and request comparisons need, without comparing megabytes.
 impl PartialEq for Media {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        (Arc::ptr_eq(&self.inner, &other.inner)
             || (self.media_type() == other.media_type()
                 && self.url_str().is_some() == other.url_str().is_some()
                 && self.sha256() == other.sha256()
-                && self.inner.filename == other.inner.filename)
+                && self.inner.filename == other.inner.filename))
+            && self.detail == other.detail
     }
 }
 
@@ -322,6 +365,7 @@ impl Hash for Media {
         self.url_str().is_some().hash(state);
         self.sha256().hash(state);
         self.inner.filename.hash(state);
+        self.detail.hash(state);
     }
 }
 
@@ -367,6 +411,21 @@ impl Image {
     /// An image the provider fetches from `url` (`http(s)://`).
     pub fn from_url(url: impl Into<String>) -> Result<Self, MediaError> {
         Media::url(url.into(), None).map(Self)
+    }
+
+    /// The image with a detail level: how closely the model looks at it, where the
+    /// provider has such a setting ([`ImageDetail`] lists where it is sent).
+    ///
+    /// ```
+    /// use intent_rs::media::{Image, ImageDetail};
+    /// let image = Image::from_url("https://files.example/receipt.jpg")?
+    ///     .with_detail(ImageDetail::Low);
+    /// assert_eq!(image.media().detail(), Some(ImageDetail::Low));
+    /// # Ok::<(), intent_rs::media::MediaError>(())
+    /// ```
+    pub fn with_detail(mut self, detail: ImageDetail) -> Self {
+        self.0.detail = Some(detail);
+        self
     }
 
     /// What the image holds, as providers read it.

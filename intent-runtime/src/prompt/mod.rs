@@ -286,11 +286,18 @@ fn lean_user_message(plan: &PromptPlan) -> Message {
     turn.finish()
 }
 
-/// `Input <name> (PNG image)`, or `Input (PDF document)` for a call's only input.
+/// `Input <name> (PNG image)`, or `Input (PDF document)` for a call's only input; one of
+/// several in a parameter is numbered: `Input photos, 2 of 3 (PNG image)`.
 fn media_title(word: &str, input: &MediaInput) -> String {
-    match &input.name {
-        Some(name) => [word, " ", name, " (", input.media.label(), ")"].concat(),
-        None => [word, " (", input.media.label(), ")"].concat(),
+    let place = input
+        .position
+        .map(|at| [&at.number.to_string(), " of ", &at.of.to_string()].concat());
+    let label = input.media.label();
+    match (&input.name, place) {
+        (Some(name), None) => [word, " ", name, " (", label, ")"].concat(),
+        (None, None) => [word, " (", label, ")"].concat(),
+        (Some(name), Some(place)) => [word, " ", name, ", ", &place, " (", label, ")"].concat(),
+        (None, Some(place)) => [word, " ", &place, " (", label, ")"].concat(),
     }
 }
 

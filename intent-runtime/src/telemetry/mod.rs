@@ -34,6 +34,11 @@
 //!
 //! # Content
 //!
+//! A call's images and documents are described on its span
+//! ([`names::INTENT_INPUT_MEDIA`]: kind, MIME type, size, SHA-256 digest) whether or not
+//! content is recorded: a description is not content, and it tells which file a call read.
+//! Their bytes, base64 text and URLs are never recorded there.
+//!
 //! Prompts and replies are not recorded unless
 //! [`IntentClientBuilder::record_content`](crate::IntentClientBuilder::record_content) is
 //! set; then `gen_ai.system_instructions`, `gen_ai.input.messages` and
@@ -63,6 +68,7 @@ use serde_json::{Value, json};
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::input::MediaInput;
 use crate::provider::{
     Part, Provider, ProviderError, ProviderReply, ProviderRequest, ResponseFormat,
 };
@@ -264,6 +270,8 @@ impl<'a> CallTrace<'a> {
             { INTENT_OUTCOME } = Empty,
             { INTENT_ATTEMPTS } = Empty,
             { INTENT_MODEL_CALLS } = Empty,
+            { INTENT_INPUT_MEDIA_COUNT } = Empty,
+            { INTENT_INPUT_MEDIA } = Empty,
             { INTENT_COST_USD } = Empty,
             { INTENT_COST_UNPRICED_MODELS } = Empty,
             { ERROR_TYPE } = Empty,
@@ -286,6 +294,31 @@ impl<'a> CallTrace<'a> {
     /// The call's span, to run the call in.
     pub(crate) fn span(&self) -> &Span {
         &self.span
+    }
+
+    /// Describes the call's images and documents on its span (nothing when it has none),
+    /// whatever the content setting: see [`Media::metadata`](crate::media::Media::metadata).
+    pub(crate) fn media_inputs(&self, media: &[MediaInput]) {
+        if media.is_empty() || self.span.is_disabled() {
+            return;
+        }
+        let described: Vec<Value> = media
+            .iter()
+            .map(|input| {
+                let mut described = input.media.metadata();
+                if let Some(name) = &input.name {
+                    described["input"] = name.as_str().into();
+                }
+                if let Some(position) = input.position {
+                    described["number"] = position.number.into();
+                    described["of"] = position.of.into();
+                }
+                described
+            })
+            .collect();
+        self.span.record(INTENT_INPUT_MEDIA_COUNT, int(media.len()));
+        self.span
+            .record(INTENT_INPUT_MEDIA, Value::Array(described).to_string());
     }
 
     /// Whether prompts and replies are recorded.

@@ -97,6 +97,14 @@ pub const INTENT_TARGET_TYPE: &str = "intent.target.type";
 pub const INTENT_OUTCOME: &str = "intent.outcome";
 /// Attempts made.
 pub const INTENT_ATTEMPTS: &str = "intent.attempts";
+/// The call's images and documents, one JSON object each in the order they are sent:
+/// `modality` (`image`/`document`), `mime_type`, `size` in bytes, `sha256`, `source`
+/// (`bytes`/`url`), `detail` when set, and the parameter (`input`, and `number`/`of` for
+/// one of a list). Recorded with or without content recording: none of it is content
+/// (never the bytes, the base64 text or a URL). Absent for a call without media.
+pub const INTENT_INPUT_MEDIA: &str = "intent.input.media";
+/// How many images and documents the call sends (absent for a call without media).
+pub const INTENT_INPUT_MEDIA_COUNT: &str = "intent.input.media_count";
 /// Model calls made, judge calls and retried requests included.
 pub const INTENT_MODEL_CALLS: &str = "intent.model_calls";
 /// What the call cost in US dollars (judge and retries included), from the client's

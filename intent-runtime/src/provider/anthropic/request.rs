@@ -87,6 +87,8 @@ impl<'a> Content<'a> {
 /// A turn with media as Messages content blocks: `text`, `image` and `document` (a PDF),
 /// each source `base64` with the media type, or `url`. A cache breakpoint goes on the
 /// turn's last block, so the cached prefix holds every image and document of the turn.
+/// An image's [`ImageDetail`](crate::media::ImageDetail) is not sent: the Messages API
+/// has no such field (it scales a large image down itself).
 struct Blocks<'a> {
     message: &'a Message,
     cached: bool,

@@ -140,7 +140,10 @@ impl Serialize for Parts<'_> {
 }
 
 /// `{"inlineData": {"mimeType", "data"}}` for bytes (bare base64), `{"fileData":
-/// {"mimeType", "fileUri"}}` for a URL Gemini fetches.
+/// {"mimeType", "fileUri"}}` for a URL Gemini fetches. An image's
+/// [`ImageDetail`](crate::media::ImageDetail) is not sent: Gemini's resolution setting in
+/// the specifications this client follows is `generationConfig.mediaResolution`, one for
+/// the whole request, and no per-part field is specified.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 enum MediaPart<'a> {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::media::MediaUrl;
+use crate::media::{ImageDetail, MediaUrl};
 use crate::provider::http;
 use crate::provider::{DEFAULT_SCHEMA_NAME, Part, ProviderRequest, ResponseFormat};
 
@@ -160,7 +160,8 @@ enum Content<'a> {
 }
 
 /// A user turn with media as Chat Completions content parts: `text`, `image_url` (a
-/// data URL or the image's URL) and, for a PDF, `file` with its bytes as a data URL.
+/// data URL or the image's URL, and its `detail` when the image has one) and, for a PDF,
+/// `file` with its bytes as a data URL.
 struct PartsBody<'a>(&'a crate::provider::Message);
 
 impl Serialize for PartsBody<'_> {
@@ -174,6 +175,7 @@ impl Serialize for PartsBody<'_> {
                     kind: "image_url",
                     image_url: ImageUrl {
                         url: MediaUrl(media),
+                        detail: media.detail().map(ImageDetail::as_str),
                     },
                 })?,
                 Part::Media(media) => parts.serialize_element(&FilePart {
@@ -206,6 +208,10 @@ struct ImagePart<'a> {
 #[derive(Serialize)]
 struct ImageUrl<'a> {
     url: MediaUrl<'a>,
+    /// Absent unless asked for: the API's default is `auto`, and compatible servers that
+    /// do not know the field are not sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'static str>,
 }
 
 #[derive(Serialize)]

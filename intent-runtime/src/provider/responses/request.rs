@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde_json::value::RawValue;
 
-use crate::media::MediaUrl;
+use crate::media::{ImageDetail, MediaUrl};
 use crate::provider::http::temperature_value;
 use crate::provider::openai::request::sanitize_schema_name;
 use crate::provider::{Message, Part, ProviderRequest, ResponseFormat, Role};
@@ -136,8 +136,9 @@ impl Serialize for Parts<'_> {
                 Part::Media(media) if media.is_image() => {
                     parts.serialize_element(&InputPart::Image {
                         image_url: MediaUrl(media),
-                        // Listed as required by the API's description; `auto` is its default.
-                        detail: "auto",
+                        // Listed as required by the API's description; `auto` is its
+                        // default, sent when the image asks for no level.
+                        detail: media.detail().map_or("auto", ImageDetail::as_str),
                     })?;
                 }
                 Part::Media(media) => match media.url_str() {
