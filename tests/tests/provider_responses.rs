@@ -353,6 +353,40 @@ async fn json_object_text_and_media_requests_are_valid_create_responses() {
 }
 
 #[tokio::test]
+async fn an_images_detail_is_sent_as_input_image_detail_and_auto_when_unset() {
+    use intent_rs::media::{Image, ImageDetail};
+    let server = server_replying(ResponseTemplate::new(200).set_body_json(response("{}"))).await;
+    let provider = provider(&server);
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    for detail in [Some(ImageDetail::Low), Some(ImageDetail::High), None] {
+        let image = Image::from_bytes(png.clone()).unwrap();
+        let image = match detail {
+            Some(detail) => image.with_detail(detail),
+            None => image,
+        };
+        let request = ProviderRequest {
+            messages: vec![intent_rs::provider::Message::user_with_media(
+                "Read this:",
+                vec![intent_rs::provider::MediaPart {
+                    at: 10,
+                    media: image.media().clone(),
+                }],
+            )],
+            ..ProviderRequest::text("sys", "")
+        };
+        provider.complete(&request).await.unwrap();
+    }
+    // Each body is a valid `CreateResponse`: `detail` is one of the spec's values.
+    assert_requests_valid(&server).await;
+    let details: Vec<Value> = received_bodies(&server)
+        .await
+        .iter()
+        .map(|body| body["input"][0]["content"][1]["detail"].clone())
+        .collect();
+    assert_eq!(details, [json!("low"), json!("high"), json!("auto")]);
+}
+
+#[tokio::test]
 async fn usage_reads_cached_cache_write_and_reasoning_tokens() {
     let mut body = response(C1_TEXT);
     body["usage"] = json!({"input_tokens": 2048,

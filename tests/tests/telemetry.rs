@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use intent_rs::decision::{DecisionEvaluator, FailureKind, LogprobDecisionClient, SystemOneClient};
 use intent_rs::limits::RetryPolicy;
+use intent_rs::media::{Document, Image, ImageDetail};
 use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::{
     Anthropic, OpenAi, ProviderError, ProviderErrorKind, ProviderReply, ScriptedProvider,
@@ -323,6 +324,17 @@ pub trait Telemetered {
 
     #[intent("Is the customer angry?")]
     async fn is_angry(&self, text: &str) -> Result<Binary, DecisionError>;
+
+    #[intent("Classify the mood of the photos")]
+    async fn classify_photos(
+        &self,
+        note: &str,
+        photos: Vec<Image>,
+        contract: Option<Document>,
+    ) -> AIResult<Mood>;
+
+    #[intent("Classify the mood of no photos")]
+    async fn classify_no_photos(&self, note: &str, photos: Vec<Image>) -> AIResult<Mood>;
 }
 
 fn client_for(provider: ScriptedProvider) -> TelemeteredClient {
@@ -1281,4 +1293,64 @@ async fn a_failed_decision_method_ends_its_call_span_in_error() {
     assert_eq!(field(&call.span, "otel.status_code"), Some("error"));
     assert_eq!(call.requests.len(), 1, "{call:#?}");
     assert_eq!(field(&call.requests[0], "error.type"), Some("rate_limited"));
+}
+
+#[tokio::test]
+async fn each_medium_is_described_on_the_call_span_without_content_and_never_its_bytes_or_url() {
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    let photo = Image::from_bytes(png.clone())
+        .unwrap()
+        .with_detail(ImageDetail::Low);
+    let url = "https://files.example/photo.jpg?X-Amz-Signature=SIGNED-URL-77";
+    let by_url = Image::from_url(url).unwrap();
+    let contract = Document::from_bytes(b"%PDF-1.7\n1 0 obj\n".to_vec()).unwrap();
+    let provider = ScriptedProvider::from_fn(|_, _| reply(r#"{"value": "Happy"}"#));
+    // Content recording is off (the default): the description is recorded all the same.
+    let client = client_for(provider);
+    let result = client
+        .classify_photos(
+            "Two photos",
+            vec![photo.clone(), by_url.clone()],
+            Some(contract.clone()),
+        )
+        .await;
+    assert!(result.is_success(), "{result:?}");
+
+    let call = Call::named("classify_photos");
+    assert_eq!(field(&call.span, "intent.input.media_count"), Some("3"));
+    let media: Value =
+        serde_json::from_str(field(&call.span, "intent.input.media").unwrap()).unwrap();
+    assert_eq!(
+        media,
+        json!([
+            {"modality": "image", "mime_type": "image/png", "size": png.len(),
+             "sha256": photo.media().sha256_hex(), "source": "bytes", "detail": "low",
+             "input": "photos", "number": 1, "of": 2},
+            {"modality": "image", "mime_type": null, "size": null,
+             "sha256": by_url.media().sha256_hex(), "source": "url",
+             "input": "photos", "number": 2, "of": 2},
+            {"modality": "document", "mime_type": "application/pdf", "size": contract.media().len(),
+             "sha256": contract.media().sha256_hex(), "source": "bytes", "input": "contract"},
+        ])
+    );
+    // No content: no prompt, no bytes, no URL (whose query holds a signature) anywhere.
+    let text = call.all_text();
+    assert!(!text.contains("Two photos"), "{text}");
+    assert!(!text.contains("files.example"), "{text}");
+    assert!(!text.contains("SIGNED-URL-77"), "{text}");
+    assert!(
+        !text.contains(&photo.media().base64().unwrap()[..16]),
+        "{text}"
+    );
+    assert_eq!(field(&call.requests[0], "gen_ai.input.messages"), None);
+
+    // A call whose list is empty sends no media, and says none.
+    let provider = ScriptedProvider::from_fn(|_, _| reply(r#"{"value": "Happy"}"#));
+    let result = client_for(provider)
+        .classify_no_photos("No photos", Vec::new())
+        .await;
+    assert!(result.is_success(), "{result:?}");
+    let call = Call::named("classify_no_photos");
+    assert_eq!(field(&call.span, "intent.input.media_count"), None);
+    assert_eq!(field(&call.span, "intent.input.media"), None);
 }
