@@ -484,3 +484,34 @@ fn a_long_doc_comment_is_cut_and_cannot_close_its_note() {
         "{described}"
     );
 }
+
+#[test]
+fn a_media_list_adds_each_medium_numbered_and_an_option_adds_one_or_none() {
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    let image = Image::from_bytes(png).unwrap();
+    let none: Option<&Image> = None;
+    let prepared = PreparedInput::media_only()
+        .with_media_list(Some("photos"), &[image.clone(), image.clone()])
+        .with_media_list::<Image>(Some("empty"), &[])
+        .with_optional_media(Some("cover"), Some(&image))
+        .with_optional_media(Some("back"), none);
+    let placed: Vec<(Option<&str>, Option<MediaPosition>)> = prepared
+        .media
+        .iter()
+        .map(|input| (input.name.as_deref(), input.position))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            (
+                Some("photos"),
+                Some(MediaPosition { number: 1, of: 2 })
+            ),
+            (
+                Some("photos"),
+                Some(MediaPosition { number: 2, of: 2 })
+            ),
+            (Some("cover"), None),
+        ]
+    );
+}

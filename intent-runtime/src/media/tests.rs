@@ -433,3 +433,60 @@ fn a_turns_parts_split_its_text_at_each_media_place() {
 }
 
 use crate::provider::{Part, ProviderErrorKind};
+
+#[test]
+fn a_detail_level_is_kept_on_a_clone_and_makes_another_value_of_the_same_bytes() {
+    use std::collections::hash_map::DefaultHasher;
+    let hash = |media: &Media| {
+        let mut hasher = DefaultHasher::new();
+        media.hash(&mut hasher);
+        hasher.finish()
+    };
+    let plain = Image::from_bytes(PNG.to_vec()).unwrap();
+    let low = plain.clone().with_detail(ImageDetail::Low);
+    assert_eq!(plain.media().detail(), None);
+    assert_eq!(low.clone().media().detail(), Some(ImageDetail::Low));
+    // The same bytes, shared: no copy, no second encoding.
+    assert_eq!(low.media().sha256(), plain.media().sha256());
+    assert_eq!(
+        low.media().base64().unwrap().as_ptr(),
+        plain.media().base64().unwrap().as_ptr()
+    );
+    assert_ne!(low, plain);
+    assert_ne!(hash(low.media()), hash(plain.media()));
+    assert_eq!(low, plain.clone().with_detail(ImageDetail::Low));
+    assert_ne!(low, plain.with_detail(ImageDetail::High));
+    assert!(format!("{low:?}").contains("Low"));
+    assert_eq!(
+        [ImageDetail::Low, ImageDetail::High, ImageDetail::Auto].map(ImageDetail::as_str),
+        ["low", "high", "auto"]
+    );
+}
+
+#[test]
+fn metadata_has_the_kind_type_size_and_digest_and_never_the_bytes_or_the_url() {
+    let image = Image::from_bytes(PNG.to_vec())
+        .unwrap()
+        .with_detail(ImageDetail::High);
+    assert_eq!(
+        image.media().metadata(),
+        serde_json::json!({"modality": "image", "mime_type": "image/png", "size": PNG.len(),
+            "sha256": image.media().sha256_hex(), "source": "bytes", "detail": "high"})
+    );
+    let url = "https://example.com/a.pdf?signature=SECRET";
+    let document = Document::from_url(url).unwrap();
+    let metadata = document.media().metadata();
+    assert_eq!(
+        metadata,
+        serde_json::json!({"modality": "document", "mime_type": "application/pdf", "size": null,
+            "sha256": document.media().sha256_hex(), "source": "url"})
+    );
+    assert!(!metadata.to_string().contains("example.com"));
+    assert!(
+        !image
+            .media()
+            .metadata()
+            .to_string()
+            .contains(&image.media().base64().unwrap()[..16])
+    );
+}
