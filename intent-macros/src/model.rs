@@ -56,7 +56,7 @@ pub(crate) enum MediaShape {
 
 /// The shapes a media parameter may take, for the error on any other.
 const MEDIA_SHAPES_HELP: &str =
-    "take `Image`, `&Image`, `Option<Image>`, `Vec<Image>` or `&[Image]` (the same for `Document`)";
+    "a media parameter is `Image`, `&Image`, `Option<Image>`, `Vec<Image>` or `&[Image]` (the same for `Document`)";
 
 /// How `ty` holds media: `Ok(None)` when it names none, `Err` with a message saying what
 /// to write instead when it holds media in a shape that cannot be sent (a list of lists,
@@ -92,7 +92,7 @@ pub(crate) fn media_shape(ty: &Type) -> Result<Option<MediaShape>, String> {
     }
     if mentions_media(ty) {
         return Err(format!(
-            "this parameter holds images or documents in a shape that cannot be sent as content parts; {MEDIA_SHAPES_HELP}, or one parameter per medium"
+            "this parameter holds images or documents in a shape that cannot be sent as content parts: {MEDIA_SHAPES_HELP}; or take one parameter per medium"
         ));
     }
     Ok(None)
