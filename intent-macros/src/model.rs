@@ -55,8 +55,7 @@ pub(crate) enum MediaShape {
 }
 
 /// The shapes a media parameter may take, for the error on any other.
-const MEDIA_SHAPES_HELP: &str =
-    "a media parameter is `Image`, `&Image`, `Option<Image>`, `Vec<Image>` or `&[Image]` (the same for `Document`)";
+const MEDIA_SHAPES_HELP: &str = "a media parameter is `Image`, `&Image`, `Option<Image>`, `Vec<Image>` or `&[Image]` (the same for `Document`)";
 
 /// How `ty` holds media: `Ok(None)` when it names none, `Err` with a message saying what
 /// to write instead when it holds media in a shape that cannot be sent (a list of lists,

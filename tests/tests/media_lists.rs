@@ -6,6 +6,9 @@
 //! nowhere else (Anthropic, Gemini). The Responses API's `detail` is tested with its
 //! schema in `provider_responses.rs`, the span's media description in `telemetry.rs`.
 
+// `&Vec<Image>` is one of the shapes the macro takes, so it is written here on purpose.
+#![allow(clippy::ptr_arg)]
+
 mod provider_support;
 
 use std::sync::Mutex;

@@ -503,14 +503,8 @@ fn a_media_list_adds_each_medium_numbered_and_an_option_adds_one_or_none() {
     assert_eq!(
         placed,
         [
-            (
-                Some("photos"),
-                Some(MediaPosition { number: 1, of: 2 })
-            ),
-            (
-                Some("photos"),
-                Some(MediaPosition { number: 2, of: 2 })
-            ),
+            (Some("photos"), Some(MediaPosition { number: 1, of: 2 })),
+            (Some("photos"), Some(MediaPosition { number: 2, of: 2 })),
             (Some("cover"), None),
         ]
     );

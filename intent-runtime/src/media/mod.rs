@@ -280,7 +280,8 @@ impl Media {
 
     /// What telemetry records in place of the media, as an OpenTelemetry GenAI message
     /// part: a `blob` part with its type, size and SHA-256 digest but no `content`, or a
-    /// `uri` part with the URL. Never the bytes.
+    /// `uri` part with the URL cut at its query (a pre-signed URL's signature is a
+    /// credential). Never the bytes.
     pub fn summary(&self) -> serde_json::Value {
         let modality = if self.is_image() { "image" } else { "document" };
         let mime_type = self.media_type().map(MediaType::as_str);
@@ -296,7 +297,7 @@ impl Media {
                 "type": "uri",
                 "modality": modality,
                 "mime_type": mime_type,
-                "uri": url,
+                "uri": url.split(['?', '#']).next().unwrap_or_default(),
             }),
         }
     }

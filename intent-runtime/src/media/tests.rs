@@ -171,6 +171,9 @@ fn debug_and_summary_never_show_the_bytes() {
     assert!(summary.get("content").is_none());
     let url = Image::from_url("https://example.com/a.png").unwrap();
     assert_eq!(url.media().summary()["uri"], "https://example.com/a.png");
+    // A pre-signed URL's query is its credential: the recorded URI stops before it.
+    let signed = Image::from_url("https://example.com/b.png?X-Amz-Signature=SECRET#x").unwrap();
+    assert_eq!(signed.media().summary()["uri"], "https://example.com/b.png");
 }
 
 fn request_with(media: &[&Media]) -> ProviderRequest {
