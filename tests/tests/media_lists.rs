@@ -411,3 +411,24 @@ async fn the_response_cache_tells_detail_levels_apart() {
         "another level is another request"
     );
 }
+
+#[tokio::test]
+async fn a_call_whose_only_inputs_are_all_empty_is_refused_before_sending() {
+    let model = ScriptedProvider::from_fn(|_, _| ScriptedReply::text(REPLY));
+    let client = ReceiptsClient::new(
+        IntentClient::builder()
+            .provider(model.clone())
+            .build()
+            .unwrap(),
+    );
+    let error = client.photos(Vec::new()).await.unwrap_err();
+    assert_eq!(error.not_sent(), Some(&NotSent::InvalidInput), "{error}");
+    assert!(
+        error.to_string().contains("The call has no input"),
+        "{error}"
+    );
+    assert!(model.requests().is_empty());
+    // One medium is enough, and so is a text input beside empty media (tested above).
+    client.photos(vec![png(0)]).await.unwrap();
+    assert_eq!(model.requests().len(), 1);
+}

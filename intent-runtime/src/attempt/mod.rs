@@ -317,6 +317,16 @@ fn refusal_before_sending(
                 .to_owned(),
         );
     }
+    // Only media parameters, all empty (`Vec::new()`, `None`): the model would get a turn
+    // with nothing in it, which some APIs refuse and none can answer.
+    if !plan.input.has_text() && plan.input.media.is_empty() {
+        return Some(
+            "The call has no input: its images and documents are all empty (an empty list or \
+             `None`) and it has no other input; pass at least one, or skip the call; nothing \
+             was sent."
+                .to_owned(),
+        );
+    }
     if requested_model(client, settings).trim().is_empty() {
         return Some(format!(
             "The model name is empty: name a model in the call's options, on the client, or as \
