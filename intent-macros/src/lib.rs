@@ -72,7 +72,12 @@ use proc_macro::TokenStream;
 /// # Methods
 ///
 /// `async fn name(&self, inputs...) -> R`, with at least one input. One input is sent as
-/// itself; several are sent as one JSON object keyed by parameter name. `R` is
+/// itself; several are sent as one JSON object keyed by parameter name. Images and
+/// documents (`intent_rs::media::{Image, Document}`, recognized by name) are content parts
+/// instead, one per medium in parameter order: a parameter is `Image`, `&Image`,
+/// `Option<Image>` (nothing for `None`), or a list (`Vec<Image>`, `&[Image]`, `[Image; N]`;
+/// each numbered, nothing when empty); the same for `Document`. Other shapes holding
+/// media are a compile error. `R` is
 /// `Result<T, IntentError>` (the value, or an error whose message is the failure summary)
 /// or `AIResult<T>` (the whole record). The macro recognizes these by their last path
 /// segment, so a type alias of them is not recognized.
