@@ -254,7 +254,11 @@ fn instructor_tools(
         }
     }
     let description = description.map_or_else(
-        || format!("Correctly extracted `{name}` with all the required parameters with correct types"),
+        || {
+            format!(
+                "Correctly extracted `{name}` with all the required parameters with correct types"
+            )
+        },
         str::to_owned,
     );
     let mut function = json!({
@@ -682,7 +686,10 @@ fn print_peers(bpe: &CoreBPE, quick: bool) {
             ("Instructor, TOOLS_STRICT", instructor_small_wire(true)),
             (
                 "rstructor",
-                rstructor_wire::<small::Invoice>("Invoice", peer_prompt(SMALL_INTENT, SMALL_DOCUMENT)),
+                rstructor_wire::<small::Invoice>(
+                    "Invoice",
+                    peer_prompt(SMALL_INTENT, SMALL_DOCUMENT),
+                ),
             ),
         ],
     );
