@@ -156,5 +156,15 @@ mod tests {
         );
         assert_eq!(SkipReason::CoolingDown.failure_kind(), None);
         assert_eq!(SkipReason::Escalated.failure_kind(), None);
+        // The reasons of kinds a chain moves on only when told to.
+        assert_eq!(
+            SkipReason::NotFound.failure_kind(),
+            Some(FailureKind::InvalidRequest)
+        );
+        assert_eq!(
+            SkipReason::InvalidResponse.failure_kind(),
+            Some(FailureKind::InvalidResponse)
+        );
+        assert_eq!(SkipReason::InvalidRequest.to_string(), "invalid request");
     }
 }
