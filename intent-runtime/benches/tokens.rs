@@ -12,9 +12,10 @@
 //! Parts:
 //! 1. Requests per target, with the schema enforced (the OpenAI provider) and described
 //!    (a provider that does not show the model the schema).
-//! 2. The invoice as each peer would send it, rebuilt from their public source:
-//!    Instructor (Python, OpenAI in its default `TOOLS` mode and in `TOOLS_STRICT`) and
-//!    rstructor (Rust, OpenAI structured outputs).
+//! 2. The invoice, and a small invoice sized like the outside check's
+//!    (`../shared/specs/peer-requests`), as each peer would send them, rebuilt from their
+//!    public source: Instructor (Python, OpenAI in its default `TOOLS` mode and in
+//!    `TOOLS_STRICT`) and rstructor (Rust, OpenAI structured outputs).
 //! 3. Three-attempt calls with a 2 KB input: the share of the retries' prompt tokens that
 //!    repeat, byte for byte, a prefix of an earlier request. Two targets: the invoice,
 //!    whose every reply is as long as the input, and a short answer about the same
@@ -23,7 +24,7 @@
 //! 4. The same calls through the real `OpenAi` provider against a loopback server that
 //!    applies OpenAI's documented caching rule (a repeated prefix of at least 1,024 tokens,
 //!    counted in 128-token steps) and reports `cached_tokens`: what `Usage` records.
-//! 5. Two typed calls of part 1, the invoice and the enum, through each HTTP provider
+//! 5. Three typed calls of part 1, the two invoices and the enum, through each HTTP provider
 //!    (OpenAI's Chat Completions, Azure OpenAI, OpenAI's Responses API, Gemini) against a
 //!    loopback server answering in that API's shape: the tokens of the request body each
 //!    API's wire format costs, by part (the prompts' text, the member that carries the
@@ -39,9 +40,10 @@ use std::sync::{Arc, Mutex};
 
 use intent_rs::IntentOptions;
 use intent_rs::provider::{OpenAi, Provider, ProviderRequest, Role, ScriptedProvider};
-use intent_rs::schema::target_schema;
+use intent_rs::schema::make_strict;
 use intent_rs::{AIResult, IntentClient};
 use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -80,6 +82,34 @@ const REVIEW: &str =
 const SIGNATURE: &str = "Best regards,\nMaria Lopez\nHead of Procurement, Example Industries Ltd\n+44 20 7946 0000 | maria.lopez@example.com";
 const INVOICE_INTENT: &str = "Extract the invoice.";
 const SENTIMENT_INTENT: &str = "Classify the sentiment of the review.";
+
+/// The small invoice of the outside check (`../shared/specs/peer-requests`): three
+/// fields, one nested line list, no descriptions (the captured peer requests carry none),
+/// named as there, so every library's request names the same things.
+mod small {
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    // No doc comments on purpose: a doc comment becomes a `description` the captured
+    // requests do not have.
+    #[allow(missing_docs)]
+    #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+    pub struct Invoice {
+        pub number: String,
+        pub total_cents: i64,
+        pub lines: Vec<Line>,
+    }
+
+    #[allow(missing_docs)]
+    #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+    pub struct Line {
+        pub sku: String,
+        pub qty: u32,
+    }
+}
+
+const SMALL_INTENT: &str = "Extract the invoice fields.";
+const SMALL_DOCUMENT: &str = "Invoice INV-7: 2 x A-100, 1 x B-200. Total 45.00 EUR.";
 
 fn product_schema() -> Value {
     json!({
@@ -197,15 +227,64 @@ fn peer_prompt(intent: &str, input: &str) -> String {
     format!("{intent}\n\n{input}")
 }
 
-/// What Instructor (Python) sends OpenAI for the invoice.
+/// What Instructor (Python) sends OpenAI for a Pydantic model: its
+/// `model_json_schema()`, with the root `title` and `description` moved into the
+/// function's `name` and `description`, sent as the one tool the model must call.
 ///
-/// Rebuilt from `instructor/processing/schema.py` (`generate_openai_schema`): the Pydantic
-/// model's `model_json_schema()`, its root `title` and `description` moved into the
-/// function's `name` and `description`, sent as the one tool the model must call. The
-/// schema below is what Pydantic 2 gives for the invoice written as Pydantic models, each
-/// field with `Field(description=...)` holding the same doc comment as the Rust type:
+/// Rebuilt from `instructor/processing/schema.py` (`generate_openai_schema`): `required`
+/// is sorted; a model without a docstring gets the description ``Correctly extracted
+/// `<name>` with all the required parameters with correct types``. `TOOLS_STRICT` adds
+/// `strict: true`, which needs `additionalProperties: false` on the root and on every
+/// definition.
+fn instructor_tools(
+    name: &str,
+    description: Option<&str>,
+    mut parameters: Value,
+    strict: bool,
+    prompt: String,
+) -> Wire {
+    if strict {
+        parameters["additionalProperties"] = json!(false);
+        if let Some(Value::Object(defs)) = parameters.get_mut("$defs") {
+            for def in defs.values_mut() {
+                if def.get("properties").is_some() {
+                    def["additionalProperties"] = json!(false);
+                }
+            }
+        }
+    }
+    let description = description.map_or_else(
+        || {
+            format!(
+                "Correctly extracted `{name}` with all the required parameters with correct types"
+            )
+        },
+        str::to_owned,
+    );
+    let mut function = json!({
+        "name": name,
+        "description": description,
+        "parameters": parameters
+    });
+    if strict {
+        function["strict"] = json!(true);
+    }
+    let tools = json!({
+        "tools": [{"type": "function", "function": function}],
+        "tool_choice": {"type": "function", "function": {"name": name}}
+    });
+    Wire {
+        messages: vec![("user", prompt)],
+        schema: Some(tools.to_string()),
+    }
+}
+
+/// What Instructor sends for the bench's invoice.
+///
+/// The schema below is what Pydantic 2 gives for the invoice written as Pydantic models,
+/// each field with `Field(description=...)` holding the same doc comment as the Rust type:
 /// every property gets a `title`, an `Option` becomes `anyOf` with `null`, enums go to
-/// `$defs`. `TOOLS_STRICT` adds `strict: true`, which needs `additionalProperties: false`.
+/// `$defs`.
 fn instructor_wire(strict: bool) -> Wire {
     let prop = |title: &str, description: &str, schema: Value| {
         let mut schema = schema;
@@ -214,7 +293,7 @@ fn instructor_wire(strict: bool) -> Wire {
         schema
     };
     let nullable_string = json!({"anyOf": [{"type": "string"}, {"type": "null"}]});
-    let mut line = json!({
+    let line = json!({
         "description": "One line of an invoice.",
         "properties": {
             "description": prop("Description", "What was sold.", json!({"type": "string"})),
@@ -246,50 +325,72 @@ fn instructor_wire(strict: bool) -> Wire {
         "required": ["customer", "due", "lines", "number", "terms", "total_cents"],
         "type": "object"
     });
-    if strict {
-        line["additionalProperties"] = json!(false);
-        parameters["additionalProperties"] = json!(false);
-    }
     parameters["$defs"]["Line"] = line;
-    let mut function = json!({
-        "name": "Invoice",
-        "description": "The medium target of the benches: 20 lines, an enum, optional fields.",
-        "parameters": parameters
-    });
-    if strict {
-        function["strict"] = json!(true);
-    }
-    let tools = json!({
-        "tools": [{"type": "function", "function": function}],
-        "tool_choice": {"type": "function", "function": {"name": "Invoice"}}
-    });
-    Wire {
-        messages: vec![("user", peer_prompt(INVOICE_INTENT, INVOICE_DOCUMENT))],
-        schema: Some(tools.to_string()),
-    }
+    instructor_tools(
+        "Invoice",
+        Some("The medium target of the benches: 20 lines, an enum, optional fields."),
+        parameters,
+        strict,
+        peer_prompt(INVOICE_INTENT, INVOICE_DOCUMENT),
+    )
 }
 
-/// What rstructor sends OpenAI for the invoice.
+/// What Instructor sends for the small invoice: Pydantic 2's schema of the same models
+/// as the captured request in `../shared/specs/peer-requests/instructor-invoice.json`
+/// (no docstrings, no field descriptions), in `TOOLS` mode.
+fn instructor_small_wire(strict: bool) -> Wire {
+    let parameters = json!({
+        "$defs": {
+            "Line": {
+                "properties": {
+                    "sku": {"title": "Sku", "type": "string"},
+                    "qty": {"title": "Qty", "type": "integer"}
+                },
+                "required": ["sku", "qty"],
+                "title": "Line",
+                "type": "object"
+            }
+        },
+        "properties": {
+            "number": {"title": "Number", "type": "string"},
+            "total_cents": {"title": "Total Cents", "type": "integer"},
+            "lines": {"items": {"$ref": "#/$defs/Line"}, "title": "Lines", "type": "array"}
+        },
+        "required": ["lines", "number", "total_cents"],
+        "type": "object"
+    });
+    instructor_tools(
+        "Invoice",
+        None,
+        parameters,
+        strict,
+        peer_prompt(SMALL_INTENT, SMALL_DOCUMENT),
+    )
+}
+
+/// What rstructor sends OpenAI for `T`.
 ///
 /// Rebuilt from `src/backend/openai.rs` (`materialize_internal`) and `request.rs`: the
 /// prompt as the one user message, and `response_format` `json_schema` named after the type,
 /// with a fixed description and the type's schema made strict (every object closed, every
 /// property required) at the root, with no envelope. The type's schema here is the one
-/// schemars derives for the same Rust type, made strict the same way.
-fn rstructor_wire() -> Wire {
-    let strict = target_schema::<Invoice>().expect("schema");
-    let mut inner = strict.strict["properties"]["value"].clone();
-    if let Some(defs) = strict.strict.get("$defs") {
-        inner["$defs"] = defs.clone();
-    }
+/// schemars derives for the same Rust type, made strict the same way (by [`make_strict`],
+/// not by this library's request building, so that what intent-rs does to its own
+/// requests does not move this row).
+fn rstructor_wire<T: JsonSchema>(name: &str, prompt: String) -> Wire {
+    let mut schema = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    make_strict(&mut schema);
     let format = json!({"type": "json_schema", "json_schema": {
-        "name": "Invoice",
+        "name": name,
         "description": "Output in the specified format. Include ALL required fields and follow the schema exactly.",
-        "schema": inner,
+        "schema": schema,
         "strict": true
     }});
     Wire {
-        messages: vec![("user", peer_prompt(INVOICE_INTENT, INVOICE_DOCUMENT))],
+        messages: vec![("user", prompt)],
         schema: Some(format.to_string()),
     }
 }
@@ -514,6 +615,10 @@ fn print_targets(bpe: &CoreBPE) {
                 typed_request::<Invoice, str>(enforced, INVOICE_DOCUMENT, INVOICE_INTENT),
             ),
             (
+                "small invoice",
+                typed_request::<small::Invoice, str>(enforced, SMALL_DOCUMENT, SMALL_INTENT),
+            ),
+            (
                 "list (Vec<Line>)",
                 typed_request::<Vec<Line>, str>(
                     enforced,
@@ -553,53 +658,84 @@ fn print_targets(bpe: &CoreBPE) {
 }
 
 fn print_peers(bpe: &CoreBPE, quick: bool) {
-    let ours = Wire::of(&typed_request::<Invoice, str>(
-        true,
-        INVOICE_DOCUMENT,
-        INVOICE_INTENT,
-    ));
-    let peers = [
-        ("Instructor, TOOLS", instructor_wire(false)),
-        ("Instructor, TOOLS_STRICT", instructor_wire(true)),
-        ("rstructor", rstructor_wire()),
-    ];
-    println!();
-    println!("## 2. the invoice as each library sends it to OpenAI (schema enforced)");
-    println!(
-        "{:<26} {:>6} {:>9} {:>7} {:>8}",
-        "request", "total", "messages", "schema", "framing"
+    let invoice = (
+        "the invoice (Invoice)",
+        Wire::of(&typed_request::<Invoice, str>(
+            true,
+            INVOICE_DOCUMENT,
+            INVOICE_INTENT,
+        )),
+        [
+            ("Instructor, TOOLS", instructor_wire(false)),
+            ("Instructor, TOOLS_STRICT", instructor_wire(true)),
+            (
+                "rstructor",
+                rstructor_wire::<Invoice>("Invoice", peer_prompt(INVOICE_INTENT, INVOICE_DOCUMENT)),
+            ),
+        ],
     );
-    let row = |name: &str, wire: &Wire| {
-        let t = Tokens::of(bpe, wire);
+    let small_invoice = (
+        "the small invoice (small::Invoice)",
+        Wire::of(&typed_request::<small::Invoice, str>(
+            true,
+            SMALL_DOCUMENT,
+            SMALL_INTENT,
+        )),
+        [
+            ("Instructor, TOOLS", instructor_small_wire(false)),
+            ("Instructor, TOOLS_STRICT", instructor_small_wire(true)),
+            (
+                "rstructor",
+                rstructor_wire::<small::Invoice>(
+                    "Invoice",
+                    peer_prompt(SMALL_INTENT, SMALL_DOCUMENT),
+                ),
+            ),
+        ],
+    );
+    for (n, (target, ours, peers)) in [invoice, small_invoice].into_iter().enumerate() {
+        println!();
         println!(
-            "{name:<26} {:>6} {:>9} {:>7} {:>8}",
-            t.total(),
-            t.system + t.turns,
-            t.schema,
-            t.framing
+            "## 2{}. {target} as each library sends it to OpenAI (schema enforced)",
+            ["a", "b"][n]
         );
-        t.total()
-    };
-    let ours_total = row("intent-rs", &ours);
-    let leanest = peers
-        .iter()
-        .map(|(name, wire)| row(name, wire))
-        .min()
-        .unwrap_or(0);
-    println!(
-        "intent-rs minus the leanest peer: {:+} tokens (target: at most +15)",
-        ours_total as i64 - leanest as i64
-    );
-    if !quick {
-        for (name, wire) in
-            std::iter::once(("intent-rs", &ours)).chain(peers.iter().map(|(n, w)| (*n, w)))
-        {
-            println!("\n=== {name} ===");
-            for (role, content) in &wire.messages {
-                println!("--- {role} ---\n{content}");
-            }
-            if let Some(schema) = &wire.schema {
-                println!("--- schema ---\n{schema}");
+        println!(
+            "{:<26} {:>6} {:>9} {:>7} {:>8}",
+            "request", "total", "messages", "schema", "framing"
+        );
+        let row = |name: &str, wire: &Wire| {
+            let t = Tokens::of(bpe, wire);
+            println!(
+                "{name:<26} {:>6} {:>9} {:>7} {:>8}",
+                t.total(),
+                t.system + t.turns,
+                t.schema,
+                t.framing
+            );
+            t.total()
+        };
+        let ours_total = row("intent-rs", &ours);
+        let instructor = row(peers[0].0, &peers[0].1);
+        let leanest = peers[1..]
+            .iter()
+            .map(|(name, wire)| row(name, wire))
+            .fold(instructor, usize::min);
+        println!(
+            "intent-rs minus Instructor TOOLS: {:+} tokens (target: at most 0); minus the leanest peer: {:+}",
+            ours_total as i64 - instructor as i64,
+            ours_total as i64 - leanest as i64
+        );
+        if !quick {
+            for (name, wire) in
+                std::iter::once(("intent-rs", &ours)).chain(peers.iter().map(|(n, w)| (*n, w)))
+            {
+                println!("\n=== {name} ===");
+                for (role, content) in &wire.messages {
+                    println!("--- {role} ---\n{content}");
+                }
+                if let Some(schema) = &wire.schema {
+                    println!("--- schema ---\n{schema}");
+                }
             }
         }
     }
@@ -817,8 +953,13 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
     let count = |text: &str| bpe.encode_ordinary(text).len();
     let mut bodies = Vec::new();
     let sentiment = json!({"value": "Positive"}).to_string();
+    let small_reply = json!({"value": {"number": "INV-7", "total_cents": 4500, "lines": [
+        {"sku": "A-100", "qty": 2}, {"sku": "B-200", "qty": 1}
+    ]}})
+    .to_string();
     let targets = [
         ("invoice (Invoice)", INVOICE_DOCUMENT, INVOICE_INTENT),
+        ("small invoice", SMALL_DOCUMENT, SMALL_INTENT),
         ("enum (Sentiment)", REVIEW, SENTIMENT_INTENT),
     ];
     let calls = targets
@@ -827,6 +968,8 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
     for ((target, input, intent), api) in calls {
         let (path, body, enforced) = if target.starts_with("invoice") {
             provider_body::<Invoice>(api, input, intent, &support::invoice_reply())
+        } else if target.starts_with("small") {
+            provider_body::<small::Invoice>(api, input, intent, &small_reply)
         } else {
             provider_body::<Sentiment>(api, input, intent, &sentiment)
         };

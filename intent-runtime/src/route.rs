@@ -73,6 +73,14 @@ pub enum SkipReason {
     Timeout,
     /// The connection failed or dropped.
     Transport,
+    /// The model or endpoint was not found (404), and the chain was told to fall over on
+    /// it ([`with_fall_over_on`](crate::provider::fallback::FallbackProvider::with_fall_over_on)).
+    NotFound,
+    /// The member refused the request as sent (an invalid request, a rejected schema, a
+    /// configuration error), and the chain was told to fall over on it.
+    InvalidRequest,
+    /// The member's reply could not be read, and the chain was told to fall over on it.
+    InvalidResponse,
     /// The model refused to answer, and the chain was told to fall over on refusals.
     Refused,
     /// The member failed repeatedly and is cooling down (its circuit breaker is open),
@@ -94,6 +102,8 @@ impl SkipReason {
             SkipReason::Overloaded | SkipReason::Server => FailureKind::Unavailable,
             SkipReason::Timeout => FailureKind::Timeout,
             SkipReason::Transport => FailureKind::Transport,
+            SkipReason::NotFound | SkipReason::InvalidRequest => FailureKind::InvalidRequest,
+            SkipReason::InvalidResponse => FailureKind::InvalidResponse,
             SkipReason::Refused => FailureKind::Refused,
             SkipReason::CoolingDown | SkipReason::Escalated => return None,
         })
@@ -110,6 +120,9 @@ impl fmt::Display for SkipReason {
             SkipReason::Server => "server error",
             SkipReason::Timeout => "timeout",
             SkipReason::Transport => "transport error",
+            SkipReason::NotFound => "not found",
+            SkipReason::InvalidRequest => "invalid request",
+            SkipReason::InvalidResponse => "invalid response",
             SkipReason::Refused => "refused",
             SkipReason::CoolingDown => "cooling down",
             SkipReason::Escalated => "escalated past",
@@ -143,5 +156,15 @@ mod tests {
         );
         assert_eq!(SkipReason::CoolingDown.failure_kind(), None);
         assert_eq!(SkipReason::Escalated.failure_kind(), None);
+        // The reasons of kinds a chain moves on only when told to.
+        assert_eq!(
+            SkipReason::NotFound.failure_kind(),
+            Some(FailureKind::InvalidRequest)
+        );
+        assert_eq!(
+            SkipReason::InvalidResponse.failure_kind(),
+            Some(FailureKind::InvalidResponse)
+        );
+        assert_eq!(SkipReason::InvalidRequest.to_string(), "invalid request");
     }
 }

@@ -9,12 +9,15 @@
 //!
 //! Two versions of every envelope are kept (see [`TargetSchema`]): the `full` one, with
 //! every constraint keyword, for validating replies locally, and the `strict` one, after
-//! [`make_strict`], which is what a provider receives.
+//! [`make_strict`], which is what a provider receives. The strict one also has every
+//! definition used once written in place of its `$ref` (a name the model would read
+//! three times for nothing); it admits the same values.
 
 mod bounds;
 mod compat;
 pub(crate) mod derived;
 mod envelope;
+mod inline;
 pub(crate) mod strict;
 
 use std::any::TypeId;
@@ -69,7 +72,9 @@ pub enum SchemaError {
 pub struct TargetSchema {
     /// The target's short type name, for messages (`Invoice`, `Vec<Line>`).
     pub type_name: String,
-    /// The strict envelope: what the provider receives.
+    /// The strict envelope: what the provider receives. Definitions used once are
+    /// written in place of their `$ref` (tokens on every request); it admits the same
+    /// values as before.
     pub strict: Arc<Value>,
     /// The envelope before the strict walk, constraint keywords kept.
     pub full: Arc<Value>,
@@ -85,6 +90,7 @@ impl TargetSchema {
         let full = envelope::wrap_in_envelope(root)?;
         let mut strict = full.clone();
         make_strict(&mut strict);
+        inline::inline_single_use_definitions(&mut strict);
         Ok(TargetSchema {
             type_name,
             strict_compatible: compat::is_strict_compatible(&full),

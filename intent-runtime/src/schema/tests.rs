@@ -128,7 +128,16 @@ fn primitive_enum_and_collection_targets() {
 
     let target = target_schema::<Vec<Line>>().unwrap();
     assert_eq!(target.type_name, "Vec<Line>");
-    assert_eq!(target.strict["$defs"]["Line"], line_strict());
+    // `Line` is used once: the strict schema has it in place, named, and no `$defs`.
+    let mut line = line_strict();
+    line["title"] = json!("Line");
+    assert_eq!(target.strict["properties"]["value"]["items"], line);
+    assert!(target.strict.get("$defs").is_none());
+    assert_eq!(
+        target.full["properties"]["value"]["items"],
+        json!({"$ref": "#/$defs/Line"}),
+        "the full schema, checked locally, keeps its definitions"
+    );
     assert!(target.strict_compatible);
 
     let target = target_schema::<u8>().unwrap();
@@ -221,15 +230,16 @@ fn runtime_schema_hoists_defs_and_definitions_and_walks_them() {
         *target.strict,
         json!({
             "type": "object",
-            "properties": {"value": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
-            "required": ["value"],
-            "additionalProperties": false,
-            "$defs": {"Item": {
+            // `Item` is used once, so it is written in place; `Old` is used nowhere.
+            "properties": {"value": {"type": "array", "items": {
                 "type": "object",
                 "properties": {"n": {"type": "integer", "description": "Allowed: at least 0."}},
                 "additionalProperties": false,
-                "required": ["n"]
-            }},
+                "required": ["n"],
+                "title": "Item"
+            }}},
+            "required": ["value"],
+            "additionalProperties": false,
             "definitions": {"Old": {"type": "string",
                                     "description": "Allowed: at most 3 characters."}}
         })

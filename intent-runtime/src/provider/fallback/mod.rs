@@ -11,14 +11,20 @@
 //!
 //! # Which failures move on
 //!
-//! Failures of the provider, not of the request: [`ProviderErrorKind::Authentication`],
-//! [`Permission`](ProviderErrorKind::Permission),
+//! By default ([`DEFAULT_FALL_OVER_ON`]), failures of the provider, not of the request:
+//! [`ProviderErrorKind::Authentication`], [`Permission`](ProviderErrorKind::Permission),
 //! [`RateLimited`](ProviderErrorKind::RateLimited),
 //! [`Overloaded`](ProviderErrorKind::Overloaded), [`Server`](ProviderErrorKind::Server),
 //! [`Timeout`](ProviderErrorKind::Timeout) and [`Transport`](ProviderErrorKind::Transport).
 //! Any other failure (an invalid request, a rejected schema, an unreadable reply) is
-//! returned at once: the next provider would be sent the same request. When every member
-//! fails, the last failure is returned, its message naming every member's.
+//! returned at once: the next provider would be sent the same request.
+//! [`FallbackProvider::with_fall_over_on`] sets the kinds instead (a model one provider
+//! lacks, [`NotFound`](ProviderErrorKind::NotFound), is a common addition). When every
+//! member fails, the last failure is returned, its message naming every member's.
+//!
+//! A failure that moves on counts towards the member's cooldown; so does one of those
+//! kinds that ends a stream after its first piece, although that stream does not move
+//! on.
 //!
 //! # Verification failures
 //!
@@ -38,7 +44,9 @@
 //!
 //! A streamed request falls over only before its first piece has been delivered (an
 //! error when the stream opens, or as its first item); once text has been passed on, a
-//! failure ends the stream like any other provider's.
+//! failure ends the stream like any other provider's. It still counts towards the
+//! member's cooldown when it is of a kind that falls over: a member whose streams keep
+//! breaking is cooled down like one whose requests keep failing.
 //!
 //! # Batch jobs
 //!
@@ -63,6 +71,19 @@ use crate::route::{Route, Skip, SkipReason};
 
 /// The default name of a chain, in logs and telemetry.
 pub const DEFAULT_FALLBACK_NAME: &str = "fallback";
+
+/// The failures that move a request on to the next member unless
+/// [`FallbackProvider::with_fall_over_on`] says otherwise: those of the provider, not of
+/// the request.
+pub const DEFAULT_FALL_OVER_ON: [ProviderErrorKind; 7] = [
+    ProviderErrorKind::Authentication,
+    ProviderErrorKind::Permission,
+    ProviderErrorKind::RateLimited,
+    ProviderErrorKind::Overloaded,
+    ProviderErrorKind::Server,
+    ProviderErrorKind::Timeout,
+    ProviderErrorKind::Transport,
+];
 
 /// One member of a [`FallbackProvider`]: a provider, the model it is asked for, and the
 /// name its breaker and the route use. Any [`Provider`] converts into one.
@@ -162,9 +183,19 @@ struct Chain {
     name: String,
     members: Vec<Entry>,
     on_refusal: bool,
+    /// The failure kinds that move on ([`DEFAULT_FALL_OVER_ON`] unless set).
+    fall_over_on: Vec<ProviderErrorKind>,
     escalate_after: Option<u32>,
     policy: CooldownPolicy,
     store: Arc<dyn CooldownStore>,
+}
+
+impl Chain {
+    /// Whether a failure of `kind` moves on to the next member (and counts towards the
+    /// member's cooldown).
+    fn falls_over(&self, kind: ProviderErrorKind) -> bool {
+        self.fall_over_on.contains(&kind)
+    }
 }
 
 impl fmt::Debug for FallbackProvider {
@@ -174,6 +205,7 @@ impl fmt::Debug for FallbackProvider {
             .field("name", &chain.name)
             .field("members", &chain.members)
             .field("on_refusal", &chain.on_refusal)
+            .field("fall_over_on", &chain.fall_over_on)
             .field("escalate_after", &chain.escalate_after)
             .field("policy", &chain.policy)
             .field("store", &chain.store)
@@ -191,6 +223,7 @@ impl FallbackProvider {
                 name: DEFAULT_FALLBACK_NAME.to_owned(),
                 members: Vec::new(),
                 on_refusal: false,
+                fall_over_on: DEFAULT_FALL_OVER_ON.to_vec(),
                 escalate_after: None,
                 policy: CooldownPolicy::default(),
                 store: Arc::new(LocalCooldowns::new()),
@@ -218,6 +251,7 @@ impl FallbackProvider {
                         })
                         .collect(),
                     on_refusal: self.inner.on_refusal,
+                    fall_over_on: self.inner.fall_over_on.clone(),
                     escalate_after: self.inner.escalate_after,
                     policy: self.inner.policy,
                     store: self.inner.store.clone(),
@@ -262,6 +296,39 @@ impl FallbackProvider {
         self.edit(|chain| chain.on_refusal = fall_over)
     }
 
+    /// The failures that move a request on to the next member, replacing
+    /// [`DEFAULT_FALL_OVER_ON`]; a failure of any other kind is returned at once. Each
+    /// failure that moves on also counts towards the member's cooldown.
+    ///
+    /// [`ProviderErrorKind::Canceled`] is never taken: the caller stopped the call, and
+    /// the next member is not wanted either. Refusals are not a failure kind: see
+    /// [`on_refusal`](Self::on_refusal).
+    ///
+    /// ```
+    /// use intent_rs::provider::ProviderErrorKind;
+    /// use intent_rs::provider::fallback::{DEFAULT_FALL_OVER_ON, FallbackProvider};
+    /// use intent_rs::provider::ScriptedProvider;
+    ///
+    /// // Also move on when a member does not know the model; never on its keys.
+    /// let kinds = DEFAULT_FALL_OVER_ON
+    ///     .into_iter()
+    ///     .filter(|kind| *kind != ProviderErrorKind::Authentication)
+    ///     .chain([ProviderErrorKind::NotFound]);
+    /// let chain = FallbackProvider::new(ScriptedProvider::new(["{}"]))
+    ///     .then(ScriptedProvider::new(["{}"]))
+    ///     .with_fall_over_on(kinds);
+    /// # let _ = chain;
+    /// ```
+    pub fn with_fall_over_on(self, kinds: impl IntoIterator<Item = ProviderErrorKind>) -> Self {
+        let mut set: Vec<ProviderErrorKind> = Vec::new();
+        for kind in kinds {
+            if kind != ProviderErrorKind::Canceled && !set.contains(&kind) {
+                set.push(kind);
+            }
+        }
+        self.edit(|chain| chain.fall_over_on = set)
+    }
+
     /// Moves on to the next member after every `attempts` failed verifications of a call
     /// (the attempt loop's retries): with `escalate_after(2)`, attempts 1 and 2 go to the
     /// first member, 3 and 4 to the second, and so on, the last member keeping the rest.
@@ -282,6 +349,73 @@ impl FallbackProvider {
         self.edit(|chain| chain.store = store)
     }
 
+    /// The rest of a stream `position` opened, its first piece delivered: the route
+    /// rides on the finished reply, and the member's breaker hears how the stream ended.
+    /// A failure of a kind that falls over counts towards its cooldown, though the stream
+    /// cannot move on (text was delivered); so does a stream cut before its reply (the
+    /// runtime reads that as a transport failure). A stream dropped by its caller reports
+    /// nothing: the member did not fail.
+    fn delivering(
+        &self,
+        position: usize,
+        admission: Admission,
+        first: ReplyPiece,
+        rest: ReplyStream,
+        route: Route,
+    ) -> ReplyStream {
+        /// Where the stream stands: what the breaker still needs to hear.
+        struct Delivery<S> {
+            pieces: S,
+            chain: Arc<Chain>,
+            route: Option<Route>,
+            /// Whether the breaker has heard how the stream ended.
+            reported: bool,
+        }
+        let pieces = futures_util::stream::iter([Ok(first)]).chain(rest);
+        let state = Delivery {
+            pieces,
+            chain: Arc::clone(&self.inner),
+            route: Some(route),
+            reported: false,
+        };
+        ReplyStream::new(futures_util::stream::unfold(
+            state,
+            move |mut state| async move {
+                let chain = Arc::clone(&state.chain);
+                let name = &chain.members[position].name;
+                let piece = match state.pieces.next().await {
+                    Some(Ok(ReplyPiece::Finished(mut reply))) => {
+                        if let Some(mut route) = state.route.take() {
+                            route.model.clone_from(&reply.model);
+                            reply.route = Some(Box::new(route));
+                        }
+                        // As `Walk::settle`: a breaker that counted nothing needs no word.
+                        if !state.reported && admission != (Admission::Closed { failures: 0 }) {
+                            chain.store.succeeded(name, &chain.policy).await;
+                        }
+                        state.reported = true;
+                        Ok(ReplyPiece::Finished(reply))
+                    }
+                    Some(Err(error)) => {
+                        if !state.reported && chain.falls_over(error.kind()) {
+                            chain.store.failed(name, &chain.policy).await;
+                        }
+                        state.reported = true;
+                        Err(error)
+                    }
+                    Some(other) => other,
+                    None => {
+                        if !state.reported && chain.falls_over(ProviderErrorKind::Transport) {
+                            chain.store.failed(name, &chain.policy).await;
+                        }
+                        return None;
+                    }
+                };
+                Some((piece, state))
+            },
+        ))
+    }
+
     /// The members' names, in order.
     pub fn member_names(&self) -> Vec<&str> {
         self.inner
@@ -292,9 +426,9 @@ impl FallbackProvider {
     }
 }
 
-/// Why a failure of this kind moves on, or `None` when it does not.
-fn skip_reason(kind: ProviderErrorKind) -> Option<SkipReason> {
-    Some(match kind {
+/// How the route names a member passed over for a failure of this kind.
+fn skip_reason(kind: ProviderErrorKind) -> SkipReason {
+    match kind {
         ProviderErrorKind::Authentication => SkipReason::Authentication,
         ProviderErrorKind::Permission => SkipReason::Permission,
         ProviderErrorKind::RateLimited => SkipReason::RateLimited,
@@ -302,8 +436,15 @@ fn skip_reason(kind: ProviderErrorKind) -> Option<SkipReason> {
         ProviderErrorKind::Server => SkipReason::Server,
         ProviderErrorKind::Timeout => SkipReason::Timeout,
         ProviderErrorKind::Transport => SkipReason::Transport,
-        _ => return None,
-    })
+        ProviderErrorKind::NotFound => SkipReason::NotFound,
+        ProviderErrorKind::InvalidRequest
+        | ProviderErrorKind::SchemaRejected
+        | ProviderErrorKind::Configuration => SkipReason::InvalidRequest,
+        ProviderErrorKind::InvalidResponse => SkipReason::InvalidResponse,
+        // `Canceled` never moves on (`with_fall_over_on` drops it); a kind added later
+        // reads as the provider failing until it gets its own reason.
+        _ => SkipReason::Server,
+    }
 }
 
 /// What one member made of a request.
@@ -422,7 +563,7 @@ impl<'a> Walk<'a> {
                 self.skipped.push(Skip {
                     provider: entry.name.clone(),
                     position,
-                    reason: skip_reason(error.kind()).unwrap_or(SkipReason::Server),
+                    reason: skip_reason(error.kind()),
                     sent: error.request_sent(),
                     detail: error.to_string(),
                 });
@@ -565,7 +706,7 @@ impl Provider for FallbackProvider {
                     Outcome::Refused(reply)
                 }
                 Ok(reply) => Outcome::Done(Ok(reply)),
-                Err(error) if skip_reason(error.kind()).is_some() => Outcome::Failed(error),
+                Err(error) if chain.falls_over(error.kind()) => Outcome::Failed(error),
                 Err(error) => Outcome::Done(Err(error)),
             };
             let failure = match &outcome {
@@ -621,32 +762,24 @@ impl Provider for FallbackProvider {
                     Outcome::Refused(reply)
                 }
                 Ok(opened) => Outcome::Done(Ok(opened)),
-                Err(error) if skip_reason(error.kind()).is_some() => Outcome::Failed(error),
+                Err(error) if chain.falls_over(error.kind()) => Outcome::Failed(error),
                 Err(error) => Outcome::Done(Err(error)),
             };
             let failure = match &outcome {
                 Outcome::Failed(error) => Some(error.clone()),
                 _ => None,
             };
-            walk.settle(position, admission, failure.as_ref()).await;
+            // An opened stream reports to the breaker when it ends: how it ends is not
+            // known yet (a success reported now would clear the failures of earlier
+            // streams that broke after their first piece).
+            if !matches!(outcome, Outcome::Done(Ok(_))) {
+                walk.settle(position, admission, failure.as_ref()).await;
+            }
             match outcome {
                 Outcome::Done(Ok((first, rest))) => {
                     // The route is known now; it rides on the finished reply.
-                    let mut route = Some(walk.route(position, ""));
-                    let pieces =
-                        futures_util::stream::iter([Ok(first)])
-                            .chain(rest)
-                            .map(move |piece| match piece {
-                                Ok(ReplyPiece::Finished(mut reply)) => {
-                                    if let Some(mut route) = route.take() {
-                                        route.model.clone_from(&reply.model);
-                                        reply.route = Some(Box::new(route));
-                                    }
-                                    Ok(ReplyPiece::Finished(reply))
-                                }
-                                other => other,
-                            });
-                    return Ok(ReplyStream::new(pieces));
+                    let route = walk.route(position, "");
+                    return Ok(self.delivering(position, admission, first, rest, route));
                 }
                 Outcome::Done(Err(error)) => return Err(error),
                 Outcome::Refused(reply) => refusal = Some(walk.refused(position, reply)),

@@ -305,3 +305,106 @@ fn members_of_the_same_name_are_kept_apart() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_kinds_that_move_on_are_the_ones_the_chain_is_given() {
+    // Added: a model the first member lacks moves on, named as such in the route.
+    let first = ScriptedProvider::new([failure(ProviderErrorKind::NotFound)]);
+    let second = ScriptedProvider::new(["3"]);
+    let chain = FallbackProvider::new(Member::new(first.clone()).named("primary"))
+        .then(second.clone())
+        .with_fall_over_on(
+            DEFAULT_FALL_OVER_ON
+                .into_iter()
+                .chain([ProviderErrorKind::NotFound]),
+        );
+    let route = chain.complete(&ask()).await.unwrap().route.unwrap();
+    assert_eq!(route.position, 1);
+    assert_eq!(route.skipped[0].reason, SkipReason::NotFound);
+    assert_eq!((first.request_count(), second.request_count()), (1, 1));
+
+    // Taken away: an authentication failure is returned, the next member never asked.
+    let first = ScriptedProvider::new([failure(ProviderErrorKind::Authentication)]);
+    let second = ScriptedProvider::new(["3"]);
+    let chain = FallbackProvider::new(first)
+        .then(second.clone())
+        .with_fall_over_on([ProviderErrorKind::Overloaded, ProviderErrorKind::Canceled]);
+    let error = chain.complete(&ask()).await.unwrap_err();
+    assert_eq!(error.kind(), ProviderErrorKind::Authentication);
+    assert_eq!(second.request_count(), 0);
+    // `Canceled` is never taken: the caller stopped the call.
+    assert!(!chain.inner.falls_over(ProviderErrorKind::Canceled));
+    assert!(chain.inner.falls_over(ProviderErrorKind::Overloaded));
+
+    // The default is the provider's own failures.
+    let chain = FallbackProvider::new(ScriptedProvider::new(["3"]));
+    for kind in ProviderErrorKind::ALL {
+        assert_eq!(
+            chain.inner.falls_over(kind),
+            DEFAULT_FALL_OVER_ON.contains(&kind),
+            "{kind:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_kinds_also_decide_what_moves_a_stream_on() {
+    let first = ScriptedProvider::new([failure(ProviderErrorKind::InvalidResponse)]);
+    let second = ScriptedProvider::new(["{\"value\": 3}"]).with_stream_chunks(4, None);
+    let chain = FallbackProvider::new(first)
+        .then(second.clone())
+        .with_fall_over_on([ProviderErrorKind::InvalidResponse]);
+    let (text, end) = collect(chain.stream(&ask()).await.unwrap()).await;
+    assert_eq!(text, "{\"value\": 3}");
+    let route = end.unwrap().unwrap().route.unwrap();
+    assert_eq!(route.skipped[0].reason, SkipReason::InvalidResponse);
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_after_its_first_piece_counts_towards_the_cooldown() {
+    let policy = CooldownPolicy {
+        failures: 2,
+        cooldown: Duration::from_secs(60),
+        probe_timeout: Duration::from_secs(5),
+    };
+    let cut = || ProviderError::new(ProviderErrorKind::Transport, "scripted", "reset");
+    let breaking =
+        ScriptedProvider::from_fn(move |_, _| ScriptedReply::fail_after("{\"val", cut()))
+            .with_stream_chunks(4, None);
+    let backup = ScriptedProvider::from_fn(|_, _| ScriptedReply::text("{\"value\": 3}"))
+        .with_stream_chunks(4, None);
+    let chain = FallbackProvider::new(Member::new(breaking.clone()).named("breaking"))
+        .then(backup.clone())
+        .cooldown(policy);
+    for _ in 0..2 {
+        // Text was delivered: the failure ends the stream, nothing moves on...
+        let (text, end) = collect(chain.stream(&ask()).await.unwrap()).await;
+        assert_eq!(text, "{\"val");
+        assert_eq!(
+            end.unwrap().unwrap_err().kind(),
+            ProviderErrorKind::Transport
+        );
+    }
+    assert_eq!(backup.request_count(), 0);
+    // ...but each break counted: after two, the member is cooling down.
+    let (text, end) = collect(chain.stream(&ask()).await.unwrap()).await;
+    assert_eq!(text, "{\"value\": 3}");
+    let route = end.unwrap().unwrap().route.unwrap();
+    assert_eq!(route.skipped[0].reason, SkipReason::CoolingDown);
+    assert_eq!((breaking.request_count(), backup.request_count()), (2, 1));
+
+    // A break of a kind that does not move on (the reply unreadable) does not count.
+    let unreadable =
+        || ProviderError::new(ProviderErrorKind::InvalidResponse, "scripted", "garbled");
+    let garbling =
+        ScriptedProvider::from_fn(move |_, _| ScriptedReply::fail_after("{\"val", unreadable()))
+            .with_stream_chunks(4, None);
+    let chain = FallbackProvider::new(garbling.clone())
+        .then(backup.clone())
+        .cooldown(policy);
+    for _ in 0..3 {
+        let (text, _) = collect(chain.stream(&ask()).await.unwrap()).await;
+        assert_eq!(text, "{\"val");
+    }
+    assert_eq!(garbling.request_count(), 3, "never cooled down");
+}
