@@ -110,6 +110,24 @@ mod small {
 
 const SMALL_INTENT: &str = "Extract the invoice fields.";
 const SMALL_DOCUMENT: &str = "Invoice INV-7: 2 x A-100, 1 x B-200. Total 45.00 EUR.";
+/// The outside check's text for the small invoice ("Extract the invoice fields from
+/// document -1", one user turn in the peers' captured requests), split as this library
+/// sends it: the intent, then the input.
+const CAPTURED_INTENT: &str = "Extract the invoice fields";
+const CAPTURED_DOCUMENT: &str = "from document -1";
+/// The peers' requests for the small invoice as captured from the wire
+/// (`../shared/specs/peer-requests`), counted as the outside check counts them: the whole
+/// body as the file holds it.
+const CAPTURED_PEERS: [(&str, &str); 2] = [
+    (
+        "Instructor 1.17, JSON_SCHEMA",
+        include_str!("support/peer-requests/instructor-invoice.json"),
+    ),
+    (
+        "rstructor 0.6.0",
+        include_str!("support/peer-requests/rstructor-invoice.json"),
+    ),
+];
 
 fn product_schema() -> Value {
     json!({
@@ -960,6 +978,7 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
     let targets = [
         ("invoice (Invoice)", INVOICE_DOCUMENT, INVOICE_INTENT),
         ("small invoice", SMALL_DOCUMENT, SMALL_INTENT),
+        ("small, captured", CAPTURED_DOCUMENT, CAPTURED_INTENT),
         ("enum (Sentiment)", REVIEW, SENTIMENT_INTENT),
     ];
     let calls = targets
@@ -998,6 +1017,22 @@ fn print_providers(bpe: &CoreBPE, quick: bool) {
             if enforced { "yes" } else { "no" },
         );
         bodies.push((target, api, body));
+    }
+    println!(
+        "\nthe small invoice as the outside check counts it (the whole body; the peers' as captured):"
+    );
+    let ours = bodies
+        .iter()
+        .find(|(target, api, _)| *target == "small, captured" && *api == Api::OpenAi)
+        .map(|(_, _, body)| count(body))
+        .unwrap_or_default();
+    println!("{:<30} {ours:>5}", "intent-rs (OpenAi)");
+    for (peer, body) in CAPTURED_PEERS {
+        let tokens = count(body.trim());
+        println!(
+            "{peer:<30} {tokens:>5}  (intent-rs minus it: {})",
+            ours as i64 - tokens as i64
+        );
     }
     if !quick {
         for (target, api, body) in bodies {

@@ -41,8 +41,7 @@ pub(crate) fn inline_single_use_definitions(schema: &mut Value) {
             return;
         };
         let pointer = reference_to(container, &name);
-        let definition = keep_the_name(definition, &name);
-        replace_reference(schema, &pointer, &definition);
+        replace_reference(schema, &pointer, &definition, &name, None);
         if schema
             .get(container)
             .and_then(Value::as_object)
@@ -54,16 +53,25 @@ pub(crate) fn inline_single_use_definitions(schema: &mut Value) {
     }
 }
 
-/// A definition that nothing describes keeps its name as a `title`: the `$ref` was the
-/// model's only account of what the object is (`Line`), and inlining drops it.
-fn keep_the_name(mut definition: Value, name: &str) -> Value {
-    if let Value::Object(map) = &mut definition
-        && !map.contains_key("title")
-        && !map.contains_key("description")
-    {
-        map.insert("title".to_owned(), Value::String(name.to_owned()));
+/// A definition that nothing describes keeps its name as a `title` where it tells the
+/// model something its field's name does not: the `$ref` was the model's only account of
+/// what the object is (`terms` holding `PaymentTerms`), and inlining drops it. Under a
+/// field that already names it (`lines` holding `Line`) the title would be tokens for
+/// nothing.
+fn keep_the_name(definition: &mut Map<String, Value>, name: &str, field: Option<&str>) {
+    if definition.contains_key("title") || definition.contains_key("description") {
+        return;
     }
-    definition
+    let letters = |text: &str| -> String {
+        text.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    if field.is_some_and(|field| letters(field).contains(&letters(name))) {
+        return;
+    }
+    definition.insert("title".to_owned(), Value::String(name.to_owned()));
 }
 
 fn reference_to(container: &str, name: &str) -> String {
@@ -171,9 +179,16 @@ fn find_reference<'a>(schema: &'a Value, pointer: &str) -> Option<&'a Map<String
     }
 }
 
-/// Replaces the object holding the `$ref` to `pointer` by `definition` with that object's
-/// other keywords merged in.
-fn replace_reference(schema: &mut Value, pointer: &str, definition: &Value) -> bool {
+/// Replaces the object holding the `$ref` to `pointer` by `definition` (named `name`)
+/// with that object's other keywords merged in. `field` is the property the search is
+/// under (an array's items stay under their property's name).
+fn replace_reference(
+    schema: &mut Value,
+    pointer: &str,
+    definition: &Value,
+    name: &str,
+    field: Option<&str>,
+) -> bool {
     match schema {
         Value::Object(map) => {
             if map.get("$ref").and_then(Value::as_str) == Some(pointer) {
@@ -189,16 +204,24 @@ fn replace_reference(schema: &mut Value, pointer: &str, definition: &Value) -> b
                         }
                     }
                 }
+                keep_the_name(&mut merged, name, field);
                 *map = merged;
                 return true;
             }
             map.iter_mut()
                 .filter(|(key, _)| !DATA_KEYWORDS.contains(&key.as_str()))
-                .any(|(_, child)| replace_reference(child, pointer, definition))
+                .any(|(key, child)| match child {
+                    Value::Object(properties) if key == "properties" => {
+                        properties.iter_mut().any(|(property, schema)| {
+                            replace_reference(schema, pointer, definition, name, Some(property))
+                        })
+                    }
+                    child => replace_reference(child, pointer, definition, name, field),
+                })
         }
         Value::Array(items) => items
             .iter_mut()
-            .any(|item| replace_reference(item, pointer, definition)),
+            .any(|item| replace_reference(item, pointer, definition, name, field)),
         _ => false,
     }
 }
@@ -242,7 +265,32 @@ mod tests {
             json!({
                 "type": "object",
                 "properties": {"lines": {"type": "array", "items": {"type": "object",
-                    "properties": {"sku": {"type": "string"}}, "title": "Line"}}}
+                    "properties": {"sku": {"type": "string"}}}}}
+            })
+        );
+    }
+
+    #[test]
+    fn a_type_name_the_field_does_not_say_is_kept_as_a_title() {
+        assert_eq!(
+            inlined(json!({
+                "type": "object",
+                "properties": {
+                    "terms": {"$ref": "#/$defs/PaymentTerms"},
+                    "payment_terms": {"type": "array", "items": {"$ref": "#/$defs/Payment_Terms"}}
+                },
+                "$defs": {
+                    "PaymentTerms": {"type": "object", "properties": {"days": {"type": "integer"}}},
+                    "Payment_Terms": {"type": "string"}
+                }
+            })),
+            json!({
+                "type": "object",
+                "properties": {
+                    "terms": {"type": "object", "properties": {"days": {"type": "integer"}},
+                        "title": "PaymentTerms"},
+                    "payment_terms": {"type": "array", "items": {"type": "string"}}
+                }
             })
         );
     }
@@ -294,8 +342,8 @@ mod tests {
                 }
             })),
             json!({
-                "properties": {"a": {"type": "object", "title": "A",
-                    "properties": {"b": {"type": "integer", "title": "B"}}}}
+                "properties": {"a": {"type": "object",
+                    "properties": {"b": {"type": "integer"}}}}
             })
         );
     }
@@ -316,7 +364,7 @@ mod tests {
                 "properties": {"a": {"$ref": "#/definitions/A"}},
                 "definitions": {
                     "A": {"type": "object", "properties": {"b": {"type": "object",
-                        "properties": {"a": {"$ref": "#/definitions/A"}}, "title": "B"}}}
+                        "properties": {"a": {"$ref": "#/definitions/A"}}}}}
                 }
             })
         );
@@ -331,7 +379,7 @@ mod tests {
         assert_eq!(
             inlined(schema),
             json!({
-                "properties": {"a": {"type": "integer", "title": "A"},
+                "properties": {"a": {"type": "integer"},
                                "b": {"const": {"$ref": "#/$defs/A"}}}
             })
         );
