@@ -44,9 +44,7 @@ impl<T> Asked<T> {
             model: &self.model,
             // The provider's name finds its own price entry, when the decision client is
             // the one made from the client's provider.
-            provider: inner
-                .decisions_from_provider
-                .then(|| inner.provider.name()),
+            provider: inner.decisions_from_provider.then(|| inner.provider.name()),
             usage: &self.usage,
             // Inside a batch job, the job's decision client asks through the batch API.
             batch: inner.in_batch,
@@ -96,7 +94,8 @@ async fn ask<A>(
             .instrument(trace.span().clone())
             .await;
         if let Err(refused) = admitted {
-            let error = DecisionError::new(FailureKind::SharedStateUnavailable, refused.to_string());
+            let error =
+                DecisionError::new(FailureKind::SharedStateUnavailable, refused.to_string());
             trace.decided(Some(error.kind()));
             return Err(error);
         }

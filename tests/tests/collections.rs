@@ -149,7 +149,11 @@ async fn a_thousand_items_with_faults_are_each_answered_or_failed_at_the_rate_li
         assert_eq!(outcome.key, format!("T-{position}"));
         if position % 10 == 3 {
             failed += 1;
-            assert_eq!(outcome.failure_kind(), Some(FailureKind::Unavailable), "{position}");
+            assert_eq!(
+                outcome.failure_kind(),
+                Some(FailureKind::Unavailable),
+                "{position}"
+            );
             let error = outcome.result.as_ref().expect_err("a fault");
             assert!(error.is_transient());
             assert_eq!(outcome.cost, CostTally::default());
@@ -165,7 +169,10 @@ async fn a_thousand_items_with_faults_are_each_answered_or_failed_at_the_rate_li
     assert_eq!(failed, 100);
     assert_eq!(outcomes.failed().count(), 100);
     let progress = outcomes.progress();
-    assert_eq!((progress.done, progress.failed, progress.cached), (1000, 100, 0));
+    assert_eq!(
+        (progress.done, progress.failed, progress.cached),
+        (1000, 100, 0)
+    );
     assert_eq!(progress.in_flight, 0);
 
     // The total is the sum of the items.
@@ -445,7 +452,13 @@ async fn settings_out_of_range_are_refused_before_anything_is_sent() {
         .run(tickets(3))
         .await
         .expect_err("no concurrency");
-    assert!(matches!(error, CollectionError::Setting { setting: "concurrency", .. }));
+    assert!(matches!(
+        error,
+        CollectionError::Setting {
+            setting: "concurrency",
+            ..
+        }
+    ));
     let error = Collection::new(&client)
         .filter("Is the ticket urgent?", 1.5)
         .run(tickets(3))

@@ -111,15 +111,18 @@ impl Journal {
 
     /// Appends `value` as the answer for `key`: one write of a whole line, so a crash
     /// leaves the line whole or cut short, never two lines mixed.
-    pub(crate) fn append<T: Serialize>(&mut self, key: &str, value: &T) -> Result<(), CollectionError> {
+    pub(crate) fn append<T: Serialize>(
+        &mut self,
+        key: &str,
+        value: &T,
+    ) -> Result<(), CollectionError> {
         let line = NewLine {
             op: self.fingerprint.as_str(),
             key,
             value,
         };
-        let mut text = serde_json::to_vec(&line).map_err(|error| {
-            CollectionError::journal(&self.path, io::Error::other(error))
-        })?;
+        let mut text = serde_json::to_vec(&line)
+            .map_err(|error| CollectionError::journal(&self.path, io::Error::other(error)))?;
         text.push(b'\n');
         self.file
             .write_all(&text)

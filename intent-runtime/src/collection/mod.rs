@@ -236,12 +236,21 @@ impl Collection {
     /// The journal stores the probability, not the verdict: a rerun with another
     /// threshold reads the same answers back.
     pub fn filter<'c, I: Serialize>(&'c self, question: &str, threshold: f64) -> Op<'c, I, Kept> {
-        let mut op = self.decision_op("filter", question, &[], move |client, model, question, state| {
-            Box::pin(async move {
-                let asked = ask::binary(&client, "filter", &question, state, model.as_deref()).await;
-                answer(&client, asked.map(|asked| asked.map(|b| Kept::at(b, threshold))))
-            })
-        });
+        let mut op = self.decision_op(
+            "filter",
+            question,
+            &[],
+            move |client, model, question, state| {
+                Box::pin(async move {
+                    let asked =
+                        ask::binary(&client, "filter", &question, state, model.as_deref()).await;
+                    answer(
+                        &client,
+                        asked.map(|asked| asked.map(|b| Kept::at(b, threshold))),
+                    )
+                })
+            },
+        );
         op.revise = Some(Box::new(move |kept: Kept| Kept::at(kept.answer, threshold)));
         if !(0.0..=1.0).contains(&threshold) {
             op.invalid = Some(CollectionError::Setting {
@@ -261,14 +270,25 @@ impl Collection {
         I: Serialize,
     {
         let options = EnumOptions::<E>::of();
-        self.decision_op("classify", question, E::VARIANTS, move |client, model, question, state| {
-            Box::pin(async move {
-                let asked =
-                    ask::choice(&client, options, "classify", &question, state, model.as_deref())
-                        .await;
-                answer(&client, asked)
-            })
-        })
+        self.decision_op(
+            "classify",
+            question,
+            E::VARIANTS,
+            move |client, model, question, state| {
+                Box::pin(async move {
+                    let asked = ask::choice(
+                        &client,
+                        options,
+                        "classify",
+                        &question,
+                        state,
+                        model.as_deref(),
+                    )
+                    .await;
+                    answer(&client, asked)
+                })
+            },
+        )
     }
 
     /// Rates each item on `E`'s variants, lowest first, with the probability of each
@@ -279,14 +299,25 @@ impl Collection {
         I: Serialize,
     {
         let options = EnumOptions::<E>::of();
-        self.decision_op("score", question, E::VARIANTS, move |client, model, question, state| {
-            Box::pin(async move {
-                let asked =
-                    ask::score(&client, options, "score", &question, state, model.as_deref())
-                        .await;
-                answer(&client, asked)
-            })
-        })
+        self.decision_op(
+            "score",
+            question,
+            E::VARIANTS,
+            move |client, model, question, state| {
+                Box::pin(async move {
+                    let asked = ask::score(
+                        &client,
+                        options,
+                        "score",
+                        &question,
+                        state,
+                        model.as_deref(),
+                    )
+                    .await;
+                    answer(&client, asked)
+                })
+            },
+        )
     }
 
     /// Orders the items by the probability of yes to `question` (“Is this ticket
@@ -366,7 +397,12 @@ impl Collection {
     where
         I: Serialize,
         T: 'c,
-        D: Fn(IntentClient, Option<String>, Arc<str>, Result<Value, DecisionError>) -> ItemFuture<'static, T>
+        D: Fn(
+                IntentClient,
+                Option<String>,
+                Arc<str>,
+                Result<Value, DecisionError>,
+            ) -> ItemFuture<'static, T>
             + Send
             + Sync
             + 'c,
@@ -559,7 +595,8 @@ where
                     let stored = answered_ref
                         .as_ref()
                         .and_then(|answers| answers.get::<T>(&key));
-                    let future: Pin<Box<dyn Future<Output = Placed<T>> + Send + 'c>> = match stored {
+                    let future: Pin<Box<dyn Future<Output = Placed<T>> + Send + 'c>> = match stored
+                    {
                         Some(value) => {
                             let value = match revise {
                                 Some(revise) => revise(value),

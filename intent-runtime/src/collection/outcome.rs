@@ -9,6 +9,8 @@ use crate::error::IntentError;
 use crate::failure::FailureKind;
 use crate::result::Usage;
 
+use super::Progress;
+
 /// One item's answer: its input's position and key, its value or why it has none, and
 /// its cost.
 ///
@@ -120,7 +122,7 @@ impl Kept {
 #[derive(Debug)]
 pub struct Outcomes<T> {
     pub(crate) outcomes: Vec<Outcome<T>>,
-    pub(crate) progress: super::Progress,
+    pub(crate) progress: Progress,
 }
 
 impl<T> Outcomes<T> {
@@ -146,7 +148,9 @@ impl<T> Outcomes<T> {
 
     /// The outcomes that failed.
     pub fn failed(&self) -> impl Iterator<Item = &Outcome<T>> {
-        self.outcomes.iter().filter(|outcome| outcome.result.is_err())
+        self.outcomes
+            .iter()
+            .filter(|outcome| outcome.result.is_err())
     }
 
     /// The sum of every item's cost, as far as the price table knows it.
@@ -164,7 +168,7 @@ impl<T> Outcomes<T> {
     }
 
     /// The last progress report: counts, cost and time of the whole run.
-    pub fn progress(&self) -> &super::Progress {
+    pub fn progress(&self) -> &Progress {
         &self.progress
     }
 }

@@ -8,9 +8,7 @@ use super::Outcome;
 /// every answered one), keep the input order.
 pub(super) fn order<T>(outcomes: &mut [Outcome<T>], score: fn(&T) -> f64) {
     outcomes.sort_by(|a, b| match (&a.result, &b.result) {
-        (Ok(x), Ok(y)) => score(y)
-            .total_cmp(&score(x))
-            .then(a.index.cmp(&b.index)),
+        (Ok(x), Ok(y)) => score(y).total_cmp(&score(x)).then(a.index.cmp(&b.index)),
         (Ok(_), Err(_)) => Ordering::Less,
         (Err(_), Ok(_)) => Ordering::Greater,
         (Err(_), Err(_)) => a.index.cmp(&b.index),
