@@ -58,7 +58,7 @@
 //! let tickets = ["I was charged twice", "The app crashes on start"];
 //! let teams = Collection::new(&client)
 //!     .concurrency(4)
-//!     .classify::<Team>("Which team should handle the ticket?")
+//!     .classify::<Team, _>("Which team should handle the ticket?")
 //!     .run(tickets)
 //!     .await?;
 //! for outcome in &teams {
