@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use intent_examples::choose_provider;
+use intent_examples::{choose_provider, scripted_ticket_decision};
 use intent_rs::collection::{Collection, Progress};
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{AIResult, DecisionEnum, IntentClient, intents};
@@ -49,30 +49,8 @@ trait Desk {
 /// log-probabilities; a short first reply otherwise.
 fn scripted_model() -> ScriptedProvider {
     ScriptedProvider::from_fn(|request, _| {
-        let user = request.user().to_lowercase();
-        // The ticket only (the state's JSON, from its subject on): the question and the
-        // options' descriptions have words of their own.
-        let ticket = user
-            .split_once("\"subject\"")
-            .map_or("", |(_, rest)| rest.lines().next().unwrap_or_default());
         if request.top_logprobs.is_some() {
-            if user.contains("one of: a, b, c") {
-                let billing = ["charged", "invoice", "refund", "payment", "billing", "credit"];
-                let sales = ["pricing", "trial", "discount", "on-premise", "compare", "volume"];
-                let (a, b, c) = if billing.iter().any(|word| ticket.contains(word)) {
-                    (-0.08, -3.0, -3.5)
-                } else if sales.iter().any(|word| ticket.contains(word)) {
-                    (-3.2, -2.9, -0.12)
-                } else {
-                    (-3.1, -0.07, -3.9)
-                };
-                return ScriptedReply::logprobs([("A", a), ("B", b), ("C", c)]);
-            }
-            let urgent = ["urgent", "critical", "blocking", "today", "tomorrow"];
-            let hits = urgent.iter().filter(|word| ticket.contains(*word)).count();
-            // More signals, surer: the ranking orders by this probability.
-            let yes: f64 = [0.06, 0.86, 0.95, 0.98][hits.min(3)];
-            return ScriptedReply::logprobs([("yes", yes.ln()), ("no", (1.0 - yes).ln())]);
+            return scripted_ticket_decision(request.user());
         }
         ScriptedReply::text(
             r#"Thank you for telling us; a specialist is looking into it now and will write again as soon as we know more."#,

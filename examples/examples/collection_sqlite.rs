@@ -7,9 +7,9 @@
 //! (the table itself is the journal). With `OPENAI_API_KEY` (or another provider
 //! `provider::from_env` reads) a real model answers.
 
-use intent_examples::choose_provider;
+use intent_examples::{choose_provider, scripted_ticket_decision};
 use intent_rs::collection::Collection;
-use intent_rs::provider::{ScriptedProvider, ScriptedReply};
+use intent_rs::provider::ScriptedProvider;
 use intent_rs::{DecisionEnum, IntentClient};
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
@@ -41,34 +41,8 @@ impl Team {
 
 /// The offline model: the team by keywords, with log-probabilities.
 fn scripted_model() -> ScriptedProvider {
-    ScriptedProvider::from_fn(|request, _| {
-        let user = request.user().to_lowercase();
-        // The ticket only (the state's JSON, from its subject on): the question and the
-        // options' descriptions have words of their own.
-        let ticket = user
-            .split_once("\"subject\"")
-            .map_or("", |(_, rest)| rest.lines().next().unwrap_or_default());
-        let billing = [
-            "charged", "invoice", "refund", "payment", "billing", "credit",
-        ];
-        let sales = [
-            "pricing",
-            "trial",
-            "discount",
-            "on-premise",
-            "compare",
-            "volume",
-        ];
-        let (a, b, c) = if billing.iter().any(|word| ticket.contains(word)) {
-            (-0.08, -3.0, -3.5)
-        } else if sales.iter().any(|word| ticket.contains(word)) {
-            (-3.2, -2.9, -0.12)
-        } else {
-            (-3.1, -0.07, -3.9)
-        };
-        ScriptedReply::logprobs([("A", a), ("B", b), ("C", c)])
-    })
-    .with_max_top_logprobs(Some(20))
+    ScriptedProvider::from_fn(|request, _| scripted_ticket_decision(request.user()))
+        .with_max_top_logprobs(Some(20))
 }
 
 /// Opens the example's database, filling it from the tickets file the first time.
