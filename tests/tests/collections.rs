@@ -367,7 +367,11 @@ async fn classify_and_score_label_each_item() {
     // The options are offered as letters: billing tickets are A, the rest B.
     let model = ScriptedProvider::from_fn(|request: &ProviderRequest, _| {
         let n = item_number(request.user());
-        let (a, b) = if n.is_multiple_of(2) { (0.9, 0.05) } else { (0.05, 0.9) };
+        let (a, b) = if n.is_multiple_of(2) {
+            (0.9, 0.05)
+        } else {
+            (0.05, 0.9)
+        };
         ScriptedReply::logprobs([("A", f64::ln(a)), ("B", f64::ln(b)), ("C", f64::ln(0.05))])
     })
     .with_max_top_logprobs(Some(20));
