@@ -105,6 +105,46 @@ pub fn default_batch_dir(provider_name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("intent-batch-example-{name}"))
 }
 
+/// The offline answer of the ticket examples (`collection`, `collection_sqlite`) to a
+/// decision request about a support ticket, by keywords of the ticket, with
+/// log-probabilities: the team among three options (billing, support, sales), or yes/no
+/// to "is it urgent", surer as more urgent words appear.
+pub fn scripted_ticket_decision(user: &str) -> intent_rs::provider::ScriptedReply {
+    use intent_rs::provider::ScriptedReply;
+    let user = user.to_lowercase();
+    // The ticket only (the state's JSON, from its subject on): the question and the
+    // options' descriptions have words of their own.
+    let ticket = user
+        .split_once("\"subject\"")
+        .map_or("", |(_, rest)| rest.lines().next().unwrap_or_default());
+    if user.contains("one of: a, b, c") {
+        let billing = [
+            "charged", "invoice", "refund", "payment", "billing", "credit",
+        ];
+        let sales = [
+            "pricing",
+            "trial",
+            "discount",
+            "on-premise",
+            "compare",
+            "volume",
+        ];
+        let (a, b, c) = if billing.iter().any(|word| ticket.contains(word)) {
+            (-0.08, -3.0, -3.5)
+        } else if sales.iter().any(|word| ticket.contains(word)) {
+            (-3.2, -2.9, -0.12)
+        } else {
+            (-3.1, -0.07, -3.9)
+        };
+        return ScriptedReply::logprobs([("A", a), ("B", b), ("C", c)]);
+    }
+    let urgent = ["urgent", "critical", "blocking", "today", "tomorrow"];
+    let hits = urgent.iter().filter(|word| ticket.contains(*word)).count();
+    // More signals, surer: a ranking orders by this probability.
+    let yes: f64 = [0.06, 0.86, 0.95, 0.98][hits.min(3)];
+    ScriptedReply::logprobs([("yes", yes.ln()), ("no", (1.0 - yes).ln())])
+}
+
 #[cfg(test)]
 mod tests {
     use intent_rs::provider::{Anthropic, OpenAi, OpenAiCompatible, ScriptedReply};

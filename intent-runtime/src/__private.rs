@@ -10,22 +10,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tracing::Instrument;
 
+use crate::ask::{Decided, binary, choice, score};
 use crate::batch::BatchItem;
 use crate::client::IntentClient;
 use crate::decision::typed::to_state;
-use crate::decision::{
-    Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionEnum, DecisionError, DecisionQuestion,
-    DecisionRequest, DecisionResponse, FailureKind, Score, ScoreQuestion,
-};
+use crate::decision::{Binary, Choice, DecisionEnum, DecisionError, FailureKind, Score};
 use crate::input::{self, InputError, NamedInputs, PreparedInput};
 use crate::options::{IntentOptions, IntoProblems, Validator};
 use crate::result::{AIResult, IssueDetail, IssueSource, NotSent, ResultIssue, Usage};
 use crate::schema::{self, TargetSchema};
 use crate::stream::{IntentStream, Partial};
 use crate::strict::{StrictCompatible, StrictObject};
-use crate::telemetry::CallTrace;
 
 pub use serde_json;
 
@@ -205,42 +201,6 @@ impl StateFields {
     }
 }
 
-/// Asks one question through the client's decision client, in a call span naming
-/// `method` (`intent <method>`; the question's id is the method's name) as every
-/// generated method's call runs, so the decision client's `chat` spans open inside it.
-/// `A` is the method's answer type.
-async fn ask<A>(
-    client: &IntentClient,
-    method: &str,
-    state: Result<Value, DecisionError>,
-    question: Result<DecisionQuestion, DecisionError>,
-    model: Option<&str>,
-) -> Result<DecisionResponse, DecisionError> {
-    let mut request = DecisionRequest::new(state?, [question?])?;
-    if let Some(model) = model {
-        request = request.with_model(model);
-    }
-    let telemetry = &client.inner().telemetry;
-    // The model asked for: the method's own, else the provider's default, which the
-    // default decision client (built on the client's provider) uses.
-    let model = request
-        .model()
-        .unwrap_or(telemetry.primary.default_model.as_str());
-    let trace = CallTrace::start(telemetry, Some(method), std::any::type_name::<A>(), model);
-    let response = client
-        .decide(&request)
-        .instrument(trace.span().clone())
-        .await;
-    trace.decided(response.as_ref().err().map(DecisionError::kind));
-    response
-}
-
-fn missing(id: &str) -> DecisionError {
-    DecisionError::invalid_response(format!(
-        "the response has no answer of the right kind to `{id}`"
-    ))
-}
-
 /// A yes/no question with this id and text about `state`.
 pub async fn decide_binary(
     client: &IntentClient,
@@ -251,7 +211,7 @@ pub async fn decide_binary(
 ) -> Result<Binary, DecisionError> {
     binary(client, id, question, state, model)
         .await
-        .map(|(answer, _)| answer)
+        .map(|asked| asked.answer)
 }
 
 /// A choice among `E`'s variants.
@@ -265,7 +225,7 @@ pub async fn decide_choice<E>(
 ) -> Result<Choice<E>, DecisionError> {
     choice(client, enum_options, id, question, state, model)
         .await
-        .map(|(answer, _)| answer)
+        .map(|asked| asked.answer)
 }
 
 /// A level among `E`'s variants, lowest first.
@@ -279,73 +239,7 @@ pub async fn decide_score<E>(
 ) -> Result<Score<E>, DecisionError> {
     score(client, enum_options, id, question, state, model)
         .await
-        .map(|(answer, _)| answer)
-}
-
-/// A typed answer, and the tokens the response that carried it used.
-type Decided<T> = Result<(T, Usage), DecisionError>;
-
-async fn binary(
-    client: &IntentClient,
-    id: &str,
-    question: &str,
-    state: Result<Value, DecisionError>,
-    model: Option<&str>,
-) -> Decided<Binary> {
-    let asked = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
-    let response = ask::<Binary>(client, id, state, asked, model).await?;
-    let answer = response.binary(id).ok_or_else(|| missing(id))?;
-    let binary = Binary {
-        probability: answer.probability(),
-        source: response.source(),
-    };
-    Ok((binary, response.usage()))
-}
-
-async fn choice<E>(
-    client: &IntentClient,
-    enum_options: EnumOptions<E>,
-    id: &str,
-    question: &str,
-    state: Result<Value, DecisionError>,
-    model: Option<&str>,
-) -> Decided<Choice<E>> {
-    let asked =
-        ChoiceQuestion::new(id, question, enum_options.options()).map(DecisionQuestion::from);
-    let response = ask::<Choice<E>>(client, id, state, asked, model).await?;
-    let answer = response.choice(id).ok_or_else(|| missing(id))?;
-    let selected = answer
-        .probabilities()
-        .iter()
-        .position(|(name, _)| name == answer.selected())
-        .ok_or_else(|| missing(id))?;
-    let choice = Choice {
-        probabilities: enum_options.variants(id, answer.probabilities())?,
-        selected: enum_options.variant(id, selected)?,
-        source: response.source(),
-    };
-    Ok((choice, response.usage()))
-}
-
-async fn score<E>(
-    client: &IntentClient,
-    enum_options: EnumOptions<E>,
-    id: &str,
-    question: &str,
-    state: Result<Value, DecisionError>,
-    model: Option<&str>,
-) -> Decided<Score<E>> {
-    let asked =
-        ScoreQuestion::new(id, question, enum_options.options()).map(DecisionQuestion::from);
-    let response = ask::<Score<E>>(client, id, state, asked, model).await?;
-    let answer = response.score(id).ok_or_else(|| missing(id))?;
-    let score = Score {
-        probabilities: enum_options.variants(id, answer.probabilities())?,
-        most_likely: enum_options.variant(id, answer.most_likely_index())?,
-        expected: answer.expected(),
-        source: response.source(),
-    };
-    Ok((score, response.usage()))
+        .map(|asked| asked.answer)
 }
 
 /// A yes/no decision method's batch item: the same question, asked through the job.
@@ -399,11 +293,11 @@ where
             let decided = decide(client).await;
             let elapsed = started.elapsed();
             match decided {
-                Ok((value, usage)) => AIResult {
-                    value: Some(value),
+                Ok(asked) => AIResult {
+                    value: Some(asked.answer),
                     issues: Vec::new(),
                     attempts: Vec::new(),
-                    usage,
+                    usage: asked.usage,
                     elapsed,
                 },
                 Err(error) => {

@@ -81,6 +81,7 @@
 //! | survive an outage with a chain of providers, route methods to named providers | [`provider::fallback`], [`route`], [`IntentClientBuilder::provider_named`] |
 //! | send images and PDFs | [`media`] |
 //! | run large jobs through the batch APIs | [`batch`] |
+//! | filter, classify, score, map or rank many items, with progress and resumption | [`collection`] |
 //! | count calls in money, and cap what a call may spend | [`pricing`], [`Cost`], [`PriceTable`], [`AIResult::cost`] |
 //! | trace calls with OpenTelemetry's GenAI conventions | [`telemetry`] |
 //!
@@ -111,10 +112,12 @@
 // docs.rs builds every feature and marks the items a feature gates (`[package.metadata.docs.rs]`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod ask;
 mod attempt;
 pub mod batch;
 pub mod cache;
 pub mod client;
+pub mod collection;
 pub mod cost;
 pub mod decision;
 pub mod error;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use intent_rs::batch::BatchError;
 use intent_rs::cache::CacheUnavailable;
+use intent_rs::collection::{CollectionError, ItemError};
 use intent_rs::decision::{DecisionError, SystemOneConfigError};
 use intent_rs::fleet::RedisError;
 use intent_rs::input::InputError;
@@ -181,6 +182,19 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
             Box::new(CassetteError::Missing {
                 path: "tests/cassettes/missing.jsonl".into(),
             }),
+        ),
+        (
+            "CollectionError",
+            Box::new(CollectionError::Setting {
+                setting: "concurrency",
+                problem: "is 0, so no item would ever be asked; give 1 or more".to_owned(),
+            }),
+        ),
+        (
+            "ItemError",
+            Box::new(ItemError::from(DecisionError::invalid_response(
+                "the response has no answer of the right kind to `filter`",
+            ))),
         ),
     ]
 }

@@ -1,0 +1,680 @@
+//! Intents over collections: ask the same question of every item of an iterator or a
+//! `Stream` (keep the ones that pass, label them, score them, extract a typed value from
+//! each, or order them), with bounded concurrency, progress, and a journal that lets a
+//! rerun after a crash pay only for what was not answered.
+//!
+//! A [`Collection`] holds the settings (the client, how many items are in flight at
+//! once, the order of the outcomes, the journal, the progress callback); each operation
+//! returns an [`Op`], which takes an optional [key](Op::key) per item and then
+//! [runs](Op::run) over the items:
+//!
+//! | operation | asks, per item | answer |
+//! | --- | --- | --- |
+//! | [`filter`](Collection::filter) | a yes/no question, kept at a probability threshold | [`Kept`] |
+//! | [`classify`](Collection::classify) | a choice among a [`DecisionEnum`]'s variants | [`Choice<E>`] |
+//! | [`score`](Collection::score) | a level among a [`DecisionEnum`]'s variants | [`Score<E>`] |
+//! | [`map`](Collection::map) | any intent method, or your own typed transform | your `T` |
+//! | [`rank`](Collection::rank) | a yes/no question; items ordered by its probability | [`Binary`] |
+//!
+//! Filter, classify, score and rank ask through the client's decision client
+//! ([`IntentClient::decide`]: log-probabilities, stated probabilities, or a decision model
+//! such as System One), one small request per item, through the client's rate limiter.
+//! A map calls whatever you give it; an intent method goes through the client's attempt
+//! loop, its rate limiter and its response cache.
+//!
+//! Every input gets one [`Outcome`]: its index and key, its value or its typed failure
+//! ([`ItemError`], whose [`kind`](ItemError::kind) is the crate's [`FailureKind`](crate::FailureKind)), and
+//! what it cost on the client's price table. Nothing is dropped: a failed item is an
+//! outcome, and the run goes on. The outcomes come in input order, or as they complete
+//! ([`Order`]).
+//!
+//! # The journal, and the cache
+//!
+//! With [`Collection::journal`], every answered item is appended to a JSON Lines file as
+//! soon as it is answered, under its key and a fingerprint of the operation; a rerun with
+//! the same file reads those answers back instead of asking (they count as
+//! [`cached`](Progress::cached) and cost nothing), and asks only the rest, failures
+//! included. Decisions are not served from the client's response cache: that cache holds
+//! provider replies to the attempt loop's requests, and a decision client (a decision
+//! model above all) sends its own requests, which the cache never sees; the journal is
+//! the store that makes a rerun free.
+//!
+//! # Example
+//!
+//! ```
+//! use intent_rs::collection::Collection;
+//! use intent_rs::provider::TestModel;
+//! use intent_rs::{DecisionEnum, IntentClient};
+//!
+//! #[derive(Debug, DecisionEnum)]
+//! enum Team {
+//!     Billing,
+//!     Support,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = IntentClient::builder().provider(TestModel::new()).build()?;
+//! let tickets = ["I was charged twice", "The app crashes on start"];
+//! let teams = Collection::new(&client)
+//!     .concurrency(4)
+//!     .classify::<Team, _>("Which team should handle the ticket?")
+//!     .run(tickets)
+//!     .await?;
+//! for outcome in &teams {
+//!     match &outcome.result {
+//!         Ok(choice) => println!("{}: {:?}", outcome.key, choice.selected),
+//!         Err(error) => println!("{}: failed ({:?})", outcome.key, error.kind()),
+//!     }
+//! }
+//! assert_eq!(teams.len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+
+mod journal;
+mod outcome;
+mod progress;
+mod rank;
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures_core::Stream;
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::ask;
+use crate::client::IntentClient;
+use crate::cost::CostTally;
+use crate::decision::typed::{EnumOptions, to_state};
+use crate::decision::{Binary, Choice, DecisionEnum, DecisionError, Score};
+use crate::error::IntentError;
+use crate::result::{AIResult, Usage};
+
+pub use outcome::{ItemError, Kept, Outcome, Outcomes};
+pub use progress::Progress;
+
+use journal::Journal;
+use progress::{OnProgress, Tracker};
+
+/// Items in flight at once when [`Collection::concurrency`] is not set.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// The order outcomes come back in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Order {
+    /// The inputs' order (the default).
+    #[default]
+    Input,
+    /// The order the items finished in.
+    Completed,
+}
+
+/// Why an operation could not run at all (an item's own failure is an [`ItemError`] in
+/// its [`Outcome`], not this).
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum CollectionError {
+    /// The journal could not be opened, read or written.
+    #[error(
+        "the collection's journal `{}` could not be read or written ({message}); check that its folder is writable, or run without `Collection::journal`",
+        path.display()
+    )]
+    Journal {
+        /// The journal's path.
+        path: PathBuf,
+        /// What the file system said.
+        message: String,
+        /// The I/O error.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A setting of the collection or the operation is out of its range.
+    #[error("`{setting}` {problem}")]
+    Setting {
+        /// The setting, as its method is named.
+        setting: &'static str,
+        /// What is wrong with it, and what it takes.
+        problem: String,
+    },
+}
+
+crate::failure::debug_as_message!(CollectionError);
+
+impl CollectionError {
+    pub(crate) fn journal(path: &Path, cause: std::io::Error) -> Self {
+        CollectionError::Journal {
+            path: path.to_owned(),
+            message: cause.to_string(),
+            cause,
+        }
+    }
+}
+
+/// The settings operations over many items run with; see the [module](self) docs.
+#[derive(Clone)]
+pub struct Collection {
+    client: IntentClient,
+    concurrency: usize,
+    order: Order,
+    journal: Option<PathBuf>,
+    on_progress: Option<OnProgress>,
+    model: Option<String>,
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("concurrency", &self.concurrency)
+            .field("order", &self.order)
+            .field("journal", &self.journal)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collection {
+    /// Operations on `client` (a clone of it: clones share the rate limiter, the cache
+    /// and the totals), [`DEFAULT_CONCURRENCY`] items at once, outcomes in input order.
+    pub fn new(client: &IntentClient) -> Self {
+        Collection {
+            client: client.clone(),
+            concurrency: DEFAULT_CONCURRENCY,
+            order: Order::Input,
+            journal: None,
+            on_progress: None,
+            model: None,
+        }
+    }
+
+    /// At most `items` asked at once (at least 1). The client's rate limiter paces the
+    /// requests below that.
+    pub fn concurrency(mut self, items: usize) -> Self {
+        self.concurrency = items;
+        self
+    }
+
+    /// The order outcomes come back in.
+    pub fn order(mut self, order: Order) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Appends each answered item to the JSON Lines file at `path` (created with its
+    /// folder when missing), and reads back the answers an earlier run of the same
+    /// operation wrote there instead of asking again.
+    pub fn journal(mut self, path: impl Into<PathBuf>) -> Self {
+        self.journal = Some(path.into());
+        self
+    }
+
+    /// Calls `report` after every finished item (on the task that runs the operation:
+    /// keep it quick). The same counts go to `tracing` (`intent_rs::collection`, at
+    /// `debug` per item and `info` at the end).
+    pub fn on_progress(mut self, report: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(report));
+        self
+    }
+
+    /// The model decision questions are asked of, instead of the decision client's
+    /// default.
+    pub fn decision_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Keeps the items for which the probability of yes to `question` is at least
+    /// `threshold` (between 0 and 1): each outcome's [`Kept`] says whether, and with the
+    /// probability that decided.
+    ///
+    /// The journal stores the probability, not the verdict: a rerun with another
+    /// threshold reads the same answers back.
+    pub fn filter<'c, I: Serialize>(&'c self, question: &str, threshold: f64) -> Op<'c, I, Kept> {
+        let mut op = self.decision_op(
+            "filter",
+            question,
+            &[],
+            move |client, model, question, state| {
+                Box::pin(async move {
+                    let asked =
+                        ask::binary(&client, "filter", &question, state, model.as_deref()).await;
+                    answer(
+                        &client,
+                        asked.map(|asked| asked.map(|b| Kept::at(b, threshold))),
+                    )
+                })
+            },
+        );
+        op.revise = Some(Box::new(move |kept: Kept| Kept::at(kept.answer, threshold)));
+        if !(0.0..=1.0).contains(&threshold) {
+            op.invalid = Some(CollectionError::Setting {
+                setting: "filter",
+                problem: format!(
+                    "threshold {threshold} is not a probability; give one between 0 and 1"
+                ),
+            });
+        }
+        op
+    }
+
+    /// Chooses one of `E`'s variants for each item, with the probability of each.
+    pub fn classify<'c, E, I>(&'c self, question: &str) -> Op<'c, I, Choice<E>>
+    where
+        E: DecisionEnum,
+        I: Serialize,
+    {
+        let options = EnumOptions::<E>::of();
+        self.decision_op(
+            "classify",
+            question,
+            E::VARIANTS,
+            move |client, model, question, state| {
+                Box::pin(async move {
+                    let asked = ask::choice(
+                        &client,
+                        options,
+                        "classify",
+                        &question,
+                        state,
+                        model.as_deref(),
+                    )
+                    .await;
+                    answer(&client, asked)
+                })
+            },
+        )
+    }
+
+    /// Rates each item on `E`'s variants, lowest first, with the probability of each
+    /// level and the expected level.
+    pub fn score<'c, E, I>(&'c self, question: &str) -> Op<'c, I, Score<E>>
+    where
+        E: DecisionEnum,
+        I: Serialize,
+    {
+        let options = EnumOptions::<E>::of();
+        self.decision_op(
+            "score",
+            question,
+            E::VARIANTS,
+            move |client, model, question, state| {
+                Box::pin(async move {
+                    let asked = ask::score(
+                        &client,
+                        options,
+                        "score",
+                        &question,
+                        state,
+                        model.as_deref(),
+                    )
+                    .await;
+                    answer(&client, asked)
+                })
+            },
+        )
+    }
+
+    /// Orders the items by the probability of yes to `question` (“Is this ticket
+    /// urgent?”), highest first; the items whose question failed come last, in input
+    /// order. See [`rank`](Collection::rank#how-items-are-ranked) for why scores and not
+    /// pairwise comparisons.
+    ///
+    /// # How items are ranked
+    ///
+    /// Each item is asked once, on its own, and the probability of yes is its score:
+    /// `n` requests for `n` items, each as small as a filter's, run in parallel and
+    /// resumable item by item from the journal. Pairwise comparisons (“is A more urgent
+    /// than B?”) cost `n log n` requests at best, must run in rounds that depend on each
+    /// other, and a model's pairwise answers need not be transitive, so the order they
+    /// give can depend on which pairs were asked. A log-probability or decision-model
+    /// answer is a measured distribution, fine-grained enough to order by; a stated
+    /// probability is coarser, and ties keep the input order.
+    ///
+    /// The outcomes come in rank order whatever [`Collection::order`] says.
+    pub fn rank<'c, I: Serialize>(&'c self, question: &str) -> Op<'c, I, Binary> {
+        let mut op = self.decision_op("rank", question, &[], |client, model, question, state| {
+            Box::pin(async move {
+                let asked = ask::binary(&client, "rank", &question, state, model.as_deref()).await;
+                answer(&client, asked)
+            })
+        });
+        op.rank_by = Some(|binary: &Binary| binary.probability);
+        op
+    }
+
+    /// Calls `call` on each item: an intent method of a generated client, or any typed
+    /// transform. `name` names the operation in the journal's fingerprint and in progress
+    /// events: give another name when the call changes, so a journal does not answer the
+    /// new call with the old one's values.
+    ///
+    /// `call` returns an [`AIResult<T>`] (its cost and usage are the outcome's) or a
+    /// `Result<T, IntentError>` (which reports no usage: the outcome's cost is then
+    /// zero; return the `AIResult` to see it). `T` is serializable, for the journal.
+    pub fn map<'c, I, T, R, F, Fut>(&'c self, name: &str, call: F) -> Op<'c, I, T>
+    where
+        F: Fn(I) -> Fut + Send + Sync + 'c,
+        Fut: Future<Output = R> + Send + 'c,
+        R: MapResult<T>,
+        T: 'c,
+    {
+        let work: Work<'c, I, T> = Box::new(move |_client: &IntentClient, item: I| {
+            let called = call(item);
+            Box::pin(async move {
+                let (result, usage, cost) = called.await.into_parts();
+                Answer {
+                    result,
+                    usage,
+                    cost,
+                }
+            })
+        });
+        Op {
+            collection: self,
+            operation: "map",
+            fingerprint: journal::fingerprint(&["map", name, std::any::type_name::<T>()]),
+            key: None,
+            work,
+            revise: None,
+            rank_by: None,
+            invalid: None,
+        }
+    }
+
+    /// An operation that asks `question` about each item's state through `decide`.
+    fn decision_op<'c, I, T, D>(
+        &'c self,
+        operation: &'static str,
+        question: &str,
+        variants: &[crate::decision::DecisionVariant],
+        decide: D,
+    ) -> Op<'c, I, T>
+    where
+        I: Serialize,
+        T: 'c,
+        D: Fn(
+                IntentClient,
+                Option<String>,
+                Arc<str>,
+                Result<Value, DecisionError>,
+            ) -> ItemFuture<'static, T>
+            + Send
+            + Sync
+            + 'c,
+    {
+        let names: Vec<&str> = variants.iter().map(|variant| variant.name).collect();
+        let names = names.join("\u{1f}");
+        let model = self.model.clone();
+        let fingerprint = journal::fingerprint(&[
+            operation,
+            question,
+            std::any::type_name::<T>(),
+            &names,
+            model.as_deref().unwrap_or_default(),
+        ]);
+        let question: Arc<str> = Arc::from(question);
+        let work: Work<'c, I, T> = Box::new(move |client: &IntentClient, item: I| {
+            // The state is serialized here, so the item need not outlive this call.
+            let state = to_state(&item);
+            decide(client.clone(), model.clone(), question.clone(), state)
+        });
+        Op {
+            collection: self,
+            operation,
+            fingerprint,
+            key: None,
+            work,
+            revise: None,
+            rank_by: None,
+            invalid: None,
+        }
+    }
+}
+
+/// One item's answer before it is placed: the value or the failure, tokens and cost.
+struct Answer<T> {
+    result: Result<T, ItemError>,
+    usage: Usage,
+    cost: CostTally,
+}
+
+/// A decision's answer, priced.
+fn answer<T>(client: &IntentClient, asked: ask::Decided<T>) -> Answer<T> {
+    match asked {
+        Ok(asked) => Answer {
+            cost: asked.cost(client),
+            usage: asked.usage,
+            result: Ok(asked.answer),
+        },
+        // A decision that failed reports no usage (its error carries none).
+        Err(error) => Answer {
+            result: Err(error.into()),
+            usage: Usage::default(),
+            cost: CostTally::default(),
+        },
+    }
+}
+
+type ItemFuture<'a, T> = Pin<Box<dyn Future<Output = Answer<T>> + Send + 'a>>;
+type Work<'c, I, T> = Box<dyn Fn(&IntentClient, I) -> ItemFuture<'c, T> + Send + Sync + 'c>;
+type KeyOf<'c, I> = Box<dyn Fn(&I) -> String + Send + Sync + 'c>;
+
+/// What a [`Collection::map`] call returns: an [`AIResult<T>`] or a
+/// `Result<T, IntentError>`.
+pub trait MapResult<T>: sealed::Sealed {
+    /// The value or the failure, the tokens used and the cost.
+    fn into_parts(self) -> (Result<T, ItemError>, Usage, CostTally);
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<T> Sealed for crate::result::AIResult<T> {}
+    impl<T> Sealed for Result<T, crate::error::IntentError> {}
+}
+
+impl<T> MapResult<T> for AIResult<T> {
+    fn into_parts(self) -> (Result<T, ItemError>, Usage, CostTally) {
+        let cost = self.cost_tally();
+        let usage = self.usage;
+        (self.into_result().map_err(ItemError::from), usage, cost)
+    }
+}
+
+impl<T> MapResult<T> for Result<T, IntentError> {
+    fn into_parts(self) -> (Result<T, ItemError>, Usage, CostTally) {
+        (
+            self.map_err(ItemError::from),
+            Usage::default(),
+            CostTally::default(),
+        )
+    }
+}
+
+/// One operation over many items, not yet run: give it keys with [`key`](Self::key),
+/// then [`run`](Self::run) it over an iterator or [`run_stream`](Self::run_stream) over a
+/// stream.
+#[must_use = "an operation does nothing until it is run"]
+pub struct Op<'c, I, T> {
+    collection: &'c Collection,
+    operation: &'static str,
+    fingerprint: String,
+    key: Option<KeyOf<'c, I>>,
+    work: Work<'c, I, T>,
+    /// Applied to a value read back from the journal (a filter's verdict at today's
+    /// threshold).
+    revise: Option<Box<dyn Fn(T) -> T + Send + Sync + 'c>>,
+    /// For a ranking: the score outcomes are ordered by.
+    rank_by: Option<fn(&T) -> f64>,
+    /// A setting out of range, reported when the operation runs.
+    invalid: Option<CollectionError>,
+}
+
+impl<I, T> std::fmt::Debug for Op<'_, I, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Op")
+            .field("operation", &self.operation)
+            .field("fingerprint", &self.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'c, I, T> Op<'c, I, T>
+where
+    T: Serialize + DeserializeOwned + Send + 'c,
+{
+    /// Names each item by `key` (a ticket's id, a row's primary key) instead of its index:
+    /// the outcome carries it, and the journal finds answered items by it, so a rerun
+    /// over the same items in another order still skips them. Keys should be unique.
+    pub fn key(mut self, key: impl Fn(&I) -> String + Send + Sync + 'c) -> Self {
+        self.key = Some(Box::new(key));
+        self
+    }
+
+    /// Runs the operation over `items`. The iterator is read as items are asked, never
+    /// collected up front.
+    pub async fn run(
+        self,
+        items: impl IntoIterator<Item = I>,
+    ) -> Result<Outcomes<T>, CollectionError> {
+        let items = items.into_iter();
+        let total = match items.size_hint() {
+            (low, Some(high)) if low == high => Some(low),
+            _ => None,
+        };
+        self.drive(futures_util::stream::iter(items), total).await
+    }
+
+    /// Runs the operation over a stream of items, read as items are asked.
+    pub async fn run_stream(
+        self,
+        items: impl Stream<Item = I>,
+    ) -> Result<Outcomes<T>, CollectionError> {
+        self.drive(items, None).await
+    }
+
+    async fn drive(
+        self,
+        items: impl Stream<Item = I>,
+        total: Option<usize>,
+    ) -> Result<Outcomes<T>, CollectionError> {
+        if let Some(invalid) = self.invalid {
+            return Err(invalid);
+        }
+        let settings = self.collection;
+        if settings.concurrency == 0 {
+            return Err(CollectionError::Setting {
+                setting: "concurrency",
+                problem: "is 0, so no item would ever be asked; give 1 or more".to_owned(),
+            });
+        }
+        let mut journal = match &settings.journal {
+            Some(path) => Some(Journal::open(path, self.fingerprint.clone())?),
+            None => None,
+        };
+        let answered = journal.as_ref().map(Journal::answers);
+        let mut tracker = Tracker::new(self.operation, total, settings.on_progress.clone());
+        // Items asked so far, for the in-flight count: `buffer_unordered` starts them.
+        let asked = AtomicUsize::new(0);
+        let (key, work, revise) = (&self.key, &self.work, &self.revise);
+        let client = &settings.client;
+        let asked_ref = &asked;
+        let answered_ref = &answered;
+        let mut finished = std::pin::pin!(
+            items
+                .enumerate()
+                .map(move |(index, item)| {
+                    let key = match key {
+                        Some(key) => key(&item),
+                        None => index.to_string(),
+                    };
+                    let stored = answered_ref
+                        .as_ref()
+                        .and_then(|answers| answers.get::<T>(&key));
+                    let future: Pin<Box<dyn Future<Output = Placed<T>> + Send + 'c>> = match stored
+                    {
+                        Some(value) => {
+                            let value = match revise {
+                                Some(revise) => revise(value),
+                                None => value,
+                            };
+                            Box::pin(std::future::ready(Placed {
+                                index,
+                                key,
+                                answer: Answer {
+                                    result: Ok(value),
+                                    usage: Usage::default(),
+                                    cost: CostTally::default(),
+                                },
+                                from_journal: true,
+                            }))
+                        }
+                        None => {
+                            asked_ref.fetch_add(1, Ordering::Relaxed);
+                            let call = work(client, item);
+                            Box::pin(async move {
+                                Placed {
+                                    index,
+                                    key,
+                                    answer: call.await,
+                                    from_journal: false,
+                                }
+                            })
+                        }
+                    };
+                    future
+                })
+                .buffer_unordered(settings.concurrency)
+        );
+        let mut outcomes = Vec::with_capacity(total.unwrap_or(0));
+        let mut asked_seen = 0;
+        while let Some(placed) = finished.next().await {
+            // Items started since the last one finished are in flight now.
+            let now_asked = asked.load(Ordering::Relaxed);
+            for _ in asked_seen..now_asked {
+                tracker.started();
+            }
+            asked_seen = now_asked;
+            let Placed {
+                index,
+                key,
+                answer,
+                from_journal,
+            } = placed;
+            if let (Some(journal), Ok(value), false) = (&mut journal, &answer.result, from_journal)
+            {
+                journal.append(&key, value)?;
+            }
+            tracker.finished(!from_journal, answer.result.is_err(), &answer.cost);
+            outcomes.push(Outcome {
+                index,
+                key,
+                result: answer.result,
+                usage: answer.usage,
+                cost: answer.cost,
+                from_journal,
+            });
+        }
+        match (self.rank_by, settings.order) {
+            (Some(score), _) => rank::order(&mut outcomes, score),
+            (None, Order::Input) => outcomes.sort_by_key(|outcome| outcome.index),
+            (None, Order::Completed) => {}
+        }
+        Ok(Outcomes {
+            outcomes,
+            progress: tracker.finish(),
+        })
+    }
+}
+
+/// A finished item with its place.
+struct Placed<T> {
+    index: usize,
+    key: String,
+    answer: Answer<T>,
+    from_journal: bool,
+}
