@@ -141,10 +141,7 @@ impl RecordedRequest {
     /// SHA-256 (64 hex digits) of the record's canonical JSON: object keys sorted, so the
     /// fingerprint does not depend on the order a map was built in.
     pub(crate) fn fingerprint(&self) -> String {
-        let value = serde_json::to_value(self).unwrap_or(Value::Null);
-        let canonical = canonical(value).to_string();
-        let digest = Sha256::digest(canonical.as_bytes());
-        digest.iter().map(|byte| format!("{byte:02x}")).collect()
+        fingerprint_of(self)
     }
 
     /// What differs between this recorded request (and `kind`) and `asked` (and
@@ -220,6 +217,15 @@ impl RecordedRequest {
     }
 }
 
+/// SHA-256 (64 hex digits) of `record`'s canonical JSON: object keys sorted, so the
+/// fingerprint does not depend on the order a map was built in.
+pub(crate) fn fingerprint_of<T: Serialize>(record: &T) -> String {
+    let value = serde_json::to_value(record).unwrap_or(Value::Null);
+    let canonical = canonical(value).to_string();
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 fn shown<T: std::fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "none".to_owned(), |value| value.to_string())
 }
@@ -289,7 +295,7 @@ fn schema_difference(recorded: Option<&Value>, asked: Option<&Value>) -> String 
 }
 
 /// The JSON pointer of the first place two values differ (empty: at the root).
-fn first_value_difference(was: &Value, now: &Value, at: String) -> String {
+pub(crate) fn first_value_difference(was: &Value, now: &Value, at: String) -> String {
     match (was, now) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
@@ -319,7 +325,7 @@ fn first_value_difference(was: &Value, now: &Value, at: String) -> String {
 }
 
 /// The character (1-based) at which two texts first differ.
-fn first_difference(a: &str, b: &str) -> usize {
+pub(crate) fn first_difference(a: &str, b: &str) -> usize {
     a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count() + 1
 }
 

@@ -28,8 +28,8 @@
 //! [`DecisionClient`](crate::decision::DecisionClient) level, whose responses would have
 //! to be rebuilt through their checked constructors on replay.
 
-mod file;
-mod fingerprint;
+pub(crate) mod file;
+pub(crate) mod fingerprint;
 mod sanitize;
 
 use std::collections::{HashMap, VecDeque};
@@ -63,6 +63,23 @@ pub enum CassetteMode {
     ReplayOnly,
     /// Replay what the cassette holds, ask the model for the rest and append it.
     RecordNew,
+}
+
+impl CassetteMode {
+    /// Whether a cassette in this mode replays and whether it records, given whether its
+    /// file exists; replay-only of a cassette that does not exist is an error.
+    pub(crate) fn plan(self, path: &Path, exists: bool) -> Result<(bool, bool), CassetteError> {
+        Ok(match (self, exists) {
+            (CassetteMode::ReplayOnly, false) => {
+                return Err(CassetteError::Missing {
+                    path: path.to_owned(),
+                });
+            }
+            (CassetteMode::ReplayOnly, true) | (CassetteMode::Record, true) => (true, false),
+            (CassetteMode::Record, false) => (false, true),
+            (CassetteMode::RecordNew, _) => (true, true),
+        })
+    }
 }
 
 crate::failure::debug_as_message!(CassetteError);
@@ -155,20 +172,19 @@ impl Cassette {
         self
     }
 
+    /// The cassette's path, mode and sanitizer, for the wrappers built elsewhere
+    /// ([`Cassette::decision_client`]).
+    pub(crate) fn into_parts(self) -> (PathBuf, CassetteMode, Sanitizer) {
+        (self.path, self.mode, self.sanitizer)
+    }
+
     /// Reads the cassette (when it exists) and wraps `provider` in it. In replay the
     /// provider is never called, but still answers what shapes the prompt
     /// ([`Provider::enforces_schema`], [`Provider::max_top_logprobs`]) and names the
     /// default model: build it as for recording (any key will do).
     pub fn wrap<P: Provider>(self, provider: P) -> Result<CassetteProvider<P>, CassetteError> {
         let loaded = file::read(&self.path)?;
-        let (replay, record) = match (self.mode, &loaded) {
-            (CassetteMode::ReplayOnly, None) => {
-                return Err(CassetteError::Missing { path: self.path });
-            }
-            (CassetteMode::ReplayOnly, Some(_)) | (CassetteMode::Record, Some(_)) => (true, false),
-            (CassetteMode::Record, None) => (false, true),
-            (CassetteMode::RecordNew, _) => (true, true),
-        };
+        let (replay, record) = self.mode.plan(&self.path, loaded.is_some())?;
         let mut recorded = Vec::new();
         let mut queues: HashMap<(String, CallKind), VecDeque<usize>> = HashMap::new();
         for (line, mut exchange) in loaded.unwrap_or_default() {
