@@ -351,3 +351,116 @@ fn ends_a_line(mut file: &File) -> std::io::Result<bool> {
     file.read_exact(&mut last)?;
     Ok(last[0] == b'\n')
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn path(name: &str) -> PathBuf {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "intent-cassette-file-{}-{n}-{name}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    #[test]
+    fn an_append_waits_while_another_handle_holds_the_files_lock() {
+        let path = path("locked");
+        std::fs::write(&path, "").unwrap();
+        // Another writer (another process, or another wrapper of the same cassette)
+        // holding the lock.
+        let holder = File::open(&path).unwrap();
+        fs4::FileExt::lock(&holder).unwrap();
+        let appender = Arc::new(Appender::new(path.clone()));
+        let (done, finished) = mpsc::channel();
+        let writer = std::thread::spawn(move || {
+            appender.append(&json!({"kind": "decide"})).unwrap();
+            done.send(()).unwrap();
+        });
+        assert!(
+            finished.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the line was written while another handle held the lock"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        fs4::FileExt::unlock(&holder).unwrap();
+        finished.recv_timeout(Duration::from_secs(10)).unwrap();
+        writer.join().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"kind\":\"decide\"}\n"
+        );
+    }
+
+    #[test]
+    fn writers_with_their_own_handles_never_interleave_lines() {
+        let path = path("two-writers");
+        // Lines far larger than a pipe's or a page's atomic write.
+        let filler = "x".repeat(256 * 1024);
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let appender = Appender::new(path.clone());
+                let filler = filler.clone();
+                std::thread::spawn(move || {
+                    for n in 0..20 {
+                        let line = json!({"kind": "decide", "writer": writer, "n": n, "filler": filler});
+                        appender.append(&line).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut seen = [0; 2];
+        for line in text.lines() {
+            let value: Value = serde_json::from_str(line).expect("a whole line");
+            assert_eq!(value["filler"].as_str().map(str::len), Some(filler.len()));
+            seen[value["writer"].as_u64().unwrap() as usize] += 1;
+        }
+        assert_eq!(seen, [20, 20]);
+    }
+
+    #[test]
+    fn a_line_cut_short_by_a_writer_that_died_is_kept_apart_from_the_next() {
+        let path = path("cut");
+        std::fs::write(&path, "{\"kind\": \"complete\", \"fingerpr").unwrap();
+        Appender::new(path.clone())
+            .append(&json!({"kind": "decide"}))
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"kind\": \"complete\", \"fingerpr\n{\"kind\":\"decide\"}\n"
+        );
+    }
+
+    #[test]
+    fn each_reader_keeps_its_own_kinds_and_refuses_an_unknown_one() {
+        let path = path("kinds");
+        std::fs::write(
+            &path,
+            "{\"kind\": \"decide\", \"x\": 1}\n{\"kind\": \"stream\", \"x\": 2}\n",
+        )
+        .unwrap();
+        let decisions = read_kinds::<Value>(&path, &["decide"]).unwrap().unwrap();
+        assert_eq!(decisions.len(), 1);
+        assert_eq!(decisions[0].0, 1);
+        std::fs::write(&path, "{\"kind\": \"telepathy\"}\n").unwrap();
+        let error = read_kinds::<Value>(&path, &["decide"]).unwrap_err();
+        assert!(
+            error.to_string().contains("`telepathy` is not a kind of exchange"),
+            "{error}"
+        );
+    }
+}
