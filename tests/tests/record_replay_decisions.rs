@@ -202,17 +202,28 @@ async fn system_one_decisions_recorded_against_the_mock_replay_with_the_mock_sto
         .mode(CassetteMode::ReplayOnly)
         .decision_client(stopped.clone())
         .unwrap();
-    let other = DecisionRequest::new(json!({"message": "Where is my parcel?"}), [
-        BinaryQuestion::new("is_billing", "Is this about billing?").unwrap(),
-    ])
+    let other = DecisionRequest::new(
+        json!({"message": "Where is my parcel?"}),
+        [BinaryQuestion::new("is_billing", "Is this about billing?").unwrap()],
+    )
     .unwrap();
     let error = replayer.decide(&other).await.unwrap_err();
     assert_eq!(error.kind(), FailureKind::NotSent);
-    assert_eq!(stopped.asked(), 1, "a miss in replay-only mode asks nothing");
+    assert_eq!(
+        stopped.asked(),
+        1,
+        "a miss in replay-only mode asks nothing"
+    );
     let message = error.to_string();
     assert!(message.contains(&path.display().to_string()), "{message}");
-    assert!(message.contains("the nearest recorded decision, exchange"), "{message}");
-    assert!(!message.contains("parcel"), "the state is not quoted: {message}");
+    assert!(
+        message.contains("the nearest recorded decision, exchange"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("parcel"),
+        "the state is not quoted: {message}"
+    );
 }
 
 #[tokio::test]

@@ -725,7 +725,10 @@ impl TryFrom<StoredScore> for ScoreAnswer {
 
     fn try_from(stored: StoredScore) -> Result<Self, DecisionError> {
         let mut answer = ScoreAnswer::new(stored.probabilities)?;
-        if let Some(index) = stored.most_likely.filter(|&index| index != answer.most_likely) {
+        if let Some(index) = stored
+            .most_likely
+            .filter(|&index| index != answer.most_likely)
+        {
             return Err(DecisionError::invalid_response(format!(
                 "the most likely level is stored as option {}, but the distribution's is option {}",
                 index + 1,
@@ -764,8 +767,12 @@ enum StoredAnswer {
 impl StoredAnswer {
     fn checked(self, id: &str) -> Result<DecisionAnswer, DecisionError> {
         let answer = match self {
-            StoredAnswer::Binary(answer) => BinaryAnswer::try_from(answer).map(DecisionAnswer::Binary),
-            StoredAnswer::Choice(answer) => ChoiceAnswer::try_from(answer).map(DecisionAnswer::Choice),
+            StoredAnswer::Binary(answer) => {
+                BinaryAnswer::try_from(answer).map(DecisionAnswer::Binary)
+            }
+            StoredAnswer::Choice(answer) => {
+                ChoiceAnswer::try_from(answer).map(DecisionAnswer::Choice)
+            }
             StoredAnswer::Score(answer) => ScoreAnswer::try_from(answer).map(DecisionAnswer::Score),
         };
         answer.map_err(|error| error.about(id))
@@ -818,7 +825,10 @@ impl TryFrom<StoredResponse> for DecisionResponse {
                     "the response has an answer under a blank question id",
                 ));
             }
-            if answers.iter().any(|(seen, _): &(String, DecisionAnswer)| *seen == id) {
+            if answers
+                .iter()
+                .any(|(seen, _): &(String, DecisionAnswer)| *seen == id)
+            {
                 return Err(DecisionError::invalid_response(format!(
                     "the response answers `{id}` twice"
                 )));
@@ -989,14 +999,18 @@ mod tests {
         let response = DecisionResponse::new(
             &request,
             vec![
-                DecisionAnswer::Binary(BinaryAnswer::new(0.9).unwrap().with_coverage(0.99).unwrap()),
+                DecisionAnswer::Binary(
+                    BinaryAnswer::new(0.9).unwrap().with_coverage(0.99).unwrap(),
+                ),
                 DecisionAnswer::Choice(
                     ChoiceAnswer::most_likely(named(&[("a", 0.3), ("b", 0.7)]))
                         .unwrap()
                         .with_confidence(0.4)
                         .unwrap(),
                 ),
-                DecisionAnswer::Score(ScoreAnswer::new(named(&[("low", 0.25), ("high", 0.75)])).unwrap()),
+                DecisionAnswer::Score(
+                    ScoreAnswer::new(named(&[("low", 0.25), ("high", 0.75)])).unwrap(),
+                ),
             ],
             Usage {
                 input_tokens: 5,
@@ -1015,7 +1029,11 @@ mod tests {
         let replayed = response.for_cassette(str::to_owned).mark_replayed();
         assert_eq!(replayed.request_id(), None);
         let text = serde_json::to_string(&replayed).unwrap();
-        assert!(serde_json::from_str::<DecisionResponse>(&text).unwrap().replayed());
+        assert!(
+            serde_json::from_str::<DecisionResponse>(&text)
+                .unwrap()
+                .replayed()
+        );
 
         // Each answer type alone goes through its constructor.
         let error = serde_json::from_str::<BinaryAnswer>(r#"{"probability": -0.1}"#).unwrap_err();
@@ -1024,7 +1042,10 @@ mod tests {
             r#"{"probabilities": [["a", 0.5], ["b", 0.5]], "selected": "c"}"#,
         )
         .unwrap_err();
-        assert!(error.to_string().contains("not one of the 2 choices"), "{error}");
+        assert!(
+            error.to_string().contains("not one of the 2 choices"),
+            "{error}"
+        );
         let error = serde_json::from_str::<DecisionResponse>(
             r#"{"answers": [["x", {"kind": "binary", "probability": 0.5}], ["x", {"kind": "binary", "probability": 0.5}]], "model": "m", "source": "stated"}"#,
         )

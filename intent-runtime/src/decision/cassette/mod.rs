@@ -32,7 +32,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use record::{DECIDE, DecideKind, DecisionExchange, RecordedDecisionError, RecordedDecisionRequest};
+use record::{
+    DECIDE, DecideKind, DecisionExchange, RecordedDecisionError, RecordedDecisionRequest,
+};
 
 use super::{DecisionClient, DecisionError, DecisionRequest, DecisionResponse, FailureKind};
 use crate::provider::cassette::file::{self, Appender};
@@ -149,7 +151,10 @@ impl<D: fmt::Debug> fmt::Debug for CassetteDecisionClient<D> {
 /// What the tape has for a request.
 enum Lookup {
     /// The exchange's line, and its response or failure.
-    Found(usize, Result<DecisionResponse, Option<RecordedDecisionError>>),
+    Found(
+        usize,
+        Result<DecisionResponse, Option<RecordedDecisionError>>,
+    ),
     Missing(String),
 }
 
@@ -176,7 +181,11 @@ impl<D> CassetteDecisionClient<D> {
     /// Takes the next unserved exchange recorded for `request`, or says why there is none.
     fn take(&self, request: &RecordedDecisionRequest, fingerprint: &str) -> Lookup {
         let mut tape = self.tape();
-        if let Some(index) = tape.queues.get_mut(fingerprint).and_then(VecDeque::pop_front) {
+        if let Some(index) = tape
+            .queues
+            .get_mut(fingerprint)
+            .and_then(VecDeque::pop_front)
+        {
             let recorded = &mut tape.recorded[index];
             recorded.served = true;
             let exchange = &recorded.exchange;

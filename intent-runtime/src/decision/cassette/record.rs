@@ -12,10 +12,10 @@ use crate::decision::{
     BinaryQuestion, ChoiceQuestion, DecisionError, DecisionOption, DecisionQuestion,
     DecisionRequest, DecisionResponse, FailureKind, ScoreQuestion,
 };
-use crate::provider::cassette::fingerprint::{
-    first_difference, first_value_difference, fingerprint_of,
-};
 use crate::provider::Sanitizer;
+use crate::provider::cassette::fingerprint::{
+    fingerprint_of, first_difference, first_value_difference,
+};
 
 /// The kind of a decision exchange in a cassette, beside a provider's `complete` and
 /// `stream`.
@@ -103,10 +103,7 @@ impl RecordedDecisionRequest {
             })
             .collect();
         Self {
-            model: request
-                .model()
-                .or(default_model)
-                .map(str::to_owned),
+            model: request.model().or(default_model).map(str::to_owned),
             state: clean_state(sanitizer, request.state()),
             questions,
         }
@@ -345,9 +342,13 @@ mod tests {
                         .unwrap()
                         .with_criteria("An explicit ask"),
                 ),
-                ChoiceQuestion::new("team", "Which team?", [("billing", "Payments"), ("tech", "")])
-                    .unwrap()
-                    .into(),
+                ChoiceQuestion::new(
+                    "team",
+                    "Which team?",
+                    [("billing", "Payments"), ("tech", "")],
+                )
+                .unwrap()
+                .into(),
                 ScoreQuestion::new("urgency", "How urgent?", ["low", "high"])
                     .unwrap()
                     .into(),
@@ -388,8 +389,7 @@ mod tests {
                 &bare(),
             ),
             RecordedDecisionRequest::of(
-                &DecisionRequest::new(request().state().clone(), questions[..2].to_vec())
-                    .unwrap(),
+                &DecisionRequest::new(request().state().clone(), questions[..2].to_vec()).unwrap(),
                 Some("jev"),
                 &bare(),
             ),
@@ -440,7 +440,10 @@ mod tests {
         let mut broken = record.clone();
         broken.questions[1].options.truncate(1);
         let error = broken.to_request().unwrap_err();
-        assert!(error.to_string().contains("`team` needs at least two"), "{error}");
+        assert!(
+            error.to_string().contains("`team` needs at least two"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -77,10 +77,14 @@ impl DecisionClient for Counted {
         let answers = vec![
             DecisionAnswer::Binary(BinaryAnswer::new(0.8).unwrap()),
             DecisionAnswer::Choice(
-                ChoiceAnswer::most_likely(named(&[("billing", 0.7), ("tech", 0.2), ("sales", 0.1)]))
-                    .unwrap()
-                    .with_confidence(0.6)
-                    .unwrap(),
+                ChoiceAnswer::most_likely(named(&[
+                    ("billing", 0.7),
+                    ("tech", 0.2),
+                    ("sales", 0.1),
+                ]))
+                .unwrap()
+                .with_confidence(0.6)
+                .unwrap(),
             ),
             DecisionAnswer::Score(
                 ScoreAnswer::new(named(&[("low", 0.1), ("mid", 0.3), ("high", 0.6)])).unwrap(),
@@ -129,7 +133,10 @@ fn a_decision_is_recorded_then_replayed_marked_and_without_asking_the_client() {
 
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(STATE_SECRET), "{text}");
-        assert!(!text.contains("req-1"), "the host's request id is not kept: {text}");
+        assert!(
+            !text.contains("req-1"),
+            "the host's request id is not kept: {text}"
+        );
         let exchange = &lines(&path)[0];
         assert_eq!(exchange["kind"], "decide");
         assert_eq!(exchange["request"]["model"], "fake-model");
@@ -183,7 +190,10 @@ fn replay_only_with_a_missing_decision_names_what_differs_and_asks_nothing() {
         ] {
             assert!(message.contains(expected), "{expected:?} in {message}");
         }
-        assert!(!message.contains("Charged"), "the state is not quoted: {message}");
+        assert!(
+            !message.contains("Charged"),
+            "the state is not quoted: {message}"
+        );
 
         // The recorded one is served once; asked again, the message says so.
         replayer.decide(&request("Charged twice")).await.unwrap();
@@ -238,7 +248,11 @@ fn a_failed_decision_is_recorded_and_replayed_without_the_secret() {
             .decision_client(failing)
             .unwrap();
         let live = recorder.decide(&request("x")).await.unwrap_err();
-        assert!(!std::fs::read_to_string(&path).unwrap().contains(STATE_SECRET));
+        assert!(
+            !std::fs::read_to_string(&path)
+                .unwrap()
+                .contains(STATE_SECRET)
+        );
 
         let replayer = Cassette::new(&path)
             .mode(CassetteMode::ReplayOnly)
@@ -281,7 +295,10 @@ fn malformed(path: &Path, line: &Value) -> String {
         .mode(CassetteMode::ReplayOnly)
         .decision_client(Counted::default())
         .unwrap_err();
-    assert!(matches!(error, CassetteError::Malformed { line: 2, .. }), "{error}");
+    assert!(
+        matches!(error, CassetteError::Malformed { line: 2, .. }),
+        "{error}"
+    );
     let message = error.to_string();
     assert!(
         message.contains(&format!("line 2 of the cassette {}", path.display())),
@@ -307,24 +324,34 @@ fn a_tampered_response_is_an_error_naming_the_cassette_the_line_and_the_check() 
     contradicted["response"]["answers"][1][1]["selected"] = json!("sales");
     let message = malformed(&path, &contradicted);
     assert!(
-        message.contains("the answer to `team`: the selected choice option 3 has the probability 0.1"),
+        message
+            .contains("the answer to `team`: the selected choice option 3 has the probability 0.1"),
         "{message}"
     );
 
     let mut not_one = line.clone();
     not_one["response"]["answers"][2][1]["probabilities"][0][1] = json!(0.5);
     let message = malformed(&path, &not_one);
-    assert!(message.contains("the answer to `urgency`: the probabilities of 3 options sum to"), "{message}");
+    assert!(
+        message.contains("the answer to `urgency`: the probabilities of 3 options sum to"),
+        "{message}"
+    );
 
     let mut wrong_expectation = line.clone();
     wrong_expectation["response"]["answers"][2][1]["most_likely"] = json!(0);
     let message = malformed(&path, &wrong_expectation);
-    assert!(message.contains("the most likely level is stored as option 1"), "{message}");
+    assert!(
+        message.contains("the most likely level is stored as option 1"),
+        "{message}"
+    );
 
     let mut neither = line;
     neither.as_object_mut().unwrap().remove("response");
     let message = malformed(&path, &neither);
-    assert!(message.contains("neither a response nor an error"), "{message}");
+    assert!(
+        message.contains("neither a response nor an error"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -373,7 +400,9 @@ fn one_cassette_holds_a_providers_calls_and_a_decision_clients_each_reading_its_
 
         let provider = Cassette::new(&path)
             .mode(CassetteMode::ReplayOnly)
-            .wrap(ScriptedProvider::from_fn(|_, _| panic!("asked in a replay")))
+            .wrap(ScriptedProvider::from_fn(|_, _| {
+                panic!("asked in a replay")
+            }))
             .unwrap();
         let decisions = Cassette::new(&path)
             .mode(CassetteMode::ReplayOnly)

@@ -108,15 +108,15 @@ impl RecordedReply {
     }
 
     /// The reply served on replay, marked as replayed.
-    pub(crate) fn to_reply(&self) -> ProviderReply {
+    pub(crate) fn into_reply(self) -> ProviderReply {
         let usage = self.usage;
         ProviderReply {
-            text: self.text.clone(),
-            refusal: self.refusal.clone(),
-            refusal_categories: self.refusal_categories.clone(),
+            text: self.text,
+            refusal: self.refusal,
+            refusal_categories: self.refusal_categories,
             route: None,
             truncated: self.truncated,
-            stop_reason: self.stop_reason.clone(),
+            stop_reason: self.stop_reason,
             usage: Usage {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
@@ -124,10 +124,10 @@ impl RecordedReply {
                 cache_write_input_tokens: usage.cache_write_input_tokens,
                 reasoning_tokens: usage.reasoning_tokens,
             },
-            model: self.model.clone(),
+            model: self.model,
             request_id: None,
-            response_id: self.response_id.clone(),
-            logprobs: self.logprobs.clone(),
+            response_id: self.response_id,
+            logprobs: self.logprobs,
             replayed: true,
         }
     }
@@ -413,7 +413,8 @@ mod tests {
                 let filler = filler.clone();
                 std::thread::spawn(move || {
                     for n in 0..20 {
-                        let line = json!({"kind": "decide", "writer": writer, "n": n, "filler": filler});
+                        let line =
+                            json!({"kind": "decide", "writer": writer, "n": n, "filler": filler});
                         appender.append(&line).unwrap();
                     }
                 })
@@ -459,7 +460,9 @@ mod tests {
         std::fs::write(&path, "{\"kind\": \"telepathy\"}\n").unwrap();
         let error = read_kinds::<Value>(&path, &["decide"]).unwrap_err();
         assert!(
-            error.to_string().contains("`telepathy` is not a kind of exchange"),
+            error
+                .to_string()
+                .contains("`telepathy` is not a kind of exchange"),
             "{error}"
         );
     }

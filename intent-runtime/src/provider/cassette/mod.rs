@@ -189,7 +189,7 @@ impl Cassette {
         let mut queues: HashMap<(String, CallKind), VecDeque<usize>> = HashMap::new();
         for (line, mut exchange) in loaded.unwrap_or_default() {
             // Cleaned again with today's sanitizer, as live requests are before matching.
-            exchange.request = clean_request(&self.sanitizer, &exchange.request);
+            exchange.request = clean_request(&self.sanitizer, exchange.request);
             let key = (exchange.request.fingerprint(), exchange.kind);
             queues.entry(key).or_default().push_back(recorded.len());
             recorded.push(Recorded {
@@ -280,13 +280,12 @@ impl<P> CassetteProvider<P> {
 }
 
 /// `request` with every text sanitized (the schema is code, not data, and is kept).
-fn clean_request(sanitizer: &Sanitizer, request: &RecordedRequest) -> RecordedRequest {
-    let mut clean = request.clone();
-    clean.system = sanitizer.clean(&clean.system);
-    for message in &mut clean.messages {
+fn clean_request(sanitizer: &Sanitizer, mut request: RecordedRequest) -> RecordedRequest {
+    request.system = sanitizer.clean(&request.system);
+    for message in &mut request.messages {
         message.content = sanitizer.clean(&message.content);
     }
-    clean
+    request
 }
 
 /// What the tape has for a request.
@@ -479,7 +478,7 @@ impl<P: Provider> CassetteProvider<P> {
     fn identify(&self, request: &ProviderRequest) -> (RecordedRequest, String) {
         let record = clean_request(
             &self.shared.sanitizer,
-            &RecordedRequest::of(request, self.inner.default_model()),
+            RecordedRequest::of(request, self.inner.default_model()),
         );
         let fingerprint = record.fingerprint();
         (record, fingerprint)
@@ -508,7 +507,7 @@ impl<P: Provider> Provider for CassetteProvider<P> {
         let (record, fingerprint) = self.identify(request);
         if self.shared.replay {
             match self.shared.take(&record, &fingerprint, CallKind::Complete) {
-                Lookup::Found(exchange) => return replayed_reply(&exchange, self.name()),
+                Lookup::Found(exchange) => return replayed_reply(*exchange, self.name()),
                 Lookup::Missing(why) if !self.shared.record => {
                     return Err(self.shared.missing(why));
                 }
@@ -592,9 +591,9 @@ impl<P: Provider> Provider for CassetteProvider<P> {
 }
 
 /// The recorded answer of a `complete` exchange.
-fn replayed_reply(exchange: &Served, provider: &str) -> Result<ProviderReply, ProviderError> {
-    match (&exchange.reply, &exchange.error) {
-        (Some(reply), _) => Ok(reply.to_reply()),
+fn replayed_reply(exchange: Served, provider: &str) -> Result<ProviderReply, ProviderError> {
+    match (exchange.reply, &exchange.error) {
+        (Some(reply), _) => Ok(reply.into_reply()),
         (None, Some(error)) => Err(error.to_error(provider)),
         (None, None) => Err(ProviderError::new(
             ProviderErrorKind::InvalidResponse,
@@ -613,7 +612,7 @@ fn replayed_stream(exchange: Served, provider: &str) -> ReplyStream {
         .map(|text| Ok(ReplyPiece::Text(text)))
         .collect();
     match (exchange.reply, exchange.error) {
-        (Some(reply), _) => items.push(Ok(ReplyPiece::Finished(reply.to_reply()))),
+        (Some(reply), _) => items.push(Ok(ReplyPiece::Finished(reply.into_reply()))),
         (None, Some(error)) => items.push(Err(error.to_error(provider))),
         // No reply and no error: the stream ends cut, as it did when recorded.
         (None, None) => {}
