@@ -115,8 +115,7 @@ fn check_coverage(coverage: Option<f64>) -> Result<(), DecisionError> {
 }
 
 /// The answer to a yes/no question.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StoredBinary")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BinaryAnswer {
     probability: f64,
     coverage: Option<f64>,
@@ -158,8 +157,7 @@ impl BinaryAnswer {
 /// from the log-probabilities, from the distribution a model stated (a stated answer
 /// names no choice of its own), or given to [`ChoiceAnswer::new`], which refuses any
 /// other.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StoredChoice")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChoiceAnswer {
     probabilities: Vec<(String, f64)>,
     selected: String,
@@ -286,8 +284,7 @@ impl ChoiceAnswer {
 
 /// The answer to a score question: a probability per level, the most likely level and
 /// the expected level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StoredScore")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScoreAnswer {
     probabilities: Vec<(String, f64)>,
     most_likely: usize,
@@ -438,8 +435,7 @@ impl DecisionAnswer {
 /// It reads back what it serializes, each answer through its constructor's checks (an
 /// error names the question); a response read so is not checked against a request, as
 /// none is at hand: a cassette checks it against the request it replays it for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StoredResponse")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionResponse {
     answers: Vec<(String, DecisionAnswer)>,
     usage: Usage,
@@ -663,10 +659,17 @@ struct StoredBinary {
     coverage: Option<f64>,
 }
 
-impl TryFrom<StoredBinary> for BinaryAnswer {
-    type Error = DecisionError;
+impl<'de> Deserialize<'de> for BinaryAnswer {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredBinary::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
 
-    fn try_from(stored: StoredBinary) -> Result<Self, DecisionError> {
+impl StoredBinary {
+    fn checked(self) -> Result<BinaryAnswer, DecisionError> {
+        let stored = self;
         let answer = BinaryAnswer::new(stored.probability)?;
         match stored.coverage {
             Some(coverage) => answer.with_coverage(coverage),
@@ -686,10 +689,17 @@ struct StoredChoice {
     confidence: Option<f64>,
 }
 
-impl TryFrom<StoredChoice> for ChoiceAnswer {
-    type Error = DecisionError;
+impl<'de> Deserialize<'de> for ChoiceAnswer {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredChoice::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
 
-    fn try_from(stored: StoredChoice) -> Result<Self, DecisionError> {
+impl StoredChoice {
+    fn checked(self) -> Result<ChoiceAnswer, DecisionError> {
+        let stored = self;
         let mut answer = ChoiceAnswer::new(stored.probabilities, stored.selected)?;
         if let Some(coverage) = stored.coverage {
             answer = answer.with_coverage(coverage)?;
@@ -720,10 +730,17 @@ struct StoredScore {
 /// the same order gives the same bits; the slack is for a value written by hand).
 const EXPECTED_TOLERANCE: f64 = 1e-9;
 
-impl TryFrom<StoredScore> for ScoreAnswer {
-    type Error = DecisionError;
+impl<'de> Deserialize<'de> for ScoreAnswer {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredScore::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
 
-    fn try_from(stored: StoredScore) -> Result<Self, DecisionError> {
+impl StoredScore {
+    fn checked(self) -> Result<ScoreAnswer, DecisionError> {
+        let stored = self;
         let mut answer = ScoreAnswer::new(stored.probabilities)?;
         if let Some(index) = stored
             .most_likely
@@ -767,13 +784,9 @@ enum StoredAnswer {
 impl StoredAnswer {
     fn checked(self, id: &str) -> Result<DecisionAnswer, DecisionError> {
         let answer = match self {
-            StoredAnswer::Binary(answer) => {
-                BinaryAnswer::try_from(answer).map(DecisionAnswer::Binary)
-            }
-            StoredAnswer::Choice(answer) => {
-                ChoiceAnswer::try_from(answer).map(DecisionAnswer::Choice)
-            }
-            StoredAnswer::Score(answer) => ScoreAnswer::try_from(answer).map(DecisionAnswer::Score),
+            StoredAnswer::Binary(answer) => answer.checked().map(DecisionAnswer::Binary),
+            StoredAnswer::Choice(answer) => answer.checked().map(DecisionAnswer::Choice),
+            StoredAnswer::Score(answer) => answer.checked().map(DecisionAnswer::Score),
         };
         answer.map_err(|error| error.about(id))
     }
@@ -809,10 +822,17 @@ struct StoredResponse {
     replayed: bool,
 }
 
-impl TryFrom<StoredResponse> for DecisionResponse {
-    type Error = DecisionError;
+impl<'de> Deserialize<'de> for DecisionResponse {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredResponse::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
 
-    fn try_from(stored: StoredResponse) -> Result<Self, DecisionError> {
+impl StoredResponse {
+    fn checked(self) -> Result<DecisionResponse, DecisionError> {
+        let stored = self;
         if stored.answers.is_empty() {
             return Err(DecisionError::invalid_response(
                 "the response holds no answer",
@@ -837,7 +857,7 @@ impl TryFrom<StoredResponse> for DecisionResponse {
             answers.push((id, answer));
         }
         let usage = stored.usage;
-        Ok(Self {
+        Ok(DecisionResponse {
             answers,
             usage: Usage {
                 input_tokens: usage.input_tokens,

@@ -5,7 +5,7 @@
 //! from run to run without changing what the model is asked.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::provider::{ProviderRequest, ResponseFormat, Role};
@@ -392,6 +392,7 @@ pub(crate) fn first_difference(a: &str, b: &str) -> usize {
 /// so cassettes recorded before keep their fingerprints).
 #[cfg(test)]
 fn canonical(value: Value) -> Value {
+    use serde_json::Map;
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(String, Value)> = map.into_iter().collect();
