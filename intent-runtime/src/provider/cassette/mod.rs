@@ -22,11 +22,14 @@
 //! against what the model really said instead of failing on the schema alone.
 //!
 //! Decision questions answered through a provider (log-probabilities, stated
-//! probabilities) are recorded like any call. The System One client
-//! ([`SystemOneClient`](crate::decision::SystemOneClient)) speaks its own HTTP API, not
-//! through a [`Provider`], and is not recorded: that needs a cassette at the
-//! [`DecisionClient`](crate::decision::DecisionClient) level, whose responses would have
-//! to be rebuilt through their checked constructors on replay.
+//! probabilities) are recorded like any call. A decision client that speaks its own API
+//! ([`SystemOneClient`](crate::decision::SystemOneClient)) is wrapped with
+//! [`Cassette::decision_client`] instead
+//! ([`CassetteDecisionClient`](crate::decision::CassetteDecisionClient)): its exchanges
+//! are lines of the kind `decide` in the same file, which this wrapper leaves alone.
+//!
+//! Lines are appended under an exclusive lock on the file, so processes recording into
+//! one cassette (test binaries run in parallel) never interleave them.
 
 pub(crate) mod file;
 pub(crate) mod fingerprint;
