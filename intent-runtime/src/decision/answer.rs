@@ -1,7 +1,11 @@
 //! What a decision client answers: a probability, or a distribution over the options
 //! asked, each checked when it is built, and the response that carries them.
+//!
+//! Each type reads back what it serializes (a cassette keeps responses so): through the
+//! same constructors and checks, so a stored answer that is out of range, does not sum
+//! to 1 or selects a less probable choice is refused as a model's would be.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{DecisionError, DecisionQuestion, DecisionRequest};
 use crate::result::Usage;
@@ -391,7 +395,7 @@ fn argmax(values: impl Iterator<Item = f64>) -> usize {
 }
 
 /// One answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum DecisionAnswer {
     /// To a yes/no question.
@@ -427,6 +431,10 @@ impl DecisionAnswer {
 }
 
 /// Every answer to a request, what it cost and where its probabilities came from.
+///
+/// It reads back what it serializes, each answer through its constructor's checks (an
+/// error names the question); a response read so is not checked against a request, as
+/// none is at hand: a cassette checks it against the request it replays it for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionResponse {
     answers: Vec<(String, DecisionAnswer)>,
@@ -438,6 +446,8 @@ pub struct DecisionResponse {
     fallback: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     notes: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    replayed: bool,
 }
 
 impl DecisionResponse {
@@ -475,7 +485,62 @@ impl DecisionResponse {
             request_id: None,
             fallback: None,
             notes: Vec::new(),
+            replayed: false,
         })
+    }
+
+    /// This response, if it answers `request`: the same question ids in the same order,
+    /// each answer of its question's kind and over exactly its options. A response read
+    /// back from storage is checked so before it is served for a request.
+    pub(crate) fn answering(self, request: &DecisionRequest) -> Result<Self, DecisionError> {
+        let asked: Vec<&str> = request.questions().iter().map(|q| q.id()).collect();
+        let answered: Vec<&str> = self.answers.iter().map(|(id, _)| id.as_str()).collect();
+        if asked != answered {
+            return Err(DecisionError::invalid_response(format!(
+                "the response answers the questions {} but the request asks {}",
+                quoted_ids(&answered),
+                quoted_ids(&asked)
+            )));
+        }
+        for (question, (_, answer)) in request.questions().iter().zip(&self.answers) {
+            if !answer.answers(question) {
+                return Err(DecisionError::invalid_response(format!(
+                    "the answer to `{}` does not match the question's kind and options",
+                    question.id()
+                )));
+            }
+        }
+        Ok(self)
+    }
+
+    /// This response as a cassette keeps it: without the host's request id (it changes on
+    /// every run and determines nothing), its model, fallback reason and notes passed
+    /// through `clean`.
+    pub(crate) fn for_cassette(&self, clean: impl Fn(&str) -> String) -> Self {
+        Self {
+            answers: self.answers.clone(),
+            usage: self.usage,
+            model: clean(&self.model),
+            source: self.source,
+            request_id: None,
+            fallback: self.fallback.as_deref().map(&clean),
+            notes: self.notes.iter().map(|note| clean(note)).collect(),
+            replayed: false,
+        }
+    }
+
+    /// This response, marked as served from a cassette.
+    pub(crate) fn mark_replayed(mut self) -> Self {
+        self.replayed = true;
+        self
+    }
+
+    /// Whether the response was replayed from a cassette
+    /// ([`CassetteDecisionClient`](crate::decision::CassetteDecisionClient)) instead of
+    /// coming from the model. A replayed response has no
+    /// [`request_id`](Self::request_id): a cassette does not keep the host's ids.
+    pub fn replayed(&self) -> bool {
+        self.replayed
     }
 
     /// These answers, given by a second method because the first could not answer (log
@@ -569,6 +634,245 @@ impl DecisionResponse {
     /// Whether the probabilities were measured or stated.
     pub fn source(&self) -> ProbabilitySource {
         self.source
+    }
+}
+
+/// Question ids as a list for a message: `a`, `b`.
+fn quoted_ids(ids: &[&str]) -> String {
+    if ids.is_empty() {
+        return "none".to_owned();
+    }
+    ids.iter()
+        .map(|id| format!("`{id}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// Reading back. Each stored form is what the type serializes; it becomes the type only
+// through the public constructors, so a stored value is checked as a model's answer is.
+
+/// A [`BinaryAnswer`] as serialized.
+#[derive(Deserialize)]
+struct StoredBinary {
+    probability: f64,
+    #[serde(default)]
+    coverage: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for BinaryAnswer {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredBinary::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl StoredBinary {
+    fn checked(self) -> Result<BinaryAnswer, DecisionError> {
+        let stored = self;
+        let answer = BinaryAnswer::new(stored.probability)?;
+        match stored.coverage {
+            Some(coverage) => answer.with_coverage(coverage),
+            None => Ok(answer),
+        }
+    }
+}
+
+/// A [`ChoiceAnswer`] as serialized.
+#[derive(Deserialize)]
+struct StoredChoice {
+    probabilities: Vec<(String, f64)>,
+    selected: String,
+    #[serde(default)]
+    coverage: Option<f64>,
+    #[serde(default)]
+    confidence: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for ChoiceAnswer {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredChoice::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl StoredChoice {
+    fn checked(self) -> Result<ChoiceAnswer, DecisionError> {
+        let stored = self;
+        let mut answer = ChoiceAnswer::new(stored.probabilities, stored.selected)?;
+        if let Some(coverage) = stored.coverage {
+            answer = answer.with_coverage(coverage)?;
+        }
+        if let Some(confidence) = stored.confidence {
+            answer = answer.with_confidence(confidence)?;
+        }
+        Ok(answer)
+    }
+}
+
+/// A [`ScoreAnswer`] as serialized: the most likely and expected levels are computed
+/// again from the distribution, and stored ones must agree with them.
+#[derive(Deserialize)]
+struct StoredScore {
+    probabilities: Vec<(String, f64)>,
+    #[serde(default)]
+    most_likely: Option<usize>,
+    #[serde(default)]
+    expected: Option<f64>,
+    #[serde(default)]
+    coverage: Option<f64>,
+    #[serde(default)]
+    confidence: Option<f64>,
+}
+
+/// How far a stored expected level may be from the one computed again (the same sum in
+/// the same order gives the same bits; the slack is for a value written by hand).
+const EXPECTED_TOLERANCE: f64 = 1e-9;
+
+impl<'de> Deserialize<'de> for ScoreAnswer {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredScore::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl StoredScore {
+    fn checked(self) -> Result<ScoreAnswer, DecisionError> {
+        let stored = self;
+        let mut answer = ScoreAnswer::new(stored.probabilities)?;
+        if let Some(index) = stored
+            .most_likely
+            .filter(|&index| index != answer.most_likely)
+        {
+            return Err(DecisionError::invalid_response(format!(
+                "the most likely level is stored as option {}, but the distribution's is option {}",
+                index + 1,
+                answer.most_likely + 1
+            )));
+        }
+        if let Some(expected) = stored
+            .expected
+            .filter(|expected| (expected - answer.expected).abs() > EXPECTED_TOLERANCE)
+        {
+            return Err(DecisionError::invalid_response(format!(
+                "the expected level is stored as {expected}, but the distribution's is {}",
+                answer.expected
+            )));
+        }
+        if let Some(coverage) = stored.coverage {
+            answer = answer.with_coverage(coverage)?;
+        }
+        if let Some(confidence) = stored.confidence {
+            answer = answer.with_confidence(confidence)?;
+        }
+        Ok(answer)
+    }
+}
+
+/// A [`DecisionAnswer`] as serialized, read before it is checked so that the check's
+/// error can name the question it answers.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+enum StoredAnswer {
+    Binary(StoredBinary),
+    Choice(StoredChoice),
+    Score(StoredScore),
+}
+
+impl StoredAnswer {
+    fn checked(self, id: &str) -> Result<DecisionAnswer, DecisionError> {
+        let answer = match self {
+            StoredAnswer::Binary(answer) => answer.checked().map(DecisionAnswer::Binary),
+            StoredAnswer::Choice(answer) => answer.checked().map(DecisionAnswer::Choice),
+            StoredAnswer::Score(answer) => answer.checked().map(DecisionAnswer::Score),
+        };
+        answer.map_err(|error| error.about(id))
+    }
+}
+
+/// [`Usage`] as serialized; a count left out is 0.
+#[derive(Deserialize)]
+#[serde(default)]
+#[derive(Default)]
+struct StoredUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    cached_input_tokens: u64,
+    cache_write_input_tokens: u64,
+    reasoning_tokens: u64,
+}
+
+/// A [`DecisionResponse`] as serialized.
+#[derive(Deserialize)]
+struct StoredResponse {
+    answers: Vec<(String, StoredAnswer)>,
+    #[serde(default)]
+    usage: StoredUsage,
+    model: String,
+    source: ProbabilitySource,
+    #[serde(default)]
+    request_id: Option<String>,
+    #[serde(default)]
+    fallback: Option<String>,
+    #[serde(default)]
+    notes: Vec<String>,
+    #[serde(default)]
+    replayed: bool,
+}
+
+impl<'de> Deserialize<'de> for DecisionResponse {
+    fn deserialize<De: serde::Deserializer<'de>>(deserializer: De) -> Result<Self, De::Error> {
+        StoredResponse::deserialize(deserializer)?
+            .checked()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl StoredResponse {
+    fn checked(self) -> Result<DecisionResponse, DecisionError> {
+        let stored = self;
+        if stored.answers.is_empty() {
+            return Err(DecisionError::invalid_response(
+                "the response holds no answer",
+            ));
+        }
+        let mut answers = Vec::with_capacity(stored.answers.len());
+        for (id, answer) in stored.answers {
+            if id.trim().is_empty() {
+                return Err(DecisionError::invalid_response(
+                    "the response has an answer under a blank question id",
+                ));
+            }
+            if answers
+                .iter()
+                .any(|(seen, _): &(String, DecisionAnswer)| *seen == id)
+            {
+                return Err(DecisionError::invalid_response(format!(
+                    "the response answers `{id}` twice"
+                )));
+            }
+            let answer = answer.checked(&id)?;
+            answers.push((id, answer));
+        }
+        let usage = stored.usage;
+        Ok(DecisionResponse {
+            answers,
+            usage: Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cached_input_tokens: usage.cached_input_tokens,
+                cache_write_input_tokens: usage.cache_write_input_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+            },
+            model: stored.model,
+            source: stored.source,
+            request_id: stored.request_id,
+            fallback: stored.fallback,
+            notes: stored.notes,
+            replayed: stored.replayed,
+        })
     }
 }
 
@@ -695,6 +999,78 @@ mod tests {
             "options out of order"
         );
         assert!(build(vec![binary.clone(), binary]).is_err(), "wrong kind");
+    }
+
+    #[test]
+    fn a_response_reads_back_what_it_serializes_through_the_checks() {
+        let request = DecisionRequest::new(
+            serde_json::json!("s"),
+            [
+                DecisionQuestion::from(BinaryQuestion::new("done", "Done?").unwrap()),
+                ChoiceQuestion::new("route", "Where?", ["a", "b"])
+                    .unwrap()
+                    .into(),
+                crate::decision::ScoreQuestion::new("level", "How much?", ["low", "high"])
+                    .unwrap()
+                    .into(),
+            ],
+        )
+        .unwrap();
+        let response = DecisionResponse::new(
+            &request,
+            vec![
+                DecisionAnswer::Binary(
+                    BinaryAnswer::new(0.9).unwrap().with_coverage(0.99).unwrap(),
+                ),
+                DecisionAnswer::Choice(
+                    ChoiceAnswer::most_likely(named(&[("a", 0.3), ("b", 0.7)]))
+                        .unwrap()
+                        .with_confidence(0.4)
+                        .unwrap(),
+                ),
+                DecisionAnswer::Score(
+                    ScoreAnswer::new(named(&[("low", 0.25), ("high", 0.75)])).unwrap(),
+                ),
+            ],
+            Usage {
+                input_tokens: 5,
+                ..Usage::default()
+            },
+            "m",
+            ProbabilitySource::DecisionModel,
+        )
+        .unwrap()
+        .with_request_id("req-1");
+        let text = serde_json::to_string(&response).unwrap();
+        assert!(!text.contains("replayed"), "{text}");
+        let read: DecisionResponse = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, response);
+        assert_eq!(read.clone().answering(&request).unwrap(), response);
+        let replayed = response.for_cassette(str::to_owned).mark_replayed();
+        assert_eq!(replayed.request_id(), None);
+        let text = serde_json::to_string(&replayed).unwrap();
+        assert!(
+            serde_json::from_str::<DecisionResponse>(&text)
+                .unwrap()
+                .replayed()
+        );
+
+        // Each answer type alone goes through its constructor.
+        let error = serde_json::from_str::<BinaryAnswer>(r#"{"probability": -0.1}"#).unwrap_err();
+        assert!(error.to_string().contains("outside [0, 1]"), "{error}");
+        let error = serde_json::from_str::<ChoiceAnswer>(
+            r#"{"probabilities": [["a", 0.5], ["b", 0.5]], "selected": "c"}"#,
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("not one of the 2 choices"),
+            "{error}"
+        );
+        let error = serde_json::from_str::<DecisionResponse>(
+            r#"{"answers": [["x", {"kind": "binary", "probability": 0.5}], ["x", {"kind": "binary", "probability": 0.5}]], "model": "m", "source": "stated"}"#,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("answers `x` twice"), "{error}");
     }
 
     mod properties {

@@ -122,6 +122,30 @@ impl DecisionError {
         }
     }
 
+    /// A failure as a cassette recorded it, served again: its kind, this crate's message,
+    /// the HTTP status, whether it was transient and the provider's words (sanitized). The
+    /// wait a rate limit asked for and the request id are not kept: a replay has nothing
+    /// to wait for, and ids change on every run.
+    pub(crate) fn replayed(
+        kind: FailureKind,
+        message: String,
+        status: Option<u16>,
+        transient: bool,
+        provider_message: Option<String>,
+    ) -> Self {
+        Self {
+            status,
+            transient,
+            provider_message,
+            ..Self::new(kind, message)
+        }
+    }
+
+    /// This crate's message, without the kind and status that `Display` puts before it.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The kind of failure.
     pub fn kind(&self) -> FailureKind {
         self.kind

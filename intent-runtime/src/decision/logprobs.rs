@@ -246,6 +246,10 @@ impl LogprobDecisionClient {
 
 #[async_trait::async_trait]
 impl DecisionClient for LogprobDecisionClient {
+    fn default_model(&self) -> Option<&str> {
+        Some(self.provider.default_model())
+    }
+
     async fn decide(&self, request: &DecisionRequest) -> Result<DecisionResponse, DecisionError> {
         let Some(limit) = self.provider.max_top_logprobs() else {
             let reason = format!("{} reports no log-probabilities", self.provider.name());

@@ -41,6 +41,7 @@
 //! question needs, since the decision model is one more service that sees it.
 
 mod answer;
+mod cassette;
 mod error;
 mod evaluator;
 mod logprobs;
@@ -57,6 +58,7 @@ pub use answer::{
     BinaryAnswer, ChoiceAnswer, DecisionAnswer, DecisionResponse, ProbabilitySource, SUM_TOLERANCE,
     ScoreAnswer,
 };
+pub use cassette::CassetteDecisionClient;
 pub use error::{DecisionError, FailureKind};
 pub use evaluator::{
     DEFAULT_COMPLETION_THRESHOLD, DecisionEvaluator, Evaluation, EvaluationOutcome, FailureBehavior,
@@ -108,12 +110,23 @@ async fn send(
 pub trait DecisionClient: Send + Sync + fmt::Debug {
     /// Answers every question of `request`, or says why it could not.
     async fn decide(&self, request: &DecisionRequest) -> Result<DecisionResponse, DecisionError>;
+
+    /// The model asked when a request names none, when the client knows it. A
+    /// [`CassetteDecisionClient`] counts it in a request's fingerprint, so that an answer
+    /// recorded from one model is not replayed for another. `None` by default.
+    fn default_model(&self) -> Option<&str> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
 impl<D: DecisionClient + ?Sized> DecisionClient for Arc<D> {
     async fn decide(&self, request: &DecisionRequest) -> Result<DecisionResponse, DecisionError> {
         (**self).decide(request).await
+    }
+
+    fn default_model(&self) -> Option<&str> {
+        (**self).default_model()
     }
 }
 

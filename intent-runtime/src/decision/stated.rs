@@ -298,6 +298,10 @@ fn read_distribution(
 
 #[async_trait::async_trait]
 impl DecisionClient for StatedDecisionClient {
+    fn default_model(&self) -> Option<&str> {
+        Some(self.provider.default_model())
+    }
+
     async fn decide(&self, request: &DecisionRequest) -> Result<DecisionResponse, DecisionError> {
         let target = runtime_target_schema(&answers_schema(request)).map_err(|error| {
             DecisionError::invalid_request(format!("the answers' schema cannot be built ({error})"))

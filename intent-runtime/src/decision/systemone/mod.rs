@@ -384,6 +384,10 @@ enum Failure {
 
 #[async_trait::async_trait]
 impl DecisionClient for SystemOneClient {
+    fn default_model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     async fn decide(&self, request: &DecisionRequest) -> Result<DecisionResponse, DecisionError> {
         check_limits(request, &self.limits, self.host.name())?;
         let model = self

@@ -22,14 +22,17 @@
 //! against what the model really said instead of failing on the schema alone.
 //!
 //! Decision questions answered through a provider (log-probabilities, stated
-//! probabilities) are recorded like any call. The System One client
-//! ([`SystemOneClient`](crate::decision::SystemOneClient)) speaks its own HTTP API, not
-//! through a [`Provider`], and is not recorded: that needs a cassette at the
-//! [`DecisionClient`](crate::decision::DecisionClient) level, whose responses would have
-//! to be rebuilt through their checked constructors on replay.
+//! probabilities) are recorded like any call. A decision client that speaks its own API
+//! ([`SystemOneClient`](crate::decision::SystemOneClient)) is wrapped with
+//! [`Cassette::decision_client`] instead
+//! ([`CassetteDecisionClient`](crate::decision::CassetteDecisionClient)): its exchanges
+//! are lines of the kind `decide` in the same file, which this wrapper leaves alone.
+//!
+//! Lines are appended under an exclusive lock on the file, so processes recording into
+//! one cassette (test binaries run in parallel) never interleave them.
 
-mod file;
-mod fingerprint;
+pub(crate) mod file;
+pub(crate) mod fingerprint;
 mod sanitize;
 
 use std::collections::{HashMap, VecDeque};
@@ -63,6 +66,23 @@ pub enum CassetteMode {
     ReplayOnly,
     /// Replay what the cassette holds, ask the model for the rest and append it.
     RecordNew,
+}
+
+impl CassetteMode {
+    /// Whether a cassette in this mode replays and whether it records, given whether its
+    /// file exists; replay-only of a cassette that does not exist is an error.
+    pub(crate) fn plan(self, path: &Path, exists: bool) -> Result<(bool, bool), CassetteError> {
+        Ok(match (self, exists) {
+            (CassetteMode::ReplayOnly, false) => {
+                return Err(CassetteError::Missing {
+                    path: path.to_owned(),
+                });
+            }
+            (CassetteMode::ReplayOnly, true) | (CassetteMode::Record, true) => (true, false),
+            (CassetteMode::Record, false) => (false, true),
+            (CassetteMode::RecordNew, _) => (true, true),
+        })
+    }
 }
 
 crate::failure::debug_as_message!(CassetteError);
@@ -155,25 +175,24 @@ impl Cassette {
         self
     }
 
+    /// The cassette's path, mode and sanitizer, for the wrappers built elsewhere
+    /// ([`Cassette::decision_client`]).
+    pub(crate) fn into_parts(self) -> (PathBuf, CassetteMode, Sanitizer) {
+        (self.path, self.mode, self.sanitizer)
+    }
+
     /// Reads the cassette (when it exists) and wraps `provider` in it. In replay the
     /// provider is never called, but still answers what shapes the prompt
     /// ([`Provider::enforces_schema`], [`Provider::max_top_logprobs`]) and names the
     /// default model: build it as for recording (any key will do).
     pub fn wrap<P: Provider>(self, provider: P) -> Result<CassetteProvider<P>, CassetteError> {
         let loaded = file::read(&self.path)?;
-        let (replay, record) = match (self.mode, &loaded) {
-            (CassetteMode::ReplayOnly, None) => {
-                return Err(CassetteError::Missing { path: self.path });
-            }
-            (CassetteMode::ReplayOnly, Some(_)) | (CassetteMode::Record, Some(_)) => (true, false),
-            (CassetteMode::Record, None) => (false, true),
-            (CassetteMode::RecordNew, _) => (true, true),
-        };
+        let (replay, record) = self.mode.plan(&self.path, loaded.is_some())?;
         let mut recorded = Vec::new();
         let mut queues: HashMap<(String, CallKind), VecDeque<usize>> = HashMap::new();
         for (line, mut exchange) in loaded.unwrap_or_default() {
             // Cleaned again with today's sanitizer, as live requests are before matching.
-            exchange.request = clean_request(&self.sanitizer, &exchange.request);
+            exchange.request = clean_request(&self.sanitizer, exchange.request);
             let key = (exchange.request.fingerprint(), exchange.kind);
             queues.entry(key).or_default().push_back(recorded.len());
             recorded.push(Recorded {
@@ -264,13 +283,12 @@ impl<P> CassetteProvider<P> {
 }
 
 /// `request` with every text sanitized (the schema is code, not data, and is kept).
-fn clean_request(sanitizer: &Sanitizer, request: &RecordedRequest) -> RecordedRequest {
-    let mut clean = request.clone();
-    clean.system = sanitizer.clean(&clean.system);
-    for message in &mut clean.messages {
+fn clean_request(sanitizer: &Sanitizer, mut request: RecordedRequest) -> RecordedRequest {
+    request.system = sanitizer.clean(&request.system);
+    for message in &mut request.messages {
         message.content = sanitizer.clean(&message.content);
     }
-    clean
+    request
 }
 
 /// What the tape has for a request.
@@ -463,7 +481,7 @@ impl<P: Provider> CassetteProvider<P> {
     fn identify(&self, request: &ProviderRequest) -> (RecordedRequest, String) {
         let record = clean_request(
             &self.shared.sanitizer,
-            &RecordedRequest::of(request, self.inner.default_model()),
+            RecordedRequest::of(request, self.inner.default_model()),
         );
         let fingerprint = record.fingerprint();
         (record, fingerprint)
@@ -492,7 +510,7 @@ impl<P: Provider> Provider for CassetteProvider<P> {
         let (record, fingerprint) = self.identify(request);
         if self.shared.replay {
             match self.shared.take(&record, &fingerprint, CallKind::Complete) {
-                Lookup::Found(exchange) => return replayed_reply(&exchange, self.name()),
+                Lookup::Found(exchange) => return replayed_reply(*exchange, self.name()),
                 Lookup::Missing(why) if !self.shared.record => {
                     return Err(self.shared.missing(why));
                 }
@@ -576,9 +594,9 @@ impl<P: Provider> Provider for CassetteProvider<P> {
 }
 
 /// The recorded answer of a `complete` exchange.
-fn replayed_reply(exchange: &Served, provider: &str) -> Result<ProviderReply, ProviderError> {
-    match (&exchange.reply, &exchange.error) {
-        (Some(reply), _) => Ok(reply.to_reply()),
+fn replayed_reply(exchange: Served, provider: &str) -> Result<ProviderReply, ProviderError> {
+    match (exchange.reply, &exchange.error) {
+        (Some(reply), _) => Ok(reply.into_reply()),
         (None, Some(error)) => Err(error.to_error(provider)),
         (None, None) => Err(ProviderError::new(
             ProviderErrorKind::InvalidResponse,
@@ -597,7 +615,7 @@ fn replayed_stream(exchange: Served, provider: &str) -> ReplyStream {
         .map(|text| Ok(ReplyPiece::Text(text)))
         .collect();
     match (exchange.reply, exchange.error) {
-        (Some(reply), _) => items.push(Ok(ReplyPiece::Finished(reply.to_reply()))),
+        (Some(reply), _) => items.push(Ok(ReplyPiece::Finished(reply.into_reply()))),
         (None, Some(error)) => items.push(Err(error.to_error(provider))),
         // No reply and no error: the stream ends cut, as it did when recorded.
         (None, None) => {}

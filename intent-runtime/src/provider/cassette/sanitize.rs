@@ -121,10 +121,22 @@ impl Sanitizer {
                 out = out.replace(secret.as_str(), REDACTED);
             }
         }
-        out = redact_bearer(&out);
-        out = redact_key_shapes(&out);
+        // Each pass below copies the text only when it has something to redact; the
+        // lowercase copy the searches read is made again only after a change.
+        let mut lower = out.to_ascii_lowercase();
+        if lower.contains("bearer ") {
+            out = redact_bearer(&out);
+            lower = out.to_ascii_lowercase();
+        }
+        if let Some(redacted) = redact_key_shapes(&out) {
+            out = redacted;
+            lower = out.to_ascii_lowercase();
+        }
         for field in &self.fields {
-            out = redact_field(&out, field);
+            if contains_quoted(&lower, field) {
+                out = redact_field(&out, field);
+                lower = out.to_ascii_lowercase();
+            }
         }
         out
     }
@@ -160,10 +172,19 @@ fn redact_bearer(text: &str) -> String {
     out
 }
 
-/// Tokens shaped like provider keys → `[redacted]`.
-fn redact_key_shapes(text: &str) -> String {
+/// Whether `"<field>"` occurs in `lower` (a lowercased text), without building the
+/// quoted form.
+fn contains_quoted(lower: &str, field: &str) -> bool {
+    let bytes = lower.as_bytes();
+    lower.match_indices(field).any(|(at, _)| {
+        at > 0 && bytes[at - 1] == b'"' && bytes.get(at + field.len()) == Some(&b'"')
+    })
+}
+
+/// Tokens shaped like provider keys → `[redacted]`; `None` when there is none.
+fn redact_key_shapes(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
+    let mut out = String::new();
     let mut from = 0;
     let mut at = 0;
     while at < bytes.len() {
@@ -190,8 +211,11 @@ fn redact_key_shapes(text: &str) -> String {
         }
         at += 1;
     }
+    if from == 0 {
+        return None;
+    }
     out.push_str(&text[from..]);
-    out
+    Some(out)
 }
 
 /// The value after every `"<field>":` (the field compared without case) → `"[redacted]"`:
