@@ -39,6 +39,10 @@ pub(crate) struct RecordedMedia {
     pub media_type: Option<String>,
     /// SHA-256 of the bytes (of the URL, for media sent by URL).
     pub sha256: String,
+    /// The image's detail level (`low`, `high`, `auto`), when the request set one: the same
+    /// image at another level is another request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// One turn of the recorded conversation.
@@ -116,6 +120,7 @@ impl RecordedRequest {
                             at: part.at,
                             media_type: part.media.media_type().map(|t| t.as_str().to_owned()),
                             sha256: part.media.sha256_hex(),
+                            detail: part.media.detail().map(|detail| detail.as_str().to_owned()),
                         })
                         .collect(),
                 })
@@ -320,6 +325,18 @@ fn turn_differences(recorded: &[RecordedMessage], asked: &[RecordedMessage]) -> 
                 "media digest in turn {turn} (recorded [{}], asked [{}])",
                 short_digests(&was.media),
                 short_digests(&now.media)
+            ));
+        } else if let Some((was, now)) = was
+            .media
+            .iter()
+            .zip(&now.media)
+            .find(|(was, now)| was.detail != now.detail)
+        {
+            let level = |detail: &Option<String>| detail.clone().unwrap_or_else(|| "none".into());
+            out.push(format!(
+                "media detail in turn {turn} (recorded {}, asked {})",
+                level(&was.detail),
+                level(&now.detail)
             ));
         } else if was.media != now.media {
             out.push(format!("media placement in turn {turn}"));
@@ -543,5 +560,38 @@ mod tests {
         let found = recorded.differences(CallKind::Complete, &with(png(2)), CallKind::Complete);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("media digest in turn 1"), "{found:?}");
+    }
+
+    #[test]
+    fn the_same_image_at_another_detail_level_is_another_request_and_is_named() {
+        use crate::media::{Image, ImageDetail};
+        use crate::provider::MediaPart;
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01".to_vec();
+        let with = |detail: Option<ImageDetail>| {
+            let mut image = Image::from_bytes(png.clone()).unwrap();
+            if let Some(detail) = detail {
+                image = image.with_detail(detail);
+            }
+            let mut request = request();
+            request.messages[0].media = vec![MediaPart {
+                at: 5,
+                media: image.media().clone(),
+            }];
+            RecordedRequest::of(&request, "m")
+        };
+        let unset = with(None);
+        assert!(!serde_json::to_string(&unset).unwrap().contains("detail"));
+        let low = with(Some(ImageDetail::Low));
+        assert_ne!(unset.fingerprint(), low.fingerprint());
+        assert_eq!(
+            low.fingerprint(),
+            with(Some(ImageDetail::Low)).fingerprint()
+        );
+        let found = low.differences(
+            CallKind::Complete,
+            &with(Some(ImageDetail::High)),
+            CallKind::Complete,
+        );
+        assert_eq!(found, ["media detail in turn 1 (recorded low, asked high)"]);
     }
 }
