@@ -322,7 +322,7 @@ impl Collection {
 
     /// Orders the items by the probability of yes to `question` (“Is this ticket
     /// urgent?”), highest first; the items whose question failed come last, in input
-    /// order. See [`rank`](Collection::rank#how-items-are-ranked) for why scores and not
+    /// order. See "How items are ranked" below for why scores and not
     /// pairwise comparisons.
     ///
     /// # How items are ranked

@@ -2,28 +2,6 @@
 //! around any [`DecisionClient`], for the clients that speak their own API (the System
 //! One client) and so never pass through a [`Provider`](crate::provider::Provider)'s
 //! cassette.
-//!
-//! The exchanges go to the same JSON Lines file as a provider's, as their own kind
-//! (`"kind": "decide"`): the request (the model, the state sanitized, the questions),
-//! then the response or the failure. One cassette may hold both kinds; each wrapper reads
-//! its own and leaves the other's lines alone.
-//!
-//! A request is matched by a fingerprint of what determines its answer: the model (the
-//! request's, else the client's [default](DecisionClient::default_model)), the state and
-//! the questions (ids, kinds, texts, options). Not the host's request id, which changes on
-//! every run and is not recorded. The same request recorded several times is served in
-//! recorded order.
-//!
-//! A recorded response is read back through [`DecisionResponse`]'s checked
-//! deserialization (each probability in [0, 1], each distribution summing to 1, a
-//! selected choice the most probable) and checked against its recorded request when the
-//! cassette is opened: a line that fails, edited by hand or left by a version that
-//! checked less, is a [`CassetteError::Malformed`] naming the cassette, the line and what
-//! is wrong. A replayed response says so ([`DecisionResponse::replayed`]); the typed
-//! answers of the DSL's decision methods ([`Binary`](crate::Binary),
-//! [`Choice`](crate::Choice), [`Score`](crate::Score)) are plain values with no room
-//! for it: ask through [`IntentClient::decide`](crate::IntentClient::decide) to see it,
-//! or check [`CassetteDecisionClient::unserved`] at the end of a test.
 
 mod record;
 
@@ -121,8 +99,29 @@ struct Tape {
 }
 
 /// A [`DecisionClient`] that records its inner client's decisions to a [`Cassette`] and
-/// replays them; build it with [`Cassette::decision_client`]. See the
-/// [module documentation](self) for the format and the matching.
+/// replays them; build it with [`Cassette::decision_client`].
+///
+/// The exchanges go to the same JSON Lines file as a provider's, as their own kind
+/// (`"kind": "decide"`): the request (the model, the state sanitized, the questions),
+/// then the response or the failure. One cassette may hold both kinds; each wrapper reads
+/// its own and leaves the other's lines alone.
+///
+/// A request is matched by a fingerprint of what determines its answer: the model (the
+/// request's, else the client's [default](DecisionClient::default_model)), the state and
+/// the questions (ids, kinds, texts, options). Not the host's request id, which changes on
+/// every run and is not recorded. The same request recorded several times is served in
+/// recorded order.
+///
+/// A recorded response is read back through [`DecisionResponse`]'s checked
+/// deserialization (each probability in [0, 1], each distribution summing to 1, a
+/// selected choice the most probable) and checked against its recorded request when the
+/// cassette is opened: a line that fails, edited by hand or left by a version that
+/// checked less, is a [`CassetteError::Malformed`] naming the cassette, the line and what
+/// is wrong. A replayed response says so ([`DecisionResponse::replayed`]); the typed
+/// answers of the DSL's decision methods ([`Binary`](crate::Binary),
+/// [`Choice`](crate::Choice), [`Score`](crate::Score)) are plain values with no room
+/// for it: ask through [`IntentClient::decide`](crate::IntentClient::decide) to see it,
+/// or check [`CassetteDecisionClient::unserved`] at the end of a test.
 ///
 /// Replayed responses are marked [`replayed`](DecisionResponse::replayed) and carry no
 /// request id; recorded ones are appended as they finish, one line each under a lock
