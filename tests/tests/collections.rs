@@ -299,6 +299,21 @@ async fn a_run_stopped_in_the_middle_is_resumed_paying_only_for_the_rest() {
         .await
         .expect("another question");
     assert!(other.iter().all(|o| !o.from_journal));
+    // An item edited since under the same key is asked again, not answered with the
+    // answer the journal holds for what the key named before.
+    let mut edited = tickets(3);
+    edited[1].text = "the ticket's text was edited".to_owned();
+    let before = model.request_count();
+    let again = Collection::new(&client)
+        .journal(&journal)
+        .filter("Is the ticket urgent?", 0.5)
+        .key(|ticket: &Ticket| format!("T-{}", ticket.n))
+        .run(edited)
+        .await
+        .expect("the edited items");
+    assert_eq!(model.request_count(), before + 1);
+    let asked: Vec<bool> = again.iter().map(|o| o.from_journal).collect();
+    assert_eq!(asked, [true, false, true]);
 }
 
 #[tokio::test]

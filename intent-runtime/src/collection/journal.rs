@@ -1,11 +1,14 @@
 //! The journal of a collection operation: one JSON line per answered item, appended as it
 //! is answered, so that a rerun after a crash asks only the items that have no line.
 //!
-//! A line is `{"op": "<fingerprint>", "key": "<item key>", "value": <answer>}`. The
-//! fingerprint names the operation (its kind, question or name, answer type, options and
-//! model): a line is taken as an item's answer only by an operation with the same
-//! fingerprint, so one file can hold several operations and a changed question asks
-//! again. Failed items get no line: a rerun asks them again. A line cut short by a crash
+//! A line is `{"op": "<fingerprint>", "key": "<item key>", "item": "<digest>", "value":
+//! <answer>}`. The fingerprint names the operation (its kind, question or name, answer
+//! type, options and model): a line is taken as an item's answer only by an operation
+//! with the same fingerprint, so one file can hold several operations and a changed
+//! question asks again. The digest is the item's content (a decision's state): an answer
+//! is read back only for the same item, so an input file edited or reordered between runs
+//! (keys by position) is asked again rather than answered with another item's answer. A
+//! map's items need not serialize and have no digest: its key alone names an item. Failed items get no line: a rerun asks them again. A line cut short by a crash
 //! is skipped (and the file is ended with a newline before the next one is written).
 
 use std::collections::HashMap;
@@ -26,6 +29,8 @@ use super::CollectionError;
 struct Line {
     op: String,
     key: String,
+    #[serde(default)]
+    item: Option<String>,
     value: Value,
 }
 
@@ -34,6 +39,8 @@ struct Line {
 struct NewLine<'a, V> {
     op: &'a str,
     key: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item: Option<&'a str>,
     value: &'a V,
 }
 
@@ -45,17 +52,35 @@ pub(crate) struct Journal {
     answered: Answers,
 }
 
-/// The answers read back from a journal, by item key; shared with the items' futures.
+/// The answers read back from a journal, by item key, each with its item's digest;
+/// shared with the items' futures.
 #[derive(Clone)]
-pub(crate) struct Answers(Arc<HashMap<String, Value>>);
+pub(crate) struct Answers(Arc<HashMap<String, (Option<String>, Value)>>);
 
 impl Answers {
-    /// The answer an earlier run wrote for `key`, when it reads as a `T`; a stored value
-    /// of another shape is asked again.
-    pub(crate) fn get<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        let value = self.0.get(key)?;
+    /// The answer an earlier run wrote for `key` about the item whose digest is `item`,
+    /// when it reads as a `T`; a stored value for another item or of another shape is
+    /// asked again.
+    pub(crate) fn get<T: DeserializeOwned>(&self, key: &str, item: Option<&str>) -> Option<T> {
+        let (stored_item, value) = self.0.get(key)?;
+        if stored_item.as_deref() != item {
+            return None;
+        }
         T::deserialize(value).ok()
     }
+}
+
+/// The digest of an item's content, as its journal line keeps it: SHA-256 of its JSON,
+/// as 32 hex digits. An item that does not serialize gets a digest no line has.
+pub(crate) fn item_digest<I: Serialize>(item: &I) -> String {
+    match serde_json::to_vec(item) {
+        Ok(json) => hex(&Sha256::digest(json)[..16]),
+        Err(_) => "unserializable".to_owned(),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 impl Journal {
@@ -81,7 +106,7 @@ impl Journal {
             }
             match serde_json::from_str::<Line>(&line) {
                 Ok(line) if line.op == fingerprint => {
-                    answered.insert(line.key, line.value);
+                    answered.insert(line.key, (line.item, line.value));
                 }
                 Ok(_) => {}
                 Err(_) => skipped += 1,
@@ -114,11 +139,13 @@ impl Journal {
     pub(crate) fn append<T: Serialize>(
         &mut self,
         key: &str,
+        item: Option<&str>,
         value: &T,
     ) -> Result<(), CollectionError> {
         let line = NewLine {
             op: self.fingerprint.as_str(),
             key,
+            item,
             value,
         };
         let mut text = serde_json::to_vec(&line)
@@ -154,10 +181,7 @@ pub(crate) fn fingerprint(parts: &[&str]) -> String {
         hash.update((part.len() as u64).to_le_bytes());
         hash.update(part.as_bytes());
     }
-    hash.finalize()[..8]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex(&hash.finalize()[..8])
 }
 
 #[cfg(test)]
@@ -177,15 +201,15 @@ mod tests {
     fn answers_are_read_back_for_the_same_operation_only() {
         let path = temporary("j.jsonl");
         let mut journal = Journal::open(&path, fingerprint(&["filter", "a"])).unwrap();
-        journal.append("7", &true).unwrap();
+        journal.append("7", None, &true).unwrap();
         drop(journal);
         let again = Journal::open(&path, fingerprint(&["filter", "a"])).unwrap();
-        assert_eq!(again.answers().get::<bool>("7"), Some(true));
-        assert_eq!(again.answers().get::<bool>("8"), None);
+        assert_eq!(again.answers().get::<bool>("7", None), Some(true));
+        assert_eq!(again.answers().get::<bool>("8", None), None);
         // Another shape is asked again, not misread.
-        assert_eq!(again.answers().get::<String>("7"), None);
+        assert_eq!(again.answers().get::<String>("7", None), None);
         let other = Journal::open(&path, fingerprint(&["filter", "b"])).unwrap();
-        assert_eq!(other.answers().get::<bool>("7"), None);
+        assert_eq!(other.answers().get::<bool>("7", None), None);
     }
 
     #[test]
@@ -193,17 +217,34 @@ mod tests {
         let path = temporary("cut.jsonl");
         let op = fingerprint(&["map", "x"]);
         let mut journal = Journal::open(&path, op.clone()).unwrap();
-        journal.append("0", &1u32).unwrap();
+        journal.append("0", None, &1u32).unwrap();
         drop(journal);
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(br#"{"op":"#).unwrap();
         drop(file);
         let mut journal = Journal::open(&path, op.clone()).unwrap();
-        journal.append("1", &2u32).unwrap();
+        journal.append("1", None, &2u32).unwrap();
         drop(journal);
         let journal = Journal::open(&path, op).unwrap();
-        assert_eq!(journal.answers().get::<u32>("0"), Some(1));
-        assert_eq!(journal.answers().get::<u32>("1"), Some(2));
+        assert_eq!(journal.answers().get::<u32>("0", None), Some(1));
+        assert_eq!(journal.answers().get::<u32>("1", None), Some(2));
+    }
+
+    #[test]
+    fn an_answer_is_read_back_only_for_the_same_item_under_its_key() {
+        let path = temporary("items.jsonl");
+        let op = fingerprint(&["filter", "urgent?"]);
+        let first = item_digest(&"the printer is on fire");
+        let mut journal = Journal::open(&path, op.clone()).unwrap();
+        journal.append("0", Some(&first), &0.9f64).unwrap();
+        drop(journal);
+        let journal = Journal::open(&path, op).unwrap();
+        let answers = journal.answers();
+        assert_eq!(answers.get::<f64>("0", Some(&first)), Some(0.9));
+        // The input was edited or reordered: key 0 is another item now.
+        let other = item_digest(&"please change my address");
+        assert_eq!(answers.get::<f64>("0", Some(&other)), None);
+        assert_eq!(answers.get::<f64>("0", None), None);
     }
 
     #[test]

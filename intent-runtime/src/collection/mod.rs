@@ -31,8 +31,11 @@
 //! # The journal, and the cache
 //!
 //! With [`Collection::journal`], every answered item is appended to a JSON Lines file as
-//! soon as it is answered, under its key and a fingerprint of the operation; a rerun with
-//! the same file reads those answers back instead of asking (they count as
+//! soon as it is answered, under its key and a fingerprint of the operation (with a
+//! digest of the item's content for a decision, so an item edited or moved between runs is
+//! asked again; a map's items need not serialize, so give a map a key that names the
+//! item's content); a rerun with the same file reads those answers back instead of
+//! asking (they count as
 //! [`cached`](Progress::cached) and cost nothing), and asks only the rest, failures
 //! included. Decisions are not served from the client's response cache: that cache holds
 //! provider replies to the attempt loop's requests, and a decision client (a decision
@@ -383,6 +386,7 @@ impl Collection {
             revise: None,
             rank_by: None,
             invalid: None,
+            digest: None,
         }
     }
 
@@ -432,6 +436,7 @@ impl Collection {
             revise: None,
             rank_by: None,
             invalid: None,
+            digest: Some(journal::item_digest::<I>),
         }
     }
 }
@@ -512,6 +517,10 @@ pub struct Op<'c, I, T> {
     rank_by: Option<fn(&T) -> f64>,
     /// A setting out of range, reported when the operation runs.
     invalid: Option<CollectionError>,
+    /// A digest of an item's content, kept beside its answer in the journal so that an
+    /// answer is read back only for the same item under the same key (a decision's state;
+    /// a map's items need not serialize, so its key alone names them).
+    digest: Option<fn(&I) -> String>,
 }
 
 impl<I, T> std::fmt::Debug for Op<'_, I, T> {
@@ -581,6 +590,8 @@ where
         // Items asked so far, for the in-flight count: `buffer_unordered` starts them.
         let asked = AtomicUsize::new(0);
         let (key, work, revise) = (&self.key, &self.work, &self.revise);
+        // Only a journal needs the items' digests.
+        let digest = self.digest.filter(|_| journal.is_some());
         let client = &settings.client;
         let asked_ref = &asked;
         let answered_ref = &answered;
@@ -592,9 +603,10 @@ where
                         Some(key) => key(&item),
                         None => index.to_string(),
                     };
+                    let item_digest = digest.map(|digest| digest(&item));
                     let stored = answered_ref
                         .as_ref()
-                        .and_then(|answers| answers.get::<T>(&key));
+                        .and_then(|answers| answers.get::<T>(&key, item_digest.as_deref()));
                     let future: Pin<Box<dyn Future<Output = Placed<T>> + Send + 'c>> = match stored
                     {
                         Some(value) => {
@@ -605,6 +617,7 @@ where
                             Box::pin(std::future::ready(Placed {
                                 index,
                                 key,
+                                item_digest,
                                 answer: Answer {
                                     result: Ok(value),
                                     usage: Usage::default(),
@@ -620,6 +633,7 @@ where
                                 Placed {
                                     index,
                                     key,
+                                    item_digest,
                                     answer: call.await,
                                     from_journal: false,
                                 }
@@ -642,12 +656,13 @@ where
             let Placed {
                 index,
                 key,
+                item_digest,
                 answer,
                 from_journal,
             } = placed;
             if let (Some(journal), Ok(value), false) = (&mut journal, &answer.result, from_journal)
             {
-                journal.append(&key, value)?;
+                journal.append(&key, item_digest.as_deref(), value)?;
             }
             tracker.finished(!from_journal, answer.result.is_err(), &answer.cost);
             outcomes.push(Outcome {
@@ -675,6 +690,8 @@ where
 struct Placed<T> {
     index: usize,
     key: String,
+    /// The item's digest, for its journal line.
+    item_digest: Option<String>,
     answer: Answer<T>,
     from_journal: bool,
 }
