@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use intent_rs::IntentClient;
-use intent_rs::collection::Collection;
+use intent_rs::collection::{Collection, Kept, Outcome};
 use intent_rs::limits::RateLimiter;
 use intent_rs::provider::{
     LogprobAlternative, Provider, ProviderError, ProviderReply, ProviderRequest, TokenLogprob,
@@ -196,11 +196,14 @@ async fn waiting(items: usize, concurrency: usize) {
         () = tokio::time::sleep(Duration::from_millis(500)) => LIVE.load(Ordering::Relaxed) - base,
     };
     let admitted = items.min(concurrency);
+    // The outcome vector is reserved for every input up front (the iterator says its
+    // length): the result's memory, not the waiting items'.
+    let reserved = (items * std::mem::size_of::<Outcome<Kept>>()) as i64;
+    let waiting = held - reserved;
     println!(
-        "{items} items, concurrency {concurrency}, all waiting for the limiter: {} bytes live, {:.0} bytes per item let in ({admitted}), {:.1} bytes per item of the input",
-        held,
-        held as f64 / admitted as f64,
-        held as f64 / items as f64,
+        "{items} items, concurrency {concurrency}, all waiting for the limiter: {held} bytes live, of which the outcome vector reserved {reserved}; the rest is {:.0} bytes per item let in ({admitted}), {:.1} bytes per item of the input",
+        waiting as f64 / admitted as f64,
+        waiting as f64 / items as f64,
     );
 }
 

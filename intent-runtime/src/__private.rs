@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ask::{Decided, binary, choice, score};
+use crate::ask::{Admission, Decided, binary, choice, score};
 use crate::batch::BatchItem;
 use crate::client::IntentClient;
 use crate::decision::typed::to_state;
@@ -209,7 +209,7 @@ pub async fn decide_binary(
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Binary, DecisionError> {
-    binary(client, id, question, state, model)
+    binary(client, id, question, state, model, Admission::InSpan)
         .await
         .map(|asked| asked.answer)
 }
@@ -223,9 +223,17 @@ pub async fn decide_choice<E>(
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Choice<E>, DecisionError> {
-    choice(client, enum_options, id, question, state, model)
-        .await
-        .map(|asked| asked.answer)
+    choice(
+        client,
+        enum_options,
+        id,
+        question,
+        state,
+        model,
+        Admission::InSpan,
+    )
+    .await
+    .map(|asked| asked.answer)
 }
 
 /// A level among `E`'s variants, lowest first.
@@ -237,9 +245,17 @@ pub async fn decide_score<E>(
     state: Result<Value, DecisionError>,
     model: Option<&str>,
 ) -> Result<Score<E>, DecisionError> {
-    score(client, enum_options, id, question, state, model)
-        .await
-        .map(|asked| asked.answer)
+    score(
+        client,
+        enum_options,
+        id,
+        question,
+        state,
+        model,
+        Admission::InSpan,
+    )
+    .await
+    .map(|asked| asked.answer)
 }
 
 /// A yes/no decision method's batch item: the same question, asked through the job.
@@ -249,7 +265,9 @@ pub fn binary_batch_item(
     state: Result<Value, DecisionError>,
     model: Option<&'static str>,
 ) -> BatchItem<Binary> {
-    decision_item(move |client| async move { binary(&client, id, question, state, model).await })
+    decision_item(move |client| async move {
+        binary(&client, id, question, state, model, Admission::InSpan).await
+    })
 }
 
 /// A choice decision method's batch item.
@@ -261,7 +279,16 @@ pub fn choice_batch_item<E: Send + 'static>(
     model: Option<&'static str>,
 ) -> BatchItem<Choice<E>> {
     decision_item(move |client| async move {
-        choice(&client, enum_options, id, question, state, model).await
+        choice(
+            &client,
+            enum_options,
+            id,
+            question,
+            state,
+            model,
+            Admission::InSpan,
+        )
+        .await
     })
 }
 
@@ -274,7 +301,16 @@ pub fn score_batch_item<E: Send + 'static>(
     model: Option<&'static str>,
 ) -> BatchItem<Score<E>> {
     decision_item(move |client| async move {
-        score(&client, enum_options, id, question, state, model).await
+        score(
+            &client,
+            enum_options,
+            id,
+            question,
+            state,
+            model,
+            Admission::InSpan,
+        )
+        .await
     })
 }
 

@@ -3,16 +3,18 @@
 //! rate limiter, with the tokens and the model that answered. The generated decision
 //! methods (through `__private`) and the collection operations share these.
 
+use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument;
 
 use crate::client::IntentClient;
 use crate::cost::CostTally;
-use crate::decision::typed::EnumOptions;
+use crate::decision::typed::{self, EnumOptions};
 use crate::decision::{
     Binary, BinaryQuestion, Choice, ChoiceQuestion, DecisionError, DecisionQuestion,
     DecisionRequest, DecisionResponse, FailureKind, Score, ScoreQuestion,
 };
+use crate::limits::RateLimitError;
 use crate::pricing::{self, PricedCall};
 use crate::result::Usage;
 use crate::telemetry::CallTrace;
@@ -60,7 +62,63 @@ impl<T> Asked<T> {
 /// A typed answer, or why there is none.
 pub(crate) type Decided<T> = Result<Asked<T>, DecisionError>;
 
-/// Asks one question through the client's decision client, in a call span naming
+/// How a decision's request gets past the client's rate limiter.
+pub(crate) enum Admission {
+    /// It waits for the limiter inside its call span, its state's size as the estimate
+    /// (a generated decision method).
+    InSpan,
+    /// It waited already, before its state was built, with this estimate: a collection
+    /// lets an item wait holding only the item itself, not its state, request and span.
+    Admitted {
+        /// The tokens the limiter booked, settled against the response's usage.
+        estimated_tokens: u64,
+    },
+    /// The limiter refused it (a shared quota that fails closed could not be reached).
+    Refused(DecisionError),
+}
+
+/// The limiter's token estimate for a decision about `item`: its JSON length, as a
+/// state's is.
+pub(crate) fn estimated_tokens<I: Serialize + ?Sized>(item: &I) -> u64 {
+    json_len(item).div_ceil(4) as u64
+}
+
+/// Waits for the client's rate limiter for a decision estimated at `estimated_tokens`,
+/// before its state is built (see [`Admission::Admitted`]).
+pub(crate) async fn admit(client: &IntentClient, estimated_tokens: u64) -> Admission {
+    match &client.inner().rate_limiter {
+        Some(limiter) => match limiter.admit(estimated_tokens).await {
+            Ok(_) => Admission::Admitted { estimated_tokens },
+            Err(refused) => Admission::Refused(refused_by_limiter(&refused)),
+        },
+        None => Admission::Admitted { estimated_tokens },
+    }
+}
+
+fn refused_by_limiter(refused: &RateLimitError) -> DecisionError {
+    DecisionError::new(FailureKind::SharedStateUnavailable, refused.to_string())
+}
+
+/// The length of `value`'s JSON text, counted without building the text.
+fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // A value that cannot be serialized fails again, with its reason, when its state is
+    // built; its estimate does not matter.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// Asks questions through the client's decision client, in a call span naming
 /// `method` (`intent <method>`; the question's id is the method's name) as every
 /// generated method's call runs, so the decision client's `chat` spans open inside it.
 /// `A` is the method's answer type.
@@ -71,10 +129,11 @@ async fn ask<A>(
     client: &IntentClient,
     method: &str,
     state: Result<Value, DecisionError>,
-    question: Result<DecisionQuestion, DecisionError>,
+    questions: Result<impl IntoIterator<Item = DecisionQuestion>, DecisionError>,
     model: Option<&str>,
+    admission: Admission,
 ) -> Result<DecisionResponse, DecisionError> {
-    let mut request = DecisionRequest::new(state?, [question?])?;
+    let mut request = DecisionRequest::new(state?, questions?)?;
     if let Some(model) = model {
         request = request.with_model(model);
     }
@@ -86,20 +145,30 @@ async fn ask<A>(
         .model()
         .unwrap_or(telemetry.primary.default_model.as_str());
     let trace = CallTrace::start(telemetry, Some(method), std::any::type_name::<A>(), model);
-    // A state's JSON as the limiter's token estimate, as a prompt's length is for a call.
-    let estimated_tokens = request.state().to_string().len().div_ceil(4) as u64;
-    if let Some(limiter) = &inner.rate_limiter {
-        let admitted = limiter
-            .admit(estimated_tokens)
-            .instrument(trace.span().clone())
-            .await;
-        if let Err(refused) = admitted {
-            let error =
-                DecisionError::new(FailureKind::SharedStateUnavailable, refused.to_string());
+    let estimated_tokens = match admission {
+        Admission::Admitted { estimated_tokens } => estimated_tokens,
+        Admission::Refused(error) => {
             trace.decided(Some(error.kind()));
             return Err(error);
         }
-    }
+        Admission::InSpan => {
+            // A state's JSON as the limiter's token estimate, as a prompt's length is for
+            // a call.
+            let estimated_tokens = estimated_tokens(request.state());
+            if let Some(limiter) = &inner.rate_limiter {
+                let admitted = limiter
+                    .admit(estimated_tokens)
+                    .instrument(trace.span().clone())
+                    .await;
+                if let Err(refused) = admitted {
+                    let error = refused_by_limiter(&refused);
+                    trace.decided(Some(error.kind()));
+                    return Err(error);
+                }
+            }
+            estimated_tokens
+        }
+    };
     let response = client
         .decide(&request)
         .instrument(trace.span().clone())
@@ -112,12 +181,6 @@ async fn ask<A>(
     }
     trace.decided(response.as_ref().err().map(DecisionError::kind));
     response
-}
-
-fn missing(id: &str) -> DecisionError {
-    DecisionError::invalid_response(format!(
-        "the response has no answer of the right kind to `{id}`"
-    ))
 }
 
 fn asked<T>(answer: T, response: &DecisionResponse) -> Asked<T> {
@@ -135,14 +198,19 @@ pub(crate) async fn binary(
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
+    admission: Admission,
 ) -> Decided<Binary> {
     let question = BinaryQuestion::new(id, question).map(DecisionQuestion::from);
-    let response = ask::<Binary>(client, id, state, question, model).await?;
-    let answer = response.binary(id).ok_or_else(|| missing(id))?;
-    let binary = Binary {
-        probability: answer.probability(),
-        source: response.source(),
-    };
+    let response = ask::<Binary>(
+        client,
+        id,
+        state,
+        question.map(std::iter::once),
+        model,
+        admission,
+    )
+    .await?;
+    let binary = typed::binary(&response, id)?;
     Ok(asked(binary, &response))
 }
 
@@ -154,21 +222,20 @@ pub(crate) async fn choice<E>(
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
+    admission: Admission,
 ) -> Decided<Choice<E>> {
     let question =
         ChoiceQuestion::new(id, question, enum_options.options()).map(DecisionQuestion::from);
-    let response = ask::<Choice<E>>(client, id, state, question, model).await?;
-    let answer = response.choice(id).ok_or_else(|| missing(id))?;
-    let selected = answer
-        .probabilities()
-        .iter()
-        .position(|(name, _)| name == answer.selected())
-        .ok_or_else(|| missing(id))?;
-    let choice = Choice {
-        probabilities: enum_options.variants(id, answer.probabilities())?,
-        selected: enum_options.variant(id, selected)?,
-        source: response.source(),
-    };
+    let response = ask::<Choice<E>>(
+        client,
+        id,
+        state,
+        question.map(std::iter::once),
+        model,
+        admission,
+    )
+    .await?;
+    let choice = enum_options.choice(&response, id)?;
     Ok(asked(choice, &response))
 }
 
@@ -180,16 +247,40 @@ pub(crate) async fn score<E>(
     question: &str,
     state: Result<Value, DecisionError>,
     model: Option<&str>,
+    admission: Admission,
 ) -> Decided<Score<E>> {
     let question =
         ScoreQuestion::new(id, question, enum_options.options()).map(DecisionQuestion::from);
-    let response = ask::<Score<E>>(client, id, state, question, model).await?;
-    let answer = response.score(id).ok_or_else(|| missing(id))?;
-    let score = Score {
-        probabilities: enum_options.variants(id, answer.probabilities())?,
-        most_likely: enum_options.variant(id, answer.most_likely_index())?,
-        expected: answer.expected(),
-        source: response.source(),
-    };
+    let response = ask::<Score<E>>(
+        client,
+        id,
+        state,
+        question.map(std::iter::once),
+        model,
+        admission,
+    )
+    .await?;
+    let score = enum_options.score(&response, id)?;
     Ok(asked(score, &response))
+}
+
+/// Several questions about `state` in one request (one System One request; a
+/// log-probability client asks them one by one), spanned as `method`.
+pub(crate) async fn questions(
+    client: &IntentClient,
+    method: &str,
+    questions: &[DecisionQuestion],
+    state: Result<Value, DecisionError>,
+    model: Option<&str>,
+    admission: Admission,
+) -> Decided<DecisionResponse> {
+    let asked = questions.iter().cloned();
+    let response =
+        ask::<DecisionResponse>(client, method, state, Ok(asked), model, admission).await?;
+    let (usage, model) = (response.usage(), response.model().to_owned());
+    Ok(Asked {
+        answer: response,
+        usage,
+        model,
+    })
 }

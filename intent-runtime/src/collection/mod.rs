@@ -15,10 +15,15 @@
 //! | [`score`](Collection::score) | a level among a [`DecisionEnum`]'s variants | [`Score<E>`] |
 //! | [`map`](Collection::map) | any intent method, or your own typed transform | your `T` |
 //! | [`rank`](Collection::rank) | a yes/no question; items ordered by its probability | [`Binary`] |
+//! | [`decide`](Collection::decide) | several [`Questions`] at once | [`Answers`], read by id |
 //!
-//! Filter, classify, score and rank ask through the client's decision client
+//! Filter, classify, score, rank and decide ask through the client's decision client
 //! ([`IntentClient::decide`]: log-probabilities, stated probabilities, or a decision model
-//! such as System One), one small request per item, through the client's rate limiter.
+//! such as System One), one small request per item, through the client's rate limiter;
+//! `decide` puts all its questions about an item in that one request (a log-probability
+//! client, which reads one answer token per request, asks them one by one). An item waits
+//! for the rate limiter as it was given: its state, request and span are built once it
+//! may be asked.
 //! A map calls whatever you give it; an intent method goes through the client's attempt
 //! loop, its rate limiter and its response cache.
 //!
@@ -78,6 +83,7 @@
 mod journal;
 mod outcome;
 mod progress;
+mod questions;
 mod rank;
 
 use std::path::{Path, PathBuf};
@@ -91,16 +97,17 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ask;
+use crate::ask::{self, Admission};
 use crate::client::IntentClient;
 use crate::cost::CostTally;
 use crate::decision::typed::{EnumOptions, to_state};
-use crate::decision::{Binary, Choice, DecisionEnum, DecisionError, Score};
+use crate::decision::{Binary, Choice, DecisionEnum, DecisionError, DecisionQuestion, Score};
 use crate::error::IntentError;
 use crate::result::{AIResult, Usage};
 
 pub use outcome::{ItemError, Kept, Outcome, Outcomes};
 pub use progress::Progress;
+pub use questions::{Answers, Questions};
 
 use journal::Journal;
 use progress::{OnProgress, Tracker};
@@ -238,15 +245,27 @@ impl Collection {
     ///
     /// The journal stores the probability, not the verdict: a rerun with another
     /// threshold reads the same answers back.
-    pub fn filter<'c, I: Serialize>(&'c self, question: &str, threshold: f64) -> Op<'c, I, Kept> {
+    pub fn filter<'c, I: Serialize + Send + 'c>(
+        &'c self,
+        question: &str,
+        threshold: f64,
+    ) -> Op<'c, I, Kept> {
+        let asked: Arc<str> = Arc::from(question);
         let mut op = self.decision_op(
             "filter",
-            question,
-            &[],
-            move |client, model, question, state| {
+            &[question, ""],
+            move |client, model, state, admission| {
+                let question = Arc::clone(&asked);
                 Box::pin(async move {
-                    let asked =
-                        ask::binary(&client, "filter", &question, state, model.as_deref()).await;
+                    let asked = ask::binary(
+                        &client,
+                        "filter",
+                        &question,
+                        state,
+                        model.as_deref(),
+                        admission,
+                    )
+                    .await;
                     answer(
                         &client,
                         asked.map(|asked| asked.map(|b| Kept::at(b, threshold))),
@@ -270,14 +289,15 @@ impl Collection {
     pub fn classify<'c, E, I>(&'c self, question: &str) -> Op<'c, I, Choice<E>>
     where
         E: DecisionEnum,
-        I: Serialize,
+        I: Serialize + Send + 'c,
     {
         let options = EnumOptions::<E>::of();
+        let asked: Arc<str> = Arc::from(question);
         self.decision_op(
             "classify",
-            question,
-            E::VARIANTS,
-            move |client, model, question, state| {
+            &[question, &variant_names(E::VARIANTS)],
+            move |client, model, state, admission| {
+                let question = Arc::clone(&asked);
                 Box::pin(async move {
                     let asked = ask::choice(
                         &client,
@@ -286,6 +306,7 @@ impl Collection {
                         &question,
                         state,
                         model.as_deref(),
+                        admission,
                     )
                     .await;
                     answer(&client, asked)
@@ -299,14 +320,15 @@ impl Collection {
     pub fn score<'c, E, I>(&'c self, question: &str) -> Op<'c, I, Score<E>>
     where
         E: DecisionEnum,
-        I: Serialize,
+        I: Serialize + Send + 'c,
     {
         let options = EnumOptions::<E>::of();
+        let asked: Arc<str> = Arc::from(question);
         self.decision_op(
             "score",
-            question,
-            E::VARIANTS,
-            move |client, model, question, state| {
+            &[question, &variant_names(E::VARIANTS)],
+            move |client, model, state, admission| {
+                let question = Arc::clone(&asked);
                 Box::pin(async move {
                     let asked = ask::score(
                         &client,
@@ -315,6 +337,7 @@ impl Collection {
                         &question,
                         state,
                         model.as_deref(),
+                        admission,
                     )
                     .await;
                     answer(&client, asked)
@@ -340,14 +363,104 @@ impl Collection {
     /// probability is coarser, and ties keep the input order.
     ///
     /// The outcomes come in rank order whatever [`Collection::order`] says.
-    pub fn rank<'c, I: Serialize>(&'c self, question: &str) -> Op<'c, I, Binary> {
-        let mut op = self.decision_op("rank", question, &[], |client, model, question, state| {
-            Box::pin(async move {
-                let asked = ask::binary(&client, "rank", &question, state, model.as_deref()).await;
-                answer(&client, asked)
-            })
-        });
+    pub fn rank<'c, I: Serialize + Send + 'c>(&'c self, question: &str) -> Op<'c, I, Binary> {
+        let asked: Arc<str> = Arc::from(question);
+        let mut op = self.decision_op(
+            "rank",
+            &[question, ""],
+            move |client, model, state, admission| {
+                let question = Arc::clone(&asked);
+                Box::pin(async move {
+                    let asked = ask::binary(
+                        &client,
+                        "rank",
+                        &question,
+                        state,
+                        model.as_deref(),
+                        admission,
+                    )
+                    .await;
+                    answer(&client, asked)
+                })
+            },
+        );
         op.rank_by = Some(|binary: &Binary| binary.probability);
+        op
+    }
+
+    /// Asks several questions about each item in one request (see [`Questions`]): a
+    /// decision model such as System One answers them all in one HTTP request, and
+    /// bills the item's state once; a log-probability client asks them one by one, and
+    /// a stated-probability client in one structured reply. Each outcome's [`Answers`]
+    /// reads every answer by its id, typed.
+    ///
+    /// Questions that cannot be asked (none, an invalid one, two under one id) are a
+    /// [`CollectionError::Setting`] when the operation runs, before anything is sent.
+    ///
+    /// ```
+    /// use intent_rs::collection::{Collection, Questions};
+    /// use intent_rs::provider::TestModel;
+    /// use intent_rs::{DecisionEnum, IntentClient};
+    ///
+    /// #[derive(Debug, PartialEq, DecisionEnum)]
+    /// enum Team {
+    ///     Billing,
+    ///     Support,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = IntentClient::builder().provider(TestModel::new()).build()?;
+    /// let questions = Questions::new()
+    ///     .binary("urgent", "Is a customer blocked?")
+    ///     .choice::<Team>("team", "Which team should handle the ticket?");
+    /// let triage = Collection::new(&client)
+    ///     .decide(questions)
+    ///     .run(["I was charged twice"])
+    ///     .await?;
+    /// let answers = triage[0].value().expect("answered");
+    /// let urgent = answers.binary("urgent")?.is_yes(0.5);
+    /// let team = answers.choice::<Team>("team")?.selected;
+    /// println!("urgent: {urgent}, team: {team:?}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn decide<'c, I>(&'c self, questions: Questions) -> Op<'c, I, Answers>
+    where
+        I: Serialize + Send + 'c,
+    {
+        let (questions, invalid): (Arc<[DecisionQuestion]>, _) = match questions.checked() {
+            Ok(questions) => (questions.into(), None),
+            Err(error) => (
+                Arc::from([]),
+                Some(CollectionError::Setting {
+                    setting: "decide",
+                    problem: format!("cannot ask these questions: {error}"),
+                }),
+            ),
+        };
+        // The questions' ids, texts and options name what is asked.
+        let identity = format!("{:?}", &*questions);
+        let mut op = self.decision_op(
+            "decide",
+            &[&identity],
+            move |client, model, state, admission| {
+                let questions = Arc::clone(&questions);
+                Box::pin(async move {
+                    let asked = ask::questions(
+                        &client,
+                        "decide",
+                        &questions,
+                        state,
+                        model.as_deref(),
+                        admission,
+                    )
+                    .await;
+                    answer(&client, asked.map(|asked| asked.map(Answers::new)))
+                })
+            },
+        );
+        op.invalid = invalid;
         op
     }
 
@@ -390,42 +503,49 @@ impl Collection {
         }
     }
 
-    /// An operation that asks `question` about each item's state through `decide`.
+    /// An operation that asks about each item's state through `decide`; `identity` names
+    /// what it asks (its question, its options), for the journal's fingerprint.
     fn decision_op<'c, I, T, D>(
         &'c self,
         operation: &'static str,
-        question: &str,
-        variants: &[crate::decision::DecisionVariant],
+        identity: &[&str],
         decide: D,
     ) -> Op<'c, I, T>
     where
-        I: Serialize,
+        I: Serialize + Send + 'c,
         T: 'c,
         D: Fn(
                 IntentClient,
                 Option<String>,
-                Arc<str>,
                 Result<Value, DecisionError>,
+                Admission,
             ) -> ItemFuture<'static, T>
             + Send
             + Sync
             + 'c,
     {
-        let names: Vec<&str> = variants.iter().map(|variant| variant.name).collect();
-        let names = names.join("\u{1f}");
         let model = self.model.clone();
-        let fingerprint = journal::fingerprint(&[
-            operation,
-            question,
-            std::any::type_name::<T>(),
-            &names,
-            model.as_deref().unwrap_or_default(),
-        ]);
-        let question: Arc<str> = Arc::from(question);
+        // The question first and the answer's type next, as the fingerprint has been.
+        let (question, rest) = identity.split_first().unwrap_or((&"", &[]));
+        let mut parts = vec![operation, question, std::any::type_name::<T>()];
+        parts.extend_from_slice(rest);
+        parts.push(model.as_deref().unwrap_or_default());
+        let fingerprint = journal::fingerprint(&parts);
+        let decide = Arc::new(decide);
         let work: Work<'c, I, T> = Box::new(move |client: &IntentClient, item: I| {
-            // The state is serialized here, so the item need not outlive this call.
-            let state = to_state(&item);
-            decide(client.clone(), model.clone(), question.clone(), state)
+            let (client, model) = (client.clone(), model.clone());
+            let decide = Arc::clone(&decide);
+            Box::pin(async move {
+                // The item waits for the rate limiter as it is; its state (its JSON tree,
+                // several times its size), its request and its span are built once it
+                // may be asked, so thousands let in at once hold little more than
+                // themselves while they wait.
+                let estimated_tokens = ask::estimated_tokens(&item);
+                let admission = ask::admit(&client, estimated_tokens).await;
+                let state = to_state(&item);
+                drop(item);
+                decide(client, model, state, admission).await
+            })
         });
         Op {
             collection: self,
@@ -439,6 +559,12 @@ impl Collection {
             digest: Some(journal::item_digest::<I>),
         }
     }
+}
+
+/// The names of `variants`, joined, for a fingerprint.
+fn variant_names(variants: &[crate::decision::DecisionVariant]) -> String {
+    let names: Vec<&str> = variants.iter().map(|variant| variant.name).collect();
+    names.join("\u{1f}")
 }
 
 /// One item's answer before it is placed: the value or the failure, tokens and cost.

@@ -131,6 +131,11 @@ impl<T> Outcomes<T> {
         self.outcomes.iter()
     }
 
+    /// The outcomes, one per input, as a slice.
+    pub fn as_slice(&self) -> &[Outcome<T>] {
+        &self.outcomes
+    }
+
     /// The outcomes, one per input.
     pub fn into_vec(self) -> Vec<Outcome<T>> {
         self.outcomes
@@ -170,6 +175,17 @@ impl<T> Outcomes<T> {
     /// The last progress report: counts, cost and time of the whole run.
     pub fn progress(&self) -> &Progress {
         &self.progress
+    }
+}
+
+/// The outcome at a position of the operation's order (the input's, unless
+/// [`Order::Completed`](super::Order::Completed) or a ranking chose another): panics past
+/// the end, as a slice does.
+impl<T> std::ops::Index<usize> for Outcomes<T> {
+    type Output = Outcome<T>;
+
+    fn index(&self, position: usize) -> &Outcome<T> {
+        &self.outcomes[position]
     }
 }
 

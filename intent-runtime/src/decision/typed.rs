@@ -13,7 +13,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::{DecisionError, DecisionOption, ProbabilitySource};
+use super::{DecisionError, DecisionOption, DecisionResponse, ProbabilitySource};
 
 /// One variant of a [`DecisionEnum`]: its name and its doc comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,24 +95,41 @@ impl<E> EnumOptions<E> {
     }
 
     /// A distribution over the variants from the probabilities of the answer to `id`, in
-    /// declaration order.
+    /// declaration order; the answer's options must be the variants' names, in that
+    /// order (a question asked with another enum's options is not read as this one).
     pub(crate) fn variants(
         &self,
         id: &str,
         probabilities: &[(String, f64)],
     ) -> Result<Vec<(E, f64)>, DecisionError> {
+        let names = || {
+            self.variants
+                .iter()
+                .map(|variant| variant.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if probabilities.len() != self.variants.len() {
+            return Err(DecisionError::invalid_response(format!(
+                "the answer to `{id}` has {} options, and the enum has {} variants ({}); ask it with this enum's options",
+                probabilities.len(),
+                self.variants.len(),
+                names()
+            )));
+        }
         probabilities
             .iter()
+            .zip(self.variants)
             .enumerate()
-            .map(|(index, (_, p))| {
-                (self.from_index)(index)
-                    .map(|variant| (variant, *p))
-                    .ok_or_else(|| {
-                        DecisionError::invalid_response(format!(
-                            "the answer to `{id}` has more options than the enum's {} variants",
-                            self.variants.len()
-                        ))
-                    })
+            .map(|(index, ((name, p), variant))| {
+                if name != variant.name {
+                    return Err(DecisionError::invalid_response(format!(
+                        "the answer to `{id}` has the option `{name}` where the enum has `{}` (its variants: {}); ask it with this enum's options",
+                        variant.name,
+                        names()
+                    )));
+                }
+                self.variant(id, index).map(|variant| (variant, *p))
             })
             .collect()
     }
@@ -125,6 +142,79 @@ impl<E> EnumOptions<E> {
             ))
         })
     }
+
+    /// The answer to the choice question `id` in `response`, as `E`'s variants.
+    pub(crate) fn choice(
+        &self,
+        response: &DecisionResponse,
+        id: &str,
+    ) -> Result<Choice<E>, DecisionError> {
+        let answer = response
+            .choice(id)
+            .ok_or_else(|| no_answer(response, id, "choice"))?;
+        let selected = answer
+            .probabilities()
+            .iter()
+            .position(|(name, _)| name == answer.selected())
+            .ok_or_else(|| no_answer(response, id, "choice"))?;
+        Ok(Choice {
+            probabilities: self.variants(id, answer.probabilities())?,
+            selected: self.variant(id, selected)?,
+            source: response.source(),
+        })
+    }
+
+    /// The answer to the score question `id` in `response`, as `E`'s variants.
+    pub(crate) fn score(
+        &self,
+        response: &DecisionResponse,
+        id: &str,
+    ) -> Result<Score<E>, DecisionError> {
+        let answer = response
+            .score(id)
+            .ok_or_else(|| no_answer(response, id, "score"))?;
+        Ok(Score {
+            probabilities: self.variants(id, answer.probabilities())?,
+            most_likely: self.variant(id, answer.most_likely_index())?,
+            expected: answer.expected(),
+            source: response.source(),
+        })
+    }
+}
+
+/// The answer to the yes/no question `id` in `response`.
+pub(crate) fn binary(response: &DecisionResponse, id: &str) -> Result<Binary, DecisionError> {
+    let answer = response
+        .binary(id)
+        .ok_or_else(|| no_answer(response, id, "yes/no"))?;
+    Ok(Binary {
+        probability: answer.probability(),
+        source: response.source(),
+    })
+}
+
+/// Why `response` gives no `kind` answer to `id`: it answers no question of that id, or
+/// answers it as another kind of question.
+fn no_answer(response: &DecisionResponse, id: &str, kind: &str) -> DecisionError {
+    let problem = match response.answer(id) {
+        Some(_) => format!("the answer to `{id}` is not a {kind} answer"),
+        None => {
+            let ids: Vec<&str> = response
+                .answers()
+                .iter()
+                .map(|(id, _)| id.as_str())
+                .collect();
+            format!(
+                "the response has no answer to `{id}` (it answers {})",
+                if ids.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    format!("`{}`", ids.join("`, `"))
+                }
+            )
+        }
+    };
+    DecisionError::invalid_response(problem)
 }
 
 /// The answer to a yes/no decision question.
