@@ -1,19 +1,23 @@
 //! Intents over collections: triage of 300 support tickets read from
-//! `examples/data/tickets.jsonl`. Each ticket is routed to a team (`classify`), flagged
-//! urgent or not (`filter`), the urgent ones are ranked (`rank`) and get a first reply
-//! drafted by an intent method (`map`); the labels are written to a JSON Lines file.
+//! `examples/data/tickets.jsonl`. Each ticket is asked two questions at once (`decide`:
+//! which team, and is it urgent), the urgent ones are ranked (`rank`) and get a first
+//! reply drafted by an intent method (`map`); the labels are written to a JSON Lines file.
 //!
 //! `cargo run --example collection` (offline: a scripted model answers by keywords, with
 //! log-probabilities). With `OPENAI_API_KEY` (or another provider `provider::from_env`
-//! reads) a real model answers: two small requests per ticket, and one reply per urgent
-//! ticket. The answers are journaled: run it again and nothing is asked twice.
+//! reads) a real model answers: two small requests per ticket (a log-probability client
+//! reads one answer token per request), and one reply per urgent ticket. With a decision
+//! model configured (`TYPESAFE_API_KEY` or `TYPESAFE_BASE_URL`, read by
+//! `SystemOneClient::from_env`), it answers both questions about a ticket in one request.
+//! The answers are journaled: run it again and nothing is asked twice.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use intent_examples::{choose_provider, scripted_ticket_decision};
-use intent_rs::collection::{Collection, Progress};
+use intent_rs::collection::{Collection, Progress, Questions};
+use intent_rs::decision::{SystemOneClient, SystemOneConfigError};
 use intent_rs::provider::{ScriptedProvider, ScriptedReply};
 use intent_rs::{AIResult, DecisionEnum, IntentClient, intents};
 use schemars::JsonSchema;
@@ -38,6 +42,9 @@ enum Team {
     /// Questions before buying: prices, trials, editions.
     Sales,
 }
+
+const URGENT: &str =
+    "Is this ticket urgent: is a customer blocked or is there a deadline today or tomorrow?";
 
 #[intents]
 trait Desk {
@@ -104,9 +111,14 @@ fn progress_bar(label: &'static str) -> (ProgressBar, impl Fn(&Progress) + Send 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chosen = choose_provider(scripted_model());
-    let client = IntentClient::builder()
-        .shared_provider(chosen.provider)
-        .build()?;
+    let builder = IntentClient::builder().shared_provider(chosen.provider);
+    // A decision model over its own API when one is configured, else the chat model.
+    let client = match SystemOneClient::from_env() {
+        Ok(decisions) => builder.decision_client(decisions),
+        Err(SystemOneConfigError::NotConfigured) => builder,
+        Err(other) => return Err(other.into()),
+    }
+    .build()?;
     let tickets = read_tickets()?;
     let work = std::env::temp_dir().join("intent-rs-collection-example");
     let labels_path: PathBuf = work.join("labels.jsonl");
@@ -115,21 +127,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .concurrency(16)
         .journal(work.join("journal.jsonl"));
 
-    let (bar, report) = progress_bar("teams");
-    let teams = collection
+    let (bar, report) = progress_bar("triage");
+    let triage = collection
         .clone()
         .on_progress(report)
-        .classify::<Team, _>("Which team should handle this support ticket?")
-        .key(|ticket: &&Ticket| ticket.id.clone())
-        .run(&tickets)
-        .await?;
-    bar.finish();
-
-    let (bar, report) = progress_bar("urgency");
-    let urgency = collection
-        .clone()
-        .on_progress(report)
-        .filter("Is this ticket urgent: is a customer blocked or is there a deadline today or tomorrow?", 0.5)
+        .decide(
+            Questions::new()
+                .choice::<Team>("team", "Which team should handle this support ticket?")
+                .binary("urgent", URGENT),
+        )
         .key(|ticket: &&Ticket| ticket.id.clone())
         .run(&tickets)
         .await?;
@@ -139,27 +145,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&work)?;
     let mut out = std::io::BufWriter::new(std::fs::File::create(&labels_path)?);
     let mut urgent = Vec::new();
-    for ((ticket, team), urgency) in tickets.iter().zip(&teams).zip(&urgency) {
+    let mut per_team = [0usize; 3];
+    let mut failed = 0;
+    for (ticket, outcome) in tickets.iter().zip(&triage) {
+        // Each answer read by its id, as the type it was asked with.
+        let team = outcome
+            .value()
+            .map(|answers| answers.choice::<Team>("team"));
+        let urgency = outcome.value().map(|answers| answers.binary("urgent"));
+        let problem = match (&outcome.result, &team, &urgency) {
+            (Err(error), _, _) => Some(error.to_string()),
+            (_, Some(Err(error)), _) | (_, _, Some(Err(error))) => Some(error.to_string()),
+            _ => None,
+        };
+        let team = team.and_then(Result::ok).map(|choice| choice.selected);
+        let p_urgent = urgency
+            .and_then(Result::ok)
+            .map(|binary| binary.probability);
         let label = serde_json::json!({
             "id": ticket.id,
-            "team": team.value().map(|choice| choice.selected),
-            "urgent": urgency.value().map(|kept| kept.keep),
-            "p_urgent": urgency.value().map(|kept| kept.answer.probability),
-            "failed": team.result.as_ref().err().or(urgency.result.as_ref().err()).map(|error| error.to_string()),
+            "team": team,
+            "urgent": p_urgent.map(|p| p >= 0.5),
+            "p_urgent": p_urgent,
+            "failed": problem,
         });
         writeln!(out, "{label}")?;
-        if urgency.value().is_some_and(|kept| kept.keep) {
+        match team {
+            Some(team) => per_team[team as usize] += 1,
+            None => failed += 1,
+        }
+        if p_urgent.is_some_and(|p| p >= 0.5) {
             urgent.push(ticket.clone());
         }
     }
     out.flush()?;
 
-    let mut per_team = [0usize; 3];
-    for outcome in &teams {
-        if let Some(choice) = outcome.value() {
-            per_team[choice.selected as usize] += 1;
-        }
-    }
     println!(
         "{} tickets: {} billing, {} support, {} sales; {} urgent; {} failed",
         tickets.len(),
@@ -167,12 +187,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         per_team[1],
         per_team[2],
         urgent.len(),
-        teams.failed().count() + urgency.failed().count()
+        failed
     );
 
     // The urgent ones, most urgent first, each with a first reply drafted.
     let ranked = collection
-        .rank("Is this ticket urgent: is a customer blocked or is there a deadline today or tomorrow?")
+        .rank(URGENT)
         .key(|ticket: &&Ticket| ticket.id.clone())
         .run(&urgent)
         .await?;
@@ -199,18 +219,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map_or("(none)", String::as_str)
         );
     }
-    let spent = teams.cost_tally().priced
-        + urgency.cost_tally().priced
-        + ranked.cost_tally().priced
-        + replies.cost_tally().priced;
+    let spent =
+        triage.cost_tally().priced + ranked.cost_tally().priced + replies.cost_tally().priced;
     println!(
         "\nlabels written to {}; this run cost ${:.4} ({} answers read back from the journal)",
         labels_path.display(),
         spent.as_usd_f64(),
-        teams.progress().cached
-            + urgency.progress().cached
-            + ranked.progress().cached
-            + replies.progress().cached
+        triage.progress().cached + ranked.progress().cached + replies.progress().cached
     );
     Ok(())
 }
