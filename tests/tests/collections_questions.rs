@@ -1,8 +1,8 @@
 //! Several questions about each item in one request (`Collection::decide`): answered by
 //! the real System One mock in one request per item, by a log-probability client one
 //! question at a time, read back by id as the types they were asked with, refused before
-//! sending when they cannot be asked; and items waiting for the rate limiter hold no
-//! state yet.
+//! sending when they cannot be asked; items waiting for the rate limiter hold no state
+//! yet; and a stream's items are read as slots free up.
 
 mod provider_support;
 mod test_servers;
@@ -367,4 +367,77 @@ async fn items_waiting_for_the_rate_limiter_hold_no_state_yet() {
     assert!(waited.is_err(), "the items were to be waiting");
     assert_eq!(states_built.load(Ordering::SeqCst), 0);
     assert_eq!(model.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_streams_items_are_read_as_slots_free_up_and_each_is_answered() {
+    let model = ScriptedProvider::from_fn(|_: &ProviderRequest, _| {
+        ScriptedReply::logprobs([("yes", f64::ln(0.7)), ("no", f64::ln(0.3))])
+            .after(Duration::from_millis(20))
+    })
+    .with_max_top_logprobs(Some(20));
+    let client = IntentClient::builder()
+        .provider(model.clone())
+        .build()
+        .unwrap();
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let items = futures_util::stream::unfold(0usize, {
+        let pulled = pulled.clone();
+        move |n| {
+            let pulled = pulled.clone();
+            async move {
+                (n < 10).then(|| {
+                    pulled.fetch_add(1, Ordering::SeqCst);
+                    (
+                        Ticket {
+                            n,
+                            text: format!("streamed ticket {n}"),
+                        },
+                        n + 1,
+                    )
+                })
+            }
+        }
+    });
+    let pulled_at_first_answer = Arc::new(Mutex::new(None));
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let collection = Collection::new(&client).concurrency(2).on_progress({
+        let (pulled, at_first, reports) = (
+            pulled.clone(),
+            pulled_at_first_answer.clone(),
+            reports.clone(),
+        );
+        move |progress| {
+            at_first
+                .lock()
+                .unwrap()
+                .get_or_insert(pulled.load(Ordering::SeqCst));
+            reports.lock().unwrap().push(progress.total);
+        }
+    });
+
+    let outcomes = collection
+        .filter("Is the customer blocked?", 0.5)
+        .run_stream(items)
+        .await
+        .unwrap();
+
+    // Two in flight, and at most one more read ahead by the time the first is answered.
+    let at_first = pulled_at_first_answer.lock().unwrap().expect("a report");
+    assert!(
+        at_first <= 3,
+        "{at_first} items read before the first answer"
+    );
+    assert_eq!(pulled.load(Ordering::SeqCst), 10);
+    assert_eq!(model.request_count(), 10);
+    let indexes: Vec<usize> = outcomes.iter().map(|outcome| outcome.index).collect();
+    assert_eq!(indexes, (0..10).collect::<Vec<_>>());
+    assert!(
+        outcomes
+            .iter()
+            .all(|outcome| outcome.value().is_some_and(|kept| kept.keep))
+    );
+    // A stream does not say its length.
+    assert!(reports.lock().unwrap().iter().all(Option::is_none));
+    assert_eq!(outcomes.progress().done, 10);
 }
