@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::cache::{CacheKey, ResponseCache};
 use crate::client::IntentClient;
 use crate::cost::CostTally;
 use crate::decision::typed::{self, EnumOptions};
@@ -16,6 +17,7 @@ use crate::decision::{
 };
 use crate::limits::RateLimitError;
 use crate::pricing::{self, PricedCall};
+use crate::provider::ProviderReply;
 use crate::result::Usage;
 use crate::telemetry::CallTrace;
 
@@ -24,8 +26,11 @@ use crate::telemetry::CallTrace;
 #[derive(Debug)]
 pub(crate) struct Asked<T> {
     pub answer: T,
+    /// The tokens spent now: none for an answer served from the client's cache.
     pub usage: Usage,
     pub model: String,
+    /// Whether the answer was served from the client's response cache.
+    pub cached: bool,
 }
 
 impl<T> Asked<T> {
@@ -35,12 +40,17 @@ impl<T> Asked<T> {
             answer: turn(self.answer),
             usage: self.usage,
             model: self.model,
+            cached: self.cached,
         }
     }
 
     /// What the answer cost on `client`'s price table.
     pub(crate) fn cost(&self, client: &IntentClient) -> CostTally {
         let mut tally = CostTally::default();
+        // Paid for by the call that stored it, priced or not.
+        if self.cached {
+            return tally;
+        }
         let inner = client.inner();
         let call = PricedCall {
             model: &self.model,
@@ -145,6 +155,20 @@ async fn ask<A>(
         .model()
         .unwrap_or(telemetry.primary.default_model.as_str());
     let trace = CallTrace::start(telemetry, Some(method), std::any::type_name::<A>(), model);
+    // The cache first: a decision asked before about the same state, with the same
+    // questions and model, is served from it and costs nothing, the limiter included.
+    let cache_key = inner.cache.as_ref().map(|_| cache_key(client, &request));
+    if let (Some(cache), Some(key)) = (&inner.cache, &cache_key)
+        && let Some(response) = cached_response(cache.as_ref(), key, &request).await
+    {
+        if let (Some(limiter), Admission::Admitted { estimated_tokens }) =
+            (&inner.rate_limiter, &admission)
+        {
+            limiter.settle(*estimated_tokens, 0).await;
+        }
+        trace.decided(None);
+        return Ok(response);
+    }
     let estimated_tokens = match admission {
         Admission::Admitted { estimated_tokens } => estimated_tokens,
         Admission::Refused(error) => {
@@ -179,15 +203,87 @@ async fn ask<A>(
             .settle(estimated_tokens, usage.input_tokens + usage.output_tokens)
             .await;
     }
+    if let (Some(cache), Some(key), Ok(response)) = (&inner.cache, cache_key, &response) {
+        store_response(cache.as_ref(), key, response).await;
+    }
     trace.decided(response.as_ref().err().map(DecisionError::kind));
     response
 }
 
+/// The cache key of `request` as `client` asks it: the model that answers, who answers
+/// (the client's provider, or a decision client of its own), the state and the
+/// questions (ids, texts, options, criteria).
+fn cache_key(client: &IntentClient, request: &DecisionRequest) -> CacheKey {
+    let inner = client.inner();
+    let model = request
+        .model()
+        .or(inner.decisions.default_model())
+        .unwrap_or(inner.telemetry.primary.default_model.as_str());
+    let answerer = if inner.decisions_from_provider {
+        inner.provider.name()
+    } else {
+        "decision client"
+    };
+    let canonical = format!(
+        "{model}\u{1f}{answerer}\u{1f}{}\u{1f}{:?}",
+        request.state(),
+        request.questions()
+    );
+    CacheKey::of_decision(&canonical)
+}
+
+/// The response the cache holds for `key`, if it reads back as an answer to `request`;
+/// an entry that does not is removed, and the decision asked again.
+async fn cached_response(
+    cache: &dyn ResponseCache,
+    key: &CacheKey,
+    request: &DecisionRequest,
+) -> Option<DecisionResponse> {
+    let stored = cache.lookup(key).await.ok().flatten()?;
+    let read = serde_json::from_str::<DecisionResponse>(&stored.text)
+        .map_err(|error| error.to_string())
+        .and_then(|response| {
+            response
+                .answering(request)
+                .map_err(|error| error.to_string())
+        });
+    match read {
+        Ok(response) => Some(response.mark_cached()),
+        Err(problem) => {
+            tracing::warn!(%problem, "a cached decision could not be read; asking again");
+            // An unreachable cache was a miss already; its error says nothing more.
+            let _ = cache.evict(key).await;
+            None
+        }
+    }
+}
+
+/// Keeps `response` in the cache under `key`: its JSON as the stored reply's text.
+async fn store_response(cache: &dyn ResponseCache, key: CacheKey, response: &DecisionResponse) {
+    let Ok(text) = serde_json::to_string(response) else {
+        return;
+    };
+    let stored = ProviderReply {
+        text,
+        model: response.model().to_owned(),
+        usage: response.usage(),
+        ..ProviderReply::default()
+    };
+    // A decision that could not be stored is asked again next time; nothing is lost.
+    let _ = cache.store(key, stored).await;
+}
+
 fn asked<T>(answer: T, response: &DecisionResponse) -> Asked<T> {
+    let cached = response.cached();
     Asked {
         answer,
-        usage: response.usage(),
+        usage: if cached {
+            Usage::default()
+        } else {
+            response.usage()
+        },
         model: response.model().to_owned(),
+        cached,
     }
 }
 
@@ -274,13 +370,8 @@ pub(crate) async fn questions(
     model: Option<&str>,
     admission: Admission,
 ) -> Decided<DecisionResponse> {
-    let asked = questions.iter().cloned();
+    let questions = questions.iter().cloned();
     let response =
-        ask::<DecisionResponse>(client, method, state, Ok(asked), model, admission).await?;
-    let (usage, model) = (response.usage(), response.model().to_owned());
-    Ok(Asked {
-        answer: response,
-        usage,
-        model,
-    })
+        ask::<DecisionResponse>(client, method, state, Ok(questions), model, admission).await?;
+    Ok(asked((), &response).map(|()| response))
 }

@@ -31,6 +31,19 @@ impl CacheKey {
         Self(hash(0), hash(1))
     }
 
+    /// The key of a decision request, from its canonical text (the model asked, the
+    /// state and the questions): decisions are cached beside replies, under keys of a
+    /// domain of their own, so the two never meet.
+    pub(crate) fn of_decision(canonical: &str) -> Self {
+        let hash = |domain: u8| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            domain.hash(&mut hasher);
+            canonical.hash(&mut hasher);
+            hasher.finish()
+        };
+        Self(hash(2), hash(3))
+    }
+
     /// The key as 32 hexadecimal digits, for stores keyed by strings (Redis).
     pub fn to_hex(&self) -> String {
         format!("{:016x}{:016x}", self.0, self.1)
@@ -70,6 +83,11 @@ fn hash_request(request: &ProviderRequest, model: &str, hasher: &mut impl Hasher
 /// A served reply is verified like any other; one that fails is removed, and the answer
 /// that passes (from a later attempt of the same call) is stored in its place, so a bad
 /// entry is never served twice.
+///
+/// Decision questions are cached in it too, under keys of their own: an answered
+/// decision (its whole response, as JSON, in the reply's text) is stored, and a decision
+/// asked again about the same state, with the same questions and model, is served from
+/// it, checked against the request first.
 #[async_trait::async_trait]
 pub trait ResponseCache: Send + Sync + fmt::Debug {
     /// The cached reply for `key`, if any.

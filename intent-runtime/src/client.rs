@@ -1124,7 +1124,8 @@ impl IntentClientBuilder {
         self
     }
 
-    /// A response cache for first attempts.
+    /// A response cache for first attempts, and for decision questions (the generated
+    /// decision methods and a collection's; see [`ResponseCache`]).
     pub fn cache(mut self, cache: impl ResponseCache + 'static) -> Self {
         self.cache = Some(Arc::new(cache));
         self

@@ -428,3 +428,54 @@ async fn a_shared_cached_reply_that_fails_verification_is_deleted() {
         2
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_collections_decisions_are_shared_by_the_fleet_through_the_redis_cache() {
+    use intent_rs::collection::Collection;
+    use intent_rs::provider::{ProviderRequest, ScriptedProvider, ScriptedReply};
+
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    // Two workers (two clients, each with its own connection and its own model) triage
+    // the same tickets.
+    let worker = || {
+        let model = ScriptedProvider::from_fn(|_: &ProviderRequest, _| {
+            ScriptedReply::logprobs([("yes", f64::ln(0.7)), ("no", f64::ln(0.3))])
+        })
+        .with_max_top_logprobs(Some(20));
+        let client = IntentClient::builder()
+            .provider(model.clone())
+            .cache(RedisCache::new(&Redis::new(&server.url()).unwrap()))
+            .build()
+            .unwrap();
+        (model, client)
+    };
+    let tickets: Vec<String> = (0..6).map(|n| format!("ticket {n}: sync stuck")).collect();
+    let question = "Is the customer blocked from working?";
+
+    let (first_model, first) = worker();
+    let answered = Collection::new(&first)
+        .filter(question, 0.5)
+        .run(&tickets)
+        .await
+        .unwrap();
+    assert_eq!(first_model.request_count(), 6);
+
+    let (second_model, second) = worker();
+    let served = Collection::new(&second)
+        .filter(question, 0.5)
+        .run(&tickets)
+        .await
+        .unwrap();
+    assert_eq!(
+        second_model.request_count(),
+        0,
+        "the first worker's answers"
+    );
+    assert_eq!(served.progress().cached, 6);
+    for (answered, served) in answered.iter().zip(&served) {
+        assert!(served.from_cache);
+        assert_eq!(served.value(), answered.value());
+    }
+}

@@ -42,10 +42,17 @@
 //! item's content); a rerun with the same file reads those answers back instead of
 //! asking (they count as
 //! [`cached`](Progress::cached) and cost nothing), and asks only the rest, failures
-//! included. Decisions are not served from the client's response cache: that cache holds
-//! provider replies to the attempt loop's requests, and a decision client (a decision
-//! model above all) sends its own requests, which the cache never sees; the journal is
-//! the store that makes a rerun free.
+//! included.
+//!
+//! With a response cache on the client
+//! ([`IntentClientBuilder::cache`](crate::IntentClientBuilder::cache): in memory, or
+//! `fleet::RedisCache` shared by a fleet), it is asked first: a mapped intent call's first
+//! attempt, as every call's, and a decision asked before about the same state, with the
+//! same questions and model (by any clone of the client, or any process sharing the
+//! cache), which is served without a request and without waiting for the rate limiter
+//! ([`Outcome::from_cache`], counted as [`cached`](Progress::cached), costing nothing).
+//! An item then builds its state before it waits, to look it up. The journal is the
+//! run's own record, kept without a cache.
 //!
 //! # Example
 //!
@@ -487,6 +494,7 @@ impl Collection {
                     result,
                     usage,
                     cost,
+                    cached: false,
                 }
             })
         });
@@ -540,8 +548,15 @@ impl Collection {
                 // several times its size), its request and its span are built once it
                 // may be asked, so thousands let in at once hold little more than
                 // themselves while they wait.
-                let estimated_tokens = ask::estimated_tokens(&item);
-                let admission = ask::admit(&client, estimated_tokens).await;
+                //
+                // With a response cache, the state is built first instead: the cache is
+                // asked before the limiter, and a decision it answers costs no request.
+                let admission = if client.inner().cache.is_some() {
+                    Admission::InSpan
+                } else {
+                    let estimated_tokens = ask::estimated_tokens(&item);
+                    ask::admit(&client, estimated_tokens).await
+                };
                 let state = to_state(&item);
                 drop(item);
                 decide(client, model, state, admission).await
@@ -572,6 +587,8 @@ struct Answer<T> {
     result: Result<T, ItemError>,
     usage: Usage,
     cost: CostTally,
+    /// Served from the client's response cache.
+    cached: bool,
 }
 
 /// A decision's answer, priced.
@@ -580,6 +597,7 @@ fn answer<T>(client: &IntentClient, asked: ask::Decided<T>) -> Answer<T> {
         Ok(asked) => Answer {
             cost: asked.cost(client),
             usage: asked.usage,
+            cached: asked.cached,
             result: Ok(asked.answer),
         },
         // A decision that failed reports no usage (its error carries none).
@@ -587,6 +605,7 @@ fn answer<T>(client: &IntentClient, asked: ask::Decided<T>) -> Answer<T> {
             result: Err(error.into()),
             usage: Usage::default(),
             cost: CostTally::default(),
+            cached: false,
         },
     }
 }
@@ -748,6 +767,7 @@ where
                                     result: Ok(value),
                                     usage: Usage::default(),
                                     cost: CostTally::default(),
+                                    cached: false,
                                 },
                                 from_journal: true,
                             }))
@@ -790,7 +810,12 @@ where
             {
                 journal.append(&key, item_digest.as_deref(), value)?;
             }
-            tracker.finished(!from_journal, answer.result.is_err(), &answer.cost);
+            tracker.finished(
+                !from_journal,
+                from_journal || answer.cached,
+                answer.result.is_err(),
+                &answer.cost,
+            );
             outcomes.push(Outcome {
                 index,
                 key,
@@ -798,6 +823,7 @@ where
                 usage: answer.usage,
                 cost: answer.cost,
                 from_journal,
+                from_cache: answer.cached,
             });
         }
         match (self.rank_by, settings.order) {

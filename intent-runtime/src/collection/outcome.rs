@@ -26,13 +26,16 @@ pub struct Outcome<T> {
     pub key: String,
     /// The value, or the typed failure.
     pub result: Result<T, ItemError>,
-    /// Tokens used for this item (zero when it came from the journal).
+    /// Tokens used for this item (zero when it came from the journal or the cache).
     pub usage: Usage,
     /// What this item cost on the client's price table (zero when it came from the
-    /// journal: it was paid for by the run that wrote it).
+    /// journal or the cache: it was paid for by the call that stored it).
     pub cost: CostTally,
     /// Whether the value was read from the journal instead of asked.
     pub from_journal: bool,
+    /// Whether the value was served from the client's response cache (a decision asked
+    /// before about the same state, with the same questions and model) instead of asked.
+    pub from_cache: bool,
 }
 
 impl<T> Outcome<T> {

@@ -16,8 +16,8 @@ pub struct Progress {
     pub done: usize,
     /// Of those, the items that failed.
     pub failed: usize,
-    /// Of those, the items read from the journal (answered by an earlier run, paid for
-    /// then).
+    /// Of those, the items read from the journal or served from the client's response
+    /// cache (answered earlier, paid for then).
     pub cached: usize,
     /// Items asked and not yet answered.
     pub in_flight: usize,
@@ -63,20 +63,22 @@ impl Tracker {
         self.report.in_flight += 1;
     }
 
-    /// An item finished; `asked` is false for one read from the journal.
-    pub(crate) fn finished(&mut self, asked: bool, failed: bool, cost: &CostTally) {
+    /// An item finished: `started` when it was asked (not read from the journal), `served`
+    /// when its answer cost nothing now (read from the journal or the client's cache).
+    pub(crate) fn finished(&mut self, started: bool, served: bool, failed: bool, cost: &CostTally) {
         let report = &mut self.report;
         report.done += 1;
-        if asked {
+        if started {
             report.in_flight = report.in_flight.saturating_sub(1);
-        } else {
+        }
+        if served {
             report.cached += 1;
         }
         report.failed += usize::from(failed);
         report.cost += cost;
         report.elapsed = self.started.elapsed();
-        // The pace of the asked items only: journal reads take no time and would make
-        // the estimate far too short.
+        // The pace of the asked items only: journal reads and cache hits take no time and
+        // would make the estimate far too short.
         let asked_done = report.done - report.cached;
         report.remaining = match report.total {
             Some(total) if asked_done > 0 => {

@@ -31,6 +31,7 @@ mod tests {
             usage: Usage::default(),
             cost: CostTally::default(),
             from_journal: false,
+            from_cache: false,
         }
     }
 

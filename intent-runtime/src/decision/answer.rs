@@ -448,6 +448,10 @@ pub struct DecisionResponse {
     notes: Vec<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     replayed: bool,
+    /// Served from the client's response cache: true only for the response in hand,
+    /// never stored.
+    #[serde(skip)]
+    cached: bool,
 }
 
 impl DecisionResponse {
@@ -486,6 +490,7 @@ impl DecisionResponse {
             fallback: None,
             notes: Vec::new(),
             replayed: false,
+            cached: false,
         })
     }
 
@@ -526,6 +531,7 @@ impl DecisionResponse {
             fallback: self.fallback.as_deref().map(&clean),
             notes: self.notes.iter().map(|note| clean(note)).collect(),
             replayed: false,
+            cached: false,
         }
     }
 
@@ -533,6 +539,20 @@ impl DecisionResponse {
     pub(crate) fn mark_replayed(mut self) -> Self {
         self.replayed = true;
         self
+    }
+
+    /// This response, marked as served from the client's response cache.
+    pub(crate) fn mark_cached(mut self) -> Self {
+        self.cached = true;
+        self
+    }
+
+    /// Whether the response was served from the client's response cache
+    /// ([`IntentClientBuilder::cache`](crate::IntentClientBuilder::cache)) instead of
+    /// asked: it cost nothing now, and its [`usage`](Self::usage) is the tokens the
+    /// decision took when it was asked and stored.
+    pub fn cached(&self) -> bool {
+        self.cached
     }
 
     /// Whether the response was replayed from a cassette
@@ -872,6 +892,7 @@ impl StoredResponse {
             fallback: stored.fallback,
             notes: stored.notes,
             replayed: stored.replayed,
+            cached: false,
         })
     }
 }

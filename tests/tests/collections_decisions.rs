@@ -1,8 +1,9 @@
-//! Several questions about each item in one request (`Collection::decide`): answered by
-//! the real System One mock in one request per item, by a log-probability client one
-//! question at a time, read back by id as the types they were asked with, refused before
-//! sending when they cannot be asked; items waiting for the rate limiter hold no state
-//! yet; and a stream's items are read as slots free up.
+//! A collection's decisions: several questions about each item in one request
+//! (`Collection::decide`: answered by the real System One mock in one request per item, by
+//! a log-probability client one question at a time, read back by id as the types they
+//! were asked with, refused before sending when they cannot be asked); the client's
+//! response cache asked first, before the rate limiter; items waiting for the rate
+//! limiter hold no state yet; and a stream's items are read as slots free up.
 
 mod provider_support;
 mod test_servers;
@@ -11,14 +12,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use intent_rs::cache::{CacheKey, InMemoryCache, ResponseCache};
 use intent_rs::collection::{Collection, CollectionError, Questions};
 use intent_rs::decision::{
     DecisionClient, DecisionError, DecisionRequest, DecisionResponse, FailureKind,
     ProbabilitySource, SystemOneClient,
 };
 use intent_rs::limits::RateLimiter;
+use intent_rs::provider::ProviderReply;
 use intent_rs::provider::{ProviderRequest, ScriptedProvider, ScriptedReply};
-use intent_rs::{DecisionEnum, IntentClient};
+use intent_rs::{Binary, DecisionEnum, IntentClient, intents};
 use serde::Serialize;
 use test_servers::jevcompat::{JevMock, MOCK_KEY};
 
@@ -440,4 +443,156 @@ async fn a_streams_items_are_read_as_slots_free_up_and_each_is_answered() {
     // A stream does not say its length.
     assert!(reports.lock().unwrap().iter().all(Option::is_none));
     assert_eq!(outcomes.progress().done, 10);
+}
+
+/// Answers yes (0.8) to every question.
+fn yes_model() -> ScriptedProvider {
+    ScriptedProvider::from_fn(|_: &ProviderRequest, _| {
+        ScriptedReply::logprobs([("yes", f64::ln(0.8)), ("no", f64::ln(0.2))])
+    })
+    .with_max_top_logprobs(Some(20))
+}
+
+#[intents]
+trait Desk {
+    #[intent("Is the customer blocked from working?")]
+    async fn blocked(&self, ticket: &str) -> Result<Binary, DecisionError>;
+}
+
+#[tokio::test]
+async fn a_decision_asked_before_is_served_from_the_cache_without_a_request_or_a_wait() {
+    let model = yes_model();
+    // Five requests a minute: the first run spends them, and anything asked after it
+    // would wait about twelve seconds.
+    let client = IntentClient::builder()
+        .provider(model.clone())
+        .in_memory_cache(100)
+        .rate_limiter(RateLimiter::per_minute(5))
+        .build()
+        .unwrap();
+    let collection = Collection::new(&client);
+    let question = "Is the customer blocked from working?";
+
+    let first = collection
+        .filter(question, 0.5)
+        .run(tickets(5))
+        .await
+        .unwrap();
+    assert_eq!(model.request_count(), 5);
+    assert!(first.iter().all(|outcome| !outcome.from_cache));
+    assert_eq!(first.progress().cached, 0);
+
+    let second = tokio::time::timeout(
+        Duration::from_secs(3),
+        collection.filter(question, 0.5).run(tickets(5)),
+    )
+    .await
+    .expect("served without waiting for the limiter")
+    .unwrap();
+    assert_eq!(model.request_count(), 5, "nothing asked again");
+    assert_eq!(second.progress().cached, 5);
+    assert_eq!(second.progress().in_flight, 0);
+    for (first, second) in first.iter().zip(&second) {
+        assert!(second.from_cache && !second.from_journal);
+        assert_eq!(second.value(), first.value());
+        assert_eq!(second.usage, intent_rs::result::Usage::default());
+        assert_eq!(second.cost, intent_rs::CostTally::default());
+    }
+
+    // Another question about the same items is not the cached one.
+    let fresh = IntentClient::builder()
+        .provider(model.clone())
+        .in_memory_cache(100)
+        .build()
+        .unwrap();
+    let collection = Collection::new(&fresh);
+    collection
+        .filter(question, 0.5)
+        .run(tickets(2))
+        .await
+        .unwrap();
+    collection
+        .filter("Is the customer angry?", 0.5)
+        .run(tickets(2))
+        .await
+        .unwrap();
+    assert_eq!(model.request_count(), 5 + 2 + 2);
+
+    // The generated decision methods ask the same cache: the ticket as the state, the
+    // method's question.
+    let desk = DeskClient::new(fresh.clone());
+    let once = desk.blocked("I cannot log in").await.unwrap();
+    let again = desk.blocked("I cannot log in").await.unwrap();
+    assert_eq!(once, again);
+    assert_eq!(model.request_count(), 5 + 2 + 2 + 1);
+}
+
+/// A cache whose entries all come back unreadable, counting what it is asked to do.
+#[derive(Debug)]
+struct Garbled {
+    inner: InMemoryCache,
+    evicted: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ResponseCache for Garbled {
+    async fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
+        let mut reply = self.inner.get(key).await?;
+        reply.text = r#"{"answers": [["blocked", {"kind": "binary", "probability": 7}]]}"#.into();
+        Some(reply)
+    }
+    async fn put(&self, key: CacheKey, reply: ProviderReply) {
+        self.inner.put(key, reply).await;
+    }
+    async fn remove(&self, key: &CacheKey) {
+        self.evicted.fetch_add(1, Ordering::SeqCst);
+        self.inner.remove(key).await;
+    }
+}
+
+#[tokio::test]
+async fn a_cached_decision_that_does_not_read_back_is_removed_and_asked_again() {
+    let model = yes_model();
+    let cache = Arc::new(Garbled {
+        inner: InMemoryCache::new(100),
+        evicted: AtomicUsize::new(0),
+    });
+    let client = IntentClient::builder()
+        .provider(model.clone())
+        .cache(SharedCache(cache.clone()))
+        .build()
+        .unwrap();
+    let collection = Collection::new(&client);
+    for _ in 0..2 {
+        let outcomes = collection
+            .filter("Is the customer blocked from working?", 0.5)
+            .run(tickets(3))
+            .await
+            .unwrap();
+        for outcome in &outcomes {
+            assert!(!outcome.from_cache);
+            let kept = outcome.value().expect("answered");
+            assert!((kept.answer.probability - 0.8).abs() < 1e-9);
+        }
+    }
+    // Every stored entry was met on the second run, unreadable, removed and replaced.
+    assert_eq!(model.request_count(), 6);
+    assert_eq!(cache.evicted.load(Ordering::SeqCst), 3);
+}
+
+/// A cache shared with the test, which keeps a handle on it.
+#[derive(Debug)]
+struct SharedCache(Arc<Garbled>);
+
+#[async_trait::async_trait]
+impl ResponseCache for SharedCache {
+    async fn get(&self, key: &CacheKey) -> Option<ProviderReply> {
+        self.0.get(key).await
+    }
+    async fn put(&self, key: CacheKey, reply: ProviderReply) {
+        self.0.put(key, reply).await;
+    }
+    async fn remove(&self, key: &CacheKey) {
+        self.0.remove(key).await;
+    }
 }
