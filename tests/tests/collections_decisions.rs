@@ -273,6 +273,22 @@ async fn questions_that_cannot_be_asked_are_refused_before_anything_is_sent() {
         );
         assert!(error.to_string().contains(named), "{error}");
     }
+    let blank_model = Collection::new(&client)
+        .decision_model(" ")
+        .decide(triage_two())
+        .run(tickets(2))
+        .await
+        .expect_err("a blank model");
+    assert!(
+        matches!(
+            blank_model,
+            CollectionError::Setting {
+                setting: "decision_model",
+                ..
+            }
+        ),
+        "{blank_model}"
+    );
     assert_eq!(model.request_count(), 0);
 }
 

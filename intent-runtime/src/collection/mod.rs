@@ -726,6 +726,16 @@ where
                 problem: "is 0, so no item would ever be asked; give 1 or more".to_owned(),
             });
         }
+        if settings
+            .model
+            .as_deref()
+            .is_some_and(|model| model.trim().is_empty())
+        {
+            return Err(CollectionError::Setting {
+                setting: "decision_model",
+                problem: "is blank, so no model would be named; give a model's name, or leave it unset for the decision client's default".to_owned(),
+            });
+        }
         let mut journal = match &settings.journal {
             Some(path) => Some(Journal::open(path, self.fingerprint.clone())?),
             None => None,
