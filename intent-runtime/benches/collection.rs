@@ -4,6 +4,8 @@
 //! - a `filter` over 10,000 tickets against a provider that answers at once with
 //!   log-probabilities (no network): wall time, this thread's CPU time, allocations and
 //!   bytes allocated per item, and the most memory live at once;
+//! - the same filter on a client with an in-memory response cache, asked then served
+//!   from the cache: CPU per item each way;
 //! - the memory of items waiting: 10,000 items let in at once (`concurrency(10_000)`)
 //!   and all held by a spent rate limiter, measured while they wait, per item; and the
 //!   same run at the default concurrency, where the items wait in the caller's iterator;
@@ -178,6 +180,41 @@ async fn per_item(items: usize, concurrency: usize) {
     );
 }
 
+/// Row 1b: the same filter run twice on a client with an in-memory response cache: the
+/// second run is served from it (no request), at what CPU per item.
+async fn from_cache(items: usize) {
+    let client = IntentClient::builder()
+        .provider(InstantYes)
+        .in_memory_cache(items)
+        .build()
+        .expect("client");
+    let collection = Collection::new(&client);
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    let asked = collection
+        .filter(QUESTION, 0.5)
+        .run(tickets(items))
+        .await
+        .expect("run");
+    let (asked_wall, asked_cpu) = (wall.elapsed(), thread_cpu() - cpu);
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    let served = collection
+        .filter(QUESTION, 0.5)
+        .run(tickets(items))
+        .await
+        .expect("run");
+    let (served_wall, served_cpu) = (wall.elapsed(), thread_cpu() - cpu);
+    assert_eq!(asked.progress().cached, 0);
+    assert_eq!(served.progress().cached, items);
+    let per = |time: Duration| time.as_secs_f64() * 1e6 / items as f64;
+    println!(
+        "filter, {items} items, in-memory cache: asked and stored {:.1} µs CPU ({:.1} wall) per item; served from the cache {:.1} µs CPU ({:.1} wall), no request",
+        per(asked_cpu),
+        per(asked_wall),
+        per(served_cpu),
+        per(served_wall),
+    );
+}
+
 /// Row 2: the memory of items waiting for the rate limiter, measured while they wait.
 async fn waiting(items: usize, concurrency: usize) {
     // One request a minute, spent: every item waits for about a minute.
@@ -240,6 +277,7 @@ fn main() {
         per_item(200, 8).await;
         per_item(items, 8).await;
         per_item(items, 64).await;
+        from_cache(items).await;
         waiting(items, items).await;
         waiting(items, 8).await;
         throughput(if quick { 300 } else { 3_000 }, 60_000).await;
