@@ -75,6 +75,7 @@
 //! # }
 //! ```
 
+mod batch;
 mod journal;
 mod outcome;
 mod progress;
@@ -92,6 +93,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ask;
+use crate::batch::BatchError;
 use crate::client::IntentClient;
 use crate::cost::CostTally;
 use crate::decision::typed::{EnumOptions, to_state};
@@ -146,6 +148,12 @@ pub enum CollectionError {
         /// What is wrong with it, and what it takes.
         problem: String,
     },
+    /// The batch job the items went through ([`Collection::batch_above`]) could not run
+    /// or was stopped; its directory and the journal keep what it did.
+    #[error(
+        "the operation's batch job did not finish: {0} (the job's directory and the journal keep what it answered: a rerun pays only for the rest)"
+    )]
+    Batch(#[from] BatchError),
 }
 
 crate::failure::debug_as_message!(CollectionError);
@@ -169,6 +177,7 @@ pub struct Collection {
     journal: Option<PathBuf>,
     on_progress: Option<OnProgress>,
     model: Option<String>,
+    batch: Option<batch::BatchAbove>,
 }
 
 impl std::fmt::Debug for Collection {
@@ -178,6 +187,7 @@ impl std::fmt::Debug for Collection {
             .field("order", &self.order)
             .field("journal", &self.journal)
             .field("model", &self.model)
+            .field("batch_above", &self.batch)
             .finish_non_exhaustive()
     }
 }
@@ -193,6 +203,7 @@ impl Collection {
             journal: None,
             on_progress: None,
             model: None,
+            batch: None,
         }
     }
 
@@ -387,6 +398,7 @@ impl Collection {
             rank_by: None,
             invalid: None,
             digest: None,
+            batch: None,
         }
     }
 
@@ -400,16 +412,17 @@ impl Collection {
     ) -> Op<'c, I, T>
     where
         I: Serialize,
-        T: 'c,
+        T: Send + 'static,
         D: Fn(
                 IntentClient,
                 Option<String>,
                 Arc<str>,
                 Result<Value, DecisionError>,
             ) -> ItemFuture<'static, T>
+            + Clone
             + Send
             + Sync
-            + 'c,
+            + 'static,
     {
         let names: Vec<&str> = variants.iter().map(|variant| variant.name).collect();
         let names = names.join("\u{1f}");
@@ -422,6 +435,7 @@ impl Collection {
             model.as_deref().unwrap_or_default(),
         ]);
         let question: Arc<str> = Arc::from(question);
+        let batch = batch::decision_form(decide.clone(), model.clone(), question.clone());
         let work: Work<'c, I, T> = Box::new(move |client: &IntentClient, item: I| {
             // The state is serialized here, so the item need not outlive this call.
             let state = to_state(&item);
@@ -437,6 +451,7 @@ impl Collection {
             rank_by: None,
             invalid: None,
             digest: Some(journal::item_digest::<I>),
+            batch: Some(batch),
         }
     }
 }
@@ -521,6 +536,9 @@ pub struct Op<'c, I, T> {
     /// answer is read back only for the same item under the same key (a decision's state;
     /// a map's items need not serialize, so its key alone names them).
     digest: Option<fn(&I) -> String>,
+    /// How the items go through a batch job above [`Collection::batch_above`]'s size: a
+    /// decision's own, a map's from [`Op::batch_item`].
+    batch: Option<batch::BatchForm<'c, I, T>>,
 }
 
 impl<I, T> std::fmt::Debug for Op<'_, I, T> {
@@ -571,6 +589,20 @@ where
         items: impl Stream<Item = I>,
         total: Option<usize>,
     ) -> Result<Outcomes<T>, CollectionError> {
+        // Above `batch_above`'s size the items go through one batch job; a stream (or an
+        // iterator of no exact size) is read that far first to tell.
+        let mut items = std::pin::pin!(items);
+        let (read, total) = match &self.collection.batch {
+            Some(above) => match batch::peek(&mut items, total, above.items).await {
+                batch::Peeked::Over(read) => {
+                    let items = futures_util::stream::iter(read).chain(items);
+                    return batch::run(self, items).await;
+                }
+                batch::Peeked::Under(read, total) => (read, total),
+            },
+            None => (Vec::new(), total),
+        };
+        let items = futures_util::stream::iter(read).chain(items);
         if let Some(invalid) = self.invalid {
             return Err(invalid);
         }

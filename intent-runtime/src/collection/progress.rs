@@ -74,6 +74,19 @@ impl Tracker {
         }
         report.failed += usize::from(failed);
         report.cost += cost;
+        self.report();
+    }
+
+    /// A batch job's step: `in_flight` of its items wait in it (queued, in a provider
+    /// batch, or running here).
+    pub(crate) fn waiting(&mut self, in_flight: usize) {
+        self.report.in_flight = in_flight;
+        self.report();
+    }
+
+    /// Logs the counts and hands them to the callback.
+    fn report(&mut self) {
+        let report = &mut self.report;
         report.elapsed = self.started.elapsed();
         // The pace of the asked items only: journal reads take no time and would make
         // the estimate far too short.
@@ -102,7 +115,7 @@ impl Tracker {
     }
 
     /// The last report, logged once at `info`.
-    pub(crate) fn finish(mut self) -> Progress {
+    pub(crate) fn finish(&mut self) -> Progress {
         self.report.elapsed = self.started.elapsed();
         self.report.remaining = Some(Duration::ZERO);
         let report = &self.report;
@@ -116,6 +129,6 @@ impl Tracker {
             elapsed_ms = report.elapsed.as_millis() as u64,
             "collection finished"
         );
-        self.report
+        self.report.clone()
     }
 }
