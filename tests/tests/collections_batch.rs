@@ -138,6 +138,14 @@ fn client(fake: &Fake) -> IntentClient {
         .expect("client")
 }
 
+/// `run`'s result, or a failure when it takes too long (a job waiting for a batch the
+/// fake holds back would otherwise wait for ever).
+async fn within<F: Future>(run: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the run ends in time: it made no batch the fake holds back")
+}
+
 fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |text| text.lines().count())
 }
@@ -340,14 +348,16 @@ async fn a_run_dropped_after_its_batch_was_created_resumes_without_a_new_batch()
 
     // Other items while that job is pending are refused, and nothing is sent.
     let uploads = fake.state().uploads;
-    let error = Collection::new(&client)
-        .batch_above(10, options(&dir))
-        .journal(&journal)
-        .filter("Is the ticket urgent?", 0.5)
-        .key(|ticket: &Ticket| format!("other-{}", ticket.n))
-        .run(tickets(12))
-        .await
-        .expect_err("another job's directory");
+    let error = within(
+        Collection::new(&client)
+            .batch_above(10, options(&dir))
+            .journal(&journal)
+            .filter("Is the ticket urgent?", 0.5)
+            .key(|ticket: &Ticket| format!("other-{}", ticket.n))
+            .run(tickets(12)),
+    )
+    .await
+    .expect_err("another job's directory");
     assert!(
         matches!(error, CollectionError::Batch(BatchError::OtherJob { .. })),
         "{error}"
@@ -357,7 +367,7 @@ async fn a_run_dropped_after_its_batch_was_created_resumes_without_a_new_batch()
 
     // Run again: the batch is polled, not submitted again.
     release.store(true, Ordering::SeqCst);
-    let outcomes = run(client.clone(), dir.clone(), journal.clone())
+    let outcomes = within(run(client.clone(), dir.clone(), journal.clone()))
         .await
         .expect("the rerun");
     assert_eq!(outcomes.len(), 12);
@@ -373,7 +383,7 @@ async fn a_run_dropped_after_its_batch_was_created_resumes_without_a_new_batch()
 
     // A third run reads the ten answers back and asks the two failed items again, in a
     // new job (the same size is counted over every item).
-    let third = run(client.clone(), dir.clone(), journal.clone())
+    let third = within(run(client.clone(), dir.clone(), journal.clone()))
         .await
         .expect("the third run");
     assert_eq!(third.progress().cached, 10);
