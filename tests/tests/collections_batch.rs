@@ -16,8 +16,8 @@ use batch_support::{Answer, Behaviour, Fake, KEY, last_user};
 use intent_rs::batch::{BatchError, BatchItem, BatchOptions};
 use intent_rs::collection::{Collection, CollectionError, ItemError, Progress};
 use intent_rs::decision::{
-    BinaryAnswer, DecisionAnswer, DecisionClient, DecisionError, DecisionRequest,
-    DecisionResponse, ProbabilitySource,
+    BinaryAnswer, DecisionAnswer, DecisionClient, DecisionError, DecisionRequest, DecisionResponse,
+    ProbabilitySource,
 };
 use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::OpenAi;
@@ -192,7 +192,10 @@ async fn a_filter_above_the_size_goes_out_as_one_batch_at_half_the_live_price() 
     assert_eq!(fake.state().batches.len(), 1);
     assert_eq!(fake.state().batches[0].1.len(), 12);
     assert!(fake.state().live.is_empty());
-    assert_eq!(fake.submitted_ids().iter().collect::<HashSet<_>>().len(), 12);
+    assert_eq!(
+        fake.submitted_ids().iter().collect::<HashSet<_>>().len(),
+        12
+    );
 
     assert_eq!(outcomes.len(), 12);
     for (position, outcome) in outcomes.iter().enumerate() {
@@ -218,7 +221,12 @@ async fn a_filter_above_the_size_goes_out_as_one_batch_at_half_the_live_price() 
     }
     let progress = outcomes.progress();
     assert_eq!(
-        (progress.done, progress.failed, progress.cached, progress.in_flight),
+        (
+            progress.done,
+            progress.failed,
+            progress.cached,
+            progress.in_flight
+        ),
         (12, 2, 0, 0)
     );
     assert_eq!(progress.total, Some(12));

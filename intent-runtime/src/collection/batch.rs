@@ -29,8 +29,7 @@ use serde_json::Value;
 use super::journal::Journal;
 use super::progress::Tracker;
 use super::{
-    Answer, Collection, CollectionError, ItemFuture, MapResult, Op, Order, Outcome, Outcomes,
-    rank,
+    Answer, Collection, CollectionError, ItemFuture, MapResult, Op, Order, Outcome, Outcomes, rank,
 };
 use crate::batch::{BatchError, BatchItem, BatchOptions, BatchProgress};
 use crate::client::IntentClient;
@@ -148,7 +147,12 @@ pub(super) fn decision_form<'c, I, T, D>(
 where
     I: Serialize,
     T: Send + 'static,
-    D: Fn(IntentClient, Option<String>, Arc<str>, Result<Value, DecisionError>) -> ItemFuture<'static, T>
+    D: Fn(
+            IntentClient,
+            Option<String>,
+            Arc<str>,
+            Result<Value, DecisionError>,
+        ) -> ItemFuture<'static, T>
         + Send
         + Sync
         + 'static,

@@ -42,6 +42,46 @@
 //! model above all) sends its own requests, which the cache never sees; the journal is
 //! the store that makes a rerun free.
 //!
+//! # Above a size: the batch API
+//!
+//! With [`Collection::batch_above`], an operation run over more items than the size you
+//! set sends its requests through the provider's batch API as one batch job
+//! ([`IntentClient::batch`](crate::IntentClient::batch), see the [`batch`](crate::batch)
+//! module), at the batch price (half the live one at OpenAI, Anthropic and Gemini), answered
+//! within the provider's window (hours, at most a day); at or under the size it runs live.
+//! The size is the iterator's exact `size_hint` when it has one; otherwise (a stream, a
+//! filtered iterator) the first `items + 1` items are read to tell, and the run goes on
+//! with them. A job holds all its items at once, so a run above the size reads every item
+//! before anything is sent.
+//!
+//! Filter, classify, score and rank build their batch items themselves: each outcome keeps
+//! its typed answer or its typed [`ItemError::Decision`], its tokens, and its cost at the
+//! batch rates (a client given its own decision client, such as System One, asks that
+//! one live inside the job, at the live price). A map needs its batch form,
+//! [`Op::batch_item`] (a generated client's `<method>_batch_item`, or
+//! [`BatchItem::transform`](crate::batch::BatchItem::transform)); a map above the size
+//! without one is refused with [`CollectionError::Setting`] before anything is sent,
+//! never run live instead. An item the job could not answer (its batch canceled, say) is
+//! an [`ItemError::Intent`] outcome; a job that could not run or was stopped (no batch API,
+//! a directory holding another job, the provider failing) is a
+//! [`CollectionError::Batch`].
+//!
+//! Items the journal answers are left out of the job, and the job's answers are appended
+//! to the journal when it ends. The job's folder in the options' directory makes a rerun
+//! after a crash pay nothing again: batches already created are polled, not sent again.
+//! Beside that folder, a small file names the job's items; while it is there (until every
+//! answer of the job is in the journal) a rerun resumes exactly that job, with exactly
+//! those items, so that a crash while the answers were being journaled costs nothing
+//! either. With a journal the job's folder is removed once its answers are all in it (a
+//! rerun then asks the failed items again, in a new job); without one it stays, and a
+//! rerun over the same items reads every answer back from it. A rerun over other items
+//! while a job is pending is refused ([`BatchError::OtherJob`]): finish that job first,
+//! or give it a new directory.
+//!
+//! [`Progress`] follows the job: `in_flight` counts its items waiting (queued, in a
+//! provider batch, or running here), `done`, `failed` and `cost` grow as its items
+//! finish, after each step of the job and each item.
+//!
 //! # Example
 //!
 //! ```
@@ -228,9 +268,10 @@ impl Collection {
         self
     }
 
-    /// Calls `report` after every finished item (on the task that runs the operation:
-    /// keep it quick). The same counts go to `tracing` (`intent_rs::collection`, at
-    /// `debug` per item and `info` at the end).
+    /// Calls `report` after every finished item (on the task that runs the operation, or
+    /// above [`batch_above`](Self::batch_above)'s size on the batch job's tasks, after each
+    /// of its steps too: keep it quick). The same counts go to `tracing`
+    /// (`intent_rs::collection`, at `debug` per item and `info` at the end).
     pub fn on_progress(mut self, report: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         self.on_progress = Some(Arc::new(report));
         self
