@@ -60,7 +60,7 @@ impl Collection {
     /// their questions through the job; a map needs its batch form
     /// ([`Op::batch_item`]), and a map above the size without one is refused with
     /// [`CollectionError::Setting`] before anything is sent. See "Above a size: the batch
-    /// API" in the [module](self) docs.
+    /// API" in the [module](crate::collection) docs.
     pub fn batch_above(mut self, items: usize, options: BatchOptions) -> Self {
         self.batch = Some(BatchAbove { items, options });
         self
