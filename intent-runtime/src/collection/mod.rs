@@ -191,7 +191,7 @@ pub enum CollectionError {
     /// The batch job the items went through ([`Collection::batch_above`]) could not run
     /// or was stopped; its directory and the journal keep what it did.
     #[error(
-        "the operation's batch job did not finish: {0} (the job's directory and the journal keep what it answered: a rerun pays only for the rest)"
+        "the operation's batch job did not finish: {0}; nothing it answered is lost: its directory (and the journal) keep it for a rerun of the same operation over the same items"
     )]
     Batch(#[from] BatchError),
 }

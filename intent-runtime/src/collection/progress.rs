@@ -1,5 +1,6 @@
 //! How far a collection operation has come: counts, cost so far and the time left, handed
-//! to the caller's callback and logged through `tracing` after every finished item.
+//! to the caller's callback and logged through `tracing` after every finished item (and,
+//! for an operation sent through a batch job, after each of the job's steps).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
