@@ -61,9 +61,10 @@
 //! [`Op::batch_item`] (a generated client's `<method>_batch_item`, or
 //! [`BatchItem::transform`](crate::batch::BatchItem::transform)); a map above the size
 //! without one is refused with [`CollectionError::Setting`] before anything is sent,
-//! never run live instead. An item the job could not answer (its batch canceled, say) is
-//! an [`ItemError::Intent`] outcome; a job that could not run or was stopped (no batch API,
-//! a directory holding another job, the provider failing) is a
+//! never run live instead. An item the job could not answer (its batch canceled, say)
+//! keeps its typed failure: a decision's [`ItemError::Decision`], a map's
+//! [`ItemError::Intent`] from its call's issues. A job that could not run or was stopped
+//! (no batch API, a directory holding another job, the provider failing) is a
 //! [`CollectionError::Batch`].
 //!
 //! Items the journal answers are left out of the job, and the job's answers are appended
