@@ -21,7 +21,9 @@ use intent_rs::decision::{
 };
 use intent_rs::pricing::{ModelPrice, TokenRates};
 use intent_rs::provider::OpenAi;
-use intent_rs::{AIResult, Cost, CostTally, IntentClient, IntentOptions, PriceTable, Usage};
+use intent_rs::{
+    AIResult, Cost, CostTally, FailureKind, IntentClient, IntentOptions, PriceTable, Usage,
+};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
@@ -66,7 +68,7 @@ fn refused(n: usize) -> bool {
 }
 
 /// Yes/no questions (log-probabilities) answer with `probability_of`, but for the refused
-/// items; intent calls answer ten times the item's number.
+/// items; intent calls answer ten times the item's number, but for item 5's.
 fn answer() -> Answer {
     answering(true)
 }
@@ -82,6 +84,8 @@ fn answering(refuse: bool) -> Answer {
             }
             let yes = probability_of(n);
             Ok(format!("yes={yes},no={}", 1.0 - yes))
+        } else if refuse && n == 5 {
+            Err((400, "this request is refused".to_owned()))
         } else {
             Ok(format!(r#"{{"value": {}}}"#, n * 10))
         }
@@ -448,7 +452,7 @@ fn words_batch(ticket: Ticket) -> BatchItem<Words> {
 
 #[tokio::test]
 async fn a_crash_while_the_jobs_answers_were_journaled_resumes_that_job_for_free() {
-    let fake = batch_support::openai(answer(), Behaviour::default()).await;
+    let fake = batch_support::openai(answering(false), Behaviour::default()).await;
     let client = client(&fake);
     let dir = dir("journal-window");
     let journal = dir.join("journal.jsonl");
@@ -526,14 +530,23 @@ async fn a_map_goes_through_the_job_by_its_batch_form_and_one_without_is_refused
         .await
         .expect("the run");
     let values: Vec<Option<u32>> = outcomes.iter().map(|o| o.value().map(|w| w.0)).collect();
-    assert_eq!(values, (0..6).map(|n| Some(n * 10)).collect::<Vec<_>>());
+    assert_eq!(
+        values,
+        [Some(0), Some(10), Some(20), Some(30), Some(40), None]
+    );
     assert_eq!(fake.state().batches.len(), 1);
     assert_eq!(fake.state().batches[0].1.len(), 6);
     assert!(fake.state().live.is_empty());
-    for outcome in &outcomes {
+    for outcome in outcomes.iter().take(5) {
         // From the call's record: one attempt through the batch API.
         assert_eq!(outcome.cost(), Ok(dollars(BATCHED)));
         assert_eq!(outcome.usage.output_tokens, 4);
+    }
+    // The item the batch refused keeps the call's typed failure, from its issues.
+    let refused = outcomes.iter().nth(5).expect("item 5");
+    match &refused.result {
+        Err(ItemError::Intent(error)) => assert_eq!(error.kind(), FailureKind::InvalidRequest),
+        other => panic!("{other:?}"),
     }
 
     // Without its batch form, a map above the size is refused before anything is sent.
