@@ -58,8 +58,10 @@ impl<T> Asked<T> {
             // the one made from the client's provider.
             provider: inner.decisions_from_provider.then(|| inner.provider.name()),
             usage: &self.usage,
-            // Inside a batch job, the job's decision client asks through the batch API.
-            batch: inner.in_batch,
+            // Inside a batch job, the job's decision client asks through the batch API;
+            // a decision client the client was given (System One) is asked live there
+            // too, at the live price.
+            batch: inner.in_batch && inner.decisions_from_provider,
         };
         match pricing::price(&inner.prices, call) {
             Some(cost) => tally.priced += cost,

@@ -191,6 +191,12 @@ fn instances() -> Vec<(&'static str, Box<dyn std::error::Error>)> {
             }),
         ),
         (
+            "CollectionError",
+            Box::new(CollectionError::Batch(BatchError::NoBatchApi {
+                provider: "compatible".to_owned(),
+            })),
+        ),
+        (
             "ItemError",
             Box::new(ItemError::from(DecisionError::invalid_response(
                 "the response has no answer of the right kind to `filter`",

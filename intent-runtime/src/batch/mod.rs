@@ -164,6 +164,23 @@ impl<T> BatchItem<T> {
             run: Box::new(call),
         }
     }
+
+    /// The same call, its result shown to `finished` when the call ends, on the job's
+    /// task (a collection counts and prices its items there as they finish).
+    pub(crate) fn on_finished(self, finished: impl FnOnce(&AIResult<T>) + Send + 'static) -> Self
+    where
+        T: 'static,
+    {
+        let run = self.run;
+        Self::from_fn(move |client| {
+            let call = run(client);
+            Box::pin(async move {
+                let result = call.await;
+                finished(&result);
+                result
+            })
+        })
+    }
 }
 
 impl<T> fmt::Debug for BatchItem<T> {

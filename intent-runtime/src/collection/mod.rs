@@ -54,6 +54,47 @@
 //! An item then builds its state before it waits, to look it up. The journal is the
 //! run's own record, kept without a cache.
 //!
+//! # Above a size: the batch API
+//!
+//! With [`Collection::batch_above`], an operation run over more items than the size you
+//! set sends its requests through the provider's batch API as one batch job
+//! ([`IntentClient::batch`](crate::IntentClient::batch), see the [`batch`](crate::batch)
+//! module), at the batch price (half the live one at OpenAI, Anthropic and Gemini), answered
+//! within the provider's window (hours, at most a day); at or under the size it runs live.
+//! The size is the iterator's exact `size_hint` when it has one; otherwise (a stream, a
+//! filtered iterator) the first `items + 1` items are read to tell, and the run goes on
+//! with them. A job holds all its items at once, so a run above the size reads every item
+//! before anything is sent.
+//!
+//! Filter, classify, score, rank and decide build their batch items themselves: each
+//! outcome keeps its typed answer or its typed [`ItemError::Decision`], its tokens, and its
+//! cost at the batch rates (a client given its own decision client, such as System One,
+//! asks that one live inside the job, at the live price). A map needs its batch form,
+//! [`Op::batch_item`] (a generated client's `<method>_batch_item`, or
+//! [`BatchItem::transform`](crate::batch::BatchItem::transform)); a map above the size
+//! without one is refused with [`CollectionError::Setting`] before anything is sent,
+//! never run live instead. An item the job could not answer (its batch canceled, say)
+//! keeps its typed failure: a decision's [`ItemError::Decision`], a map's
+//! [`ItemError::Intent`] from its call's issues. A job that could not run or was stopped
+//! (no batch API, a directory holding another job, the provider failing) is a
+//! [`CollectionError::Batch`].
+//!
+//! Items the journal answers are left out of the job, and the job's answers are appended
+//! to the journal when it ends. The job's folder in the options' directory makes a rerun
+//! after a crash pay nothing again: batches already created are polled, not sent again.
+//! Beside that folder, a small file names the job's items; while it is there (until every
+//! answer of the job is in the journal) a rerun resumes exactly that job, with exactly
+//! those items, so that a crash while the answers were being journaled costs nothing
+//! either. With a journal the job's folder is removed once its answers are all in it (a
+//! rerun then asks the failed items again, in a new job); without one it stays, and a
+//! rerun over the same items reads every answer back from it. A rerun over other items
+//! while a job is pending is refused ([`BatchError::OtherJob`]): finish that job first,
+//! or give it a new directory.
+//!
+//! [`Progress`] follows the job: `in_flight` counts its items waiting (queued, in a
+//! provider batch, or running here), `done`, `failed` and `cost` grow as its items
+//! finish, after each step of the job and each item.
+//!
 //! # Example
 //!
 //! ```
@@ -87,6 +128,7 @@
 //! # }
 //! ```
 
+mod batch;
 mod journal;
 mod outcome;
 mod progress;
@@ -105,6 +147,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ask::{self, Admission};
+use crate::batch::BatchError;
 use crate::client::IntentClient;
 use crate::cost::CostTally;
 use crate::decision::typed::{EnumOptions, to_state};
@@ -160,6 +203,12 @@ pub enum CollectionError {
         /// What is wrong with it, and what it takes.
         problem: String,
     },
+    /// The batch job the items went through ([`Collection::batch_above`]) could not run
+    /// or was stopped; its directory and the journal keep what it did.
+    #[error(
+        "the operation's batch job did not finish: {0}; nothing it answered is lost: its directory (and the journal) keep it for a rerun of the same operation over the same items"
+    )]
+    Batch(#[from] BatchError),
 }
 
 crate::failure::debug_as_message!(CollectionError);
@@ -183,6 +232,7 @@ pub struct Collection {
     journal: Option<PathBuf>,
     on_progress: Option<OnProgress>,
     model: Option<String>,
+    batch: Option<batch::BatchAbove>,
 }
 
 impl std::fmt::Debug for Collection {
@@ -192,6 +242,7 @@ impl std::fmt::Debug for Collection {
             .field("order", &self.order)
             .field("journal", &self.journal)
             .field("model", &self.model)
+            .field("batch_above", &self.batch)
             .finish_non_exhaustive()
     }
 }
@@ -207,6 +258,7 @@ impl Collection {
             journal: None,
             on_progress: None,
             model: None,
+            batch: None,
         }
     }
 
@@ -231,9 +283,10 @@ impl Collection {
         self
     }
 
-    /// Calls `report` after every finished item (on the task that runs the operation:
-    /// keep it quick). The same counts go to `tracing` (`intent_rs::collection`, at
-    /// `debug` per item and `info` at the end).
+    /// Calls `report` after every finished item (on the task that runs the operation, or
+    /// above [`batch_above`](Self::batch_above)'s size on the batch job's tasks, after each
+    /// of its steps too: keep it quick). The same counts go to `tracing`
+    /// (`intent_rs::collection`, at `debug` per item and `info` at the end).
     pub fn on_progress(mut self, report: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         self.on_progress = Some(Arc::new(report));
         self
@@ -508,6 +561,7 @@ impl Collection {
             rank_by: None,
             invalid: None,
             digest: None,
+            batch: None,
         }
     }
 
@@ -521,16 +575,17 @@ impl Collection {
     ) -> Op<'c, I, T>
     where
         I: Serialize + Send + 'c,
-        T: 'c,
+        T: Send + 'static,
         D: Fn(
                 IntentClient,
                 Option<String>,
                 Result<Value, DecisionError>,
                 Admission,
             ) -> ItemFuture<'static, T>
+            + Clone
             + Send
             + Sync
-            + 'c,
+            + 'static,
     {
         let model = self.model.clone();
         // The question first and the answer's type next, as the fingerprint has been.
@@ -539,6 +594,7 @@ impl Collection {
         parts.extend_from_slice(rest);
         parts.push(model.as_deref().unwrap_or_default());
         let fingerprint = journal::fingerprint(&parts);
+        let batch = batch::decision_form(decide.clone(), model.clone());
         let decide = Arc::new(decide);
         let work: Work<'c, I, T> = Box::new(move |client: &IntentClient, item: I| {
             let (client, model) = (client.clone(), model.clone());
@@ -572,6 +628,7 @@ impl Collection {
             rank_by: None,
             invalid: None,
             digest: Some(journal::item_digest::<I>),
+            batch: Some(batch),
         }
     }
 }
@@ -666,6 +723,9 @@ pub struct Op<'c, I, T> {
     /// answer is read back only for the same item under the same key (a decision's state;
     /// a map's items need not serialize, so its key alone names them).
     digest: Option<fn(&I) -> String>,
+    /// How the items go through a batch job above [`Collection::batch_above`]'s size: a
+    /// decision's own, a map's from [`Op::batch_item`].
+    batch: Option<batch::BatchForm<'c, I, T>>,
 }
 
 impl<I, T> std::fmt::Debug for Op<'_, I, T> {
@@ -716,6 +776,20 @@ where
         items: impl Stream<Item = I>,
         total: Option<usize>,
     ) -> Result<Outcomes<T>, CollectionError> {
+        // Above `batch_above`'s size the items go through one batch job; a stream (or an
+        // iterator of no exact size) is read that far first to tell.
+        let mut items = std::pin::pin!(items);
+        let (read, total) = match &self.collection.batch {
+            Some(above) => match batch::peek(&mut items, total, above.items).await {
+                batch::Peeked::Over(read) => {
+                    let items = futures_util::stream::iter(read).chain(items);
+                    return batch::run(self, items).await;
+                }
+                batch::Peeked::Under(read, total) => (read, total),
+            },
+            None => (Vec::new(), total),
+        };
+        let items = futures_util::stream::iter(read).chain(items);
         if let Some(invalid) = self.invalid {
             return Err(invalid);
         }

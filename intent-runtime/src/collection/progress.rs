@@ -1,5 +1,6 @@
 //! How far a collection operation has come: counts, cost so far and the time left, handed
-//! to the caller's callback and logged through `tracing` after every finished item.
+//! to the caller's callback and logged through `tracing` after every finished item (and,
+//! for an operation sent through a batch job, after each of the job's steps).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,6 +77,19 @@ impl Tracker {
         }
         report.failed += usize::from(failed);
         report.cost += cost;
+        self.report();
+    }
+
+    /// A batch job's step: `in_flight` of its items wait in it (queued, in a provider
+    /// batch, or running here).
+    pub(crate) fn waiting(&mut self, in_flight: usize) {
+        self.report.in_flight = in_flight;
+        self.report();
+    }
+
+    /// Logs the counts and hands them to the callback.
+    fn report(&mut self) {
+        let report = &mut self.report;
         report.elapsed = self.started.elapsed();
         // The pace of the asked items only: journal reads and cache hits take no time and
         // would make the estimate far too short.
@@ -104,7 +118,7 @@ impl Tracker {
     }
 
     /// The last report, logged once at `info`.
-    pub(crate) fn finish(mut self) -> Progress {
+    pub(crate) fn finish(&mut self) -> Progress {
         self.report.elapsed = self.started.elapsed();
         self.report.remaining = Some(Duration::ZERO);
         let report = &self.report;
@@ -118,6 +132,6 @@ impl Tracker {
             elapsed_ms = report.elapsed.as_millis() as u64,
             "collection finished"
         );
-        self.report
+        self.report.clone()
     }
 }
