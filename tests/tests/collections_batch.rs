@@ -653,3 +653,38 @@ async fn a_provider_without_a_batch_api_fails_the_run_with_the_jobs_error() {
     assert!(std::error::Error::source(&error).is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn several_questions_about_an_item_wait_for_the_same_batch_together() {
+    // A log-probability client asks an item's questions at once, one request each: the
+    // item waits only once both wait, and the job counts it so (it used to count the item
+    // as waiting twice, and the count ran below zero).
+    let fake = batch_support::openai(answering(false), Behaviour::default()).await;
+    let client = client(&fake);
+    let dir = dir("questions");
+    let questions = intent_rs::collection::Questions::new()
+        .binary("urgent", "Is the ticket urgent?")
+        .binary("angry", "Is the customer angry?");
+    let outcomes = within(
+        Collection::new(&client)
+            .batch_above(2, options(&dir))
+            .decide(questions)
+            .key(key)
+            .run(tickets(4)),
+    )
+    .await
+    .expect("the run");
+
+    assert_eq!(fake.state().batches.len(), 1);
+    assert_eq!(fake.state().batches[0].1.len(), 8);
+    assert!(fake.state().live.is_empty());
+    for (n, outcome) in outcomes.iter().enumerate() {
+        let answers = outcome.value().expect("answered");
+        for id in ["urgent", "angry"] {
+            let yes = answers.binary(id).expect("a yes/no answer").probability;
+            assert!((yes - probability_of(n)).abs() < 1e-9, "{n} {id}: {yes}");
+        }
+        let twice = dollars(BATCHED) + dollars(BATCHED);
+        assert_eq!(outcome.cost.total().expect("priced"), twice);
+    }
+}

@@ -78,6 +78,10 @@ struct Shared {
     resent: Vec<(u32, u32)>,
     /// Items running locally: neither finished nor waiting for a batch.
     running: usize,
+    /// Each item's requests waiting for their outcomes: an item counts as running unless
+    /// every one of them is queued or in a batch (a decision of several questions asks
+    /// them at once, and its item waits only once all of them wait).
+    requests: HashMap<u32, ItemRequests>,
     /// Items started and not finished: running locally or waiting for a batch.
     in_memory: usize,
     /// The most items in memory at once so far.
@@ -159,6 +163,7 @@ impl Router {
             resend,
             resent: Vec::new(),
             running: 0,
+            requests: HashMap::new(),
             in_memory: 0,
             peak_in_memory: 0,
             done: 0,
@@ -267,10 +272,8 @@ impl Router {
         let mut shared = self.lock();
         match shared.waiters.remove(&(item, k)) {
             Some(waiter) => {
-                shared.running += 1;
-                if waiter.send(outcome).is_err() {
-                    shared.running -= 1;
-                }
+                let delivered = waiter.send(outcome).is_ok();
+                shared.answered(item, delivered);
                 self.publish(&shared);
             }
             None => {
@@ -285,13 +288,10 @@ impl Router {
         shared.canceled = Some(reason.to_owned());
         for queued in std::mem::take(&mut shared.queue) {
             if let Some(waiter) = shared.waiters.remove(&(queued.item, queued.k)) {
-                shared.running += 1;
-                if waiter
+                let delivered = waiter
                     .send(Err(canceled_error(self.api.name(), reason)))
-                    .is_err()
-                {
-                    shared.running -= 1;
-                }
+                    .is_ok();
+                shared.answered(queued.item, delivered);
             }
         }
         self.publish(&shared);
@@ -390,8 +390,12 @@ impl Router {
         };
         let (sender, receiver) = oneshot::channel();
         shared.waiters.insert((item, k), sender);
+        shared.change(item, |requests| {
+            requests.waiting += 1;
+            // Already in a batch an earlier run created: it waits from now on.
+            requests.queued += u32::from(!needs_line);
+        });
         if !needs_line {
-            shared.running -= 1;
             self.publish(&shared);
         }
         Step::Wait {
@@ -434,7 +438,7 @@ impl Router {
                             fingerprint,
                             placed,
                         });
-                        shared.running -= 1;
+                        shared.change(item, |requests| requests.queued += 1);
                         self.publish(&shared);
                         return Ok(());
                     }
@@ -453,11 +457,63 @@ impl Router {
             Err(error) => error,
         };
         shared.waiters.remove(&(item, k));
+        // Refused before it waited: the item goes on here with the error.
+        shared.change(item, |requests| {
+            requests.waiting = requests.waiting.saturating_sub(1);
+        });
         Err(refusal)
     }
 }
 
+/// One item's requests that wait for their outcomes.
+#[derive(Debug, Default, Clone, Copy)]
+struct ItemRequests {
+    /// Requests handed to the router and not answered yet.
+    waiting: u32,
+    /// Of those, the ones queued for a submission or in a batch.
+    queued: u32,
+}
+
+impl ItemRequests {
+    /// Whether the item runs here: it does unless all its waiting requests are queued
+    /// or in a batch.
+    fn running(self) -> bool {
+        self.waiting == 0 || self.queued < self.waiting
+    }
+}
+
 impl Shared {
+    /// Applies `change` to `item`'s waiting requests, and counts the item as running or
+    /// not by what they are now.
+    fn change(&mut self, item: u32, change: impl FnOnce(&mut ItemRequests)) {
+        let requests = self.requests.entry(item).or_default();
+        let was_running = requests.running();
+        change(requests);
+        let now = *requests;
+        if now.waiting == 0 {
+            self.requests.remove(&item);
+        }
+        match (was_running, now.running()) {
+            (true, false) => self.running -= 1,
+            (false, true) => self.running += 1,
+            _ => {}
+        }
+    }
+
+    /// A queued or batched request of `item` got its outcome; when it was not
+    /// `delivered` (the item's call is gone: the job is ending), the item does not run
+    /// again.
+    fn answered(&mut self, item: u32, delivered: bool) {
+        if delivered {
+            self.change(item, |requests| {
+                requests.waiting = requests.waiting.saturating_sub(1);
+                requests.queued = requests.queued.saturating_sub(1);
+            });
+        } else {
+            self.requests.remove(&item);
+        }
+    }
+
     /// Keeps `difference` when it is the first mismatch by item and request number: the
     /// items run at once, so the one found first is not always the first.
     fn note_mismatch(&mut self, item: u32, k: u32, difference: String) {
