@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use intent_rs::batch::BatchOptions;
 use intent_rs::cache::{CacheKey, InMemoryCache, ResponseCache};
 use intent_rs::collection::{Collection, CollectionError, Questions};
 use intent_rs::decision::{
@@ -289,6 +290,38 @@ async fn questions_that_cannot_be_asked_are_refused_before_anything_is_sent() {
         ),
         "{blank_model}"
     );
+    // The same above a batch size: refused before an item is read or a job started.
+    let batch_dir = std::env::temp_dir().join(format!(
+        "intent-collections-refused-batch-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&batch_dir);
+    let read = Arc::new(AtomicUsize::new(0));
+    let items = {
+        let read = read.clone();
+        tickets(3).into_iter().inspect(move |_| {
+            read.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let refused = Collection::new(&client)
+        .batch_above(1, BatchOptions::new(&batch_dir))
+        .decision_model("")
+        .filter("Is the customer blocked?", 0.5)
+        .run(items)
+        .await
+        .expect_err("a blank model");
+    assert!(
+        matches!(
+            refused,
+            CollectionError::Setting {
+                setting: "decision_model",
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    assert_eq!(read.load(Ordering::SeqCst), 0);
+    assert!(!batch_dir.exists());
     assert_eq!(model.request_count(), 0);
 }
 

@@ -772,25 +772,12 @@ where
     }
 
     async fn drive(
-        self,
+        mut self,
         items: impl Stream<Item = I>,
         total: Option<usize>,
     ) -> Result<Outcomes<T>, CollectionError> {
-        // Above `batch_above`'s size the items go through one batch job; a stream (or an
-        // iterator of no exact size) is read that far first to tell.
-        let mut items = std::pin::pin!(items);
-        let (read, total) = match &self.collection.batch {
-            Some(above) => match batch::peek(&mut items, total, above.items).await {
-                batch::Peeked::Over(read) => {
-                    let items = futures_util::stream::iter(read).chain(items);
-                    return batch::run(self, items).await;
-                }
-                batch::Peeked::Under(read, total) => (read, total),
-            },
-            None => (Vec::new(), total),
-        };
-        let items = futures_util::stream::iter(read).chain(items);
-        if let Some(invalid) = self.invalid {
+        // Settings are checked before any item is read or anything sent.
+        if let Some(invalid) = self.invalid.take() {
             return Err(invalid);
         }
         let settings = self.collection;
@@ -810,6 +797,20 @@ where
                 problem: "is blank, so no model would be named; give a model's name, or leave it unset for the decision client's default".to_owned(),
             });
         }
+        // Above `batch_above`'s size the items go through one batch job; a stream (or an
+        // iterator of no exact size) is read that far first to tell.
+        let mut items = std::pin::pin!(items);
+        let (read, total) = match &settings.batch {
+            Some(above) => match batch::peek(&mut items, total, above.items).await {
+                batch::Peeked::Over(read) => {
+                    let items = futures_util::stream::iter(read).chain(items);
+                    return batch::run(self, items).await;
+                }
+                batch::Peeked::Under(read, total) => (read, total),
+            },
+            None => (Vec::new(), total),
+        };
+        let items = futures_util::stream::iter(read).chain(items);
         let mut journal = match &settings.journal {
             Some(path) => Some(Journal::open(path, self.fingerprint.clone())?),
             None => None,
