@@ -212,13 +212,13 @@ async fn ask<A>(
     response
 }
 
-/// The cache key of `request` as `client` asks it: the model that answers, who answers
-/// (the client's provider, or a decision client of its own), the state and the
-/// questions (ids, texts, options, criteria).
-fn cache_key(client: &IntentClient, request: &DecisionRequest) -> CacheKey {
+/// Who answers a decision `client` asks of `model` (the request's own, else the
+/// decision client's default, else the provider's): the model's name and the answerer
+/// (the client's provider, or a decision client of its own), so that answers kept from
+/// one (in the cache, in a collection's journal) are not read back for another.
+pub(crate) fn answered_by(client: &IntentClient, model: Option<&str>) -> String {
     let inner = client.inner();
-    let model = request
-        .model()
+    let model = model
         .or(inner.decisions.default_model())
         .unwrap_or(inner.telemetry.primary.default_model.as_str());
     let answerer = if inner.decisions_from_provider {
@@ -226,8 +226,15 @@ fn cache_key(client: &IntentClient, request: &DecisionRequest) -> CacheKey {
     } else {
         "decision client"
     };
+    format!("{model}\u{1f}{answerer}")
+}
+
+/// The cache key of `request` as `client` asks it: who answers, the state and the
+/// questions (ids, texts, options, criteria).
+fn cache_key(client: &IntentClient, request: &DecisionRequest) -> CacheKey {
     let canonical = format!(
-        "{model}\u{1f}{answerer}\u{1f}{}\u{1f}{:?}",
+        "{}\u{1f}{}\u{1f}{:?}",
+        answered_by(client, request.model()),
         request.state(),
         request.questions()
     );

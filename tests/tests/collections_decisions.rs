@@ -17,7 +17,7 @@ use intent_rs::cache::{CacheKey, InMemoryCache, ResponseCache};
 use intent_rs::collection::{Collection, CollectionError, Questions};
 use intent_rs::decision::{
     DecisionClient, DecisionError, DecisionRequest, DecisionResponse, FailureKind,
-    ProbabilitySource, SystemOneClient,
+    LogprobDecisionClient, ProbabilitySource, SystemOneClient,
 };
 use intent_rs::limits::RateLimiter;
 use intent_rs::provider::ProviderReply;
@@ -367,6 +367,33 @@ async fn a_rerun_with_a_journal_reads_every_answer_back() {
     let other = Questions::new().binary("blocked", "Is the customer blocked from working today?");
     collection.decide(other).run(tickets(4)).await.unwrap();
     assert_eq!(model.request_count(), 12);
+    // So is another answerer: a provider whose default model differs, or a decision
+    // client of the client's own, answering the same questions.
+    let other_model = by_question().with_model("another-model");
+    let other_client = IntentClient::builder()
+        .provider(other_model.clone())
+        .build()
+        .unwrap();
+    let again = Collection::new(&other_client)
+        .journal(&journal)
+        .decide(triage_two())
+        .run(tickets(4))
+        .await
+        .unwrap();
+    assert!(again.iter().all(|outcome| !outcome.from_journal));
+    assert_eq!(other_model.request_count(), 8);
+    let own_client = IntentClient::builder()
+        .provider(model.clone())
+        .decision_client(LogprobDecisionClient::new(model.clone()))
+        .build()
+        .unwrap();
+    Collection::new(&own_client)
+        .journal(&journal)
+        .decide(triage_two())
+        .run(tickets(4))
+        .await
+        .unwrap();
+    assert_eq!(model.request_count(), 20);
     let _ = std::fs::remove_file(&journal);
 }
 

@@ -36,11 +36,12 @@
 //! # The journal, and the cache
 //!
 //! With [`Collection::journal`], every answered item is appended to a JSON Lines file as
-//! soon as it is answered, under its key and a fingerprint of the operation (with a
-//! digest of the item's content for a decision, so an item edited or moved between runs is
-//! asked again; a map's items need not serialize, so give a map a key that names the
-//! item's content); a rerun with the same file reads those answers back instead of
-//! asking (they count as
+//! soon as it is answered, under its key and a fingerprint of the operation: its kind,
+//! question, options and answer type, and who answers (the model, and the client's
+//! provider or its own decision client). A decision's line also keeps a digest of the
+//! item's content, so an item edited or moved between runs is asked again; a map's items
+//! need not serialize, so give a map a key that names the item's content. A rerun with
+//! the same file reads those answers back instead of asking (they count as
 //! [`cached`](Progress::cached) and cost nothing), and asks only the rest, failures
 //! included.
 //!
@@ -590,9 +591,12 @@ impl Collection {
         let model = self.model.clone();
         // The question first and the answer's type next, as the fingerprint has been.
         let (question, rest) = identity.split_first().unwrap_or((&"", &[]));
+        // Who answers too (the model, and the provider or the decision client): answers
+        // journaled from one are not read back for another.
+        let answered_by = ask::answered_by(&self.client, model.as_deref());
         let mut parts = vec![operation, question, std::any::type_name::<T>()];
         parts.extend_from_slice(rest);
-        parts.push(model.as_deref().unwrap_or_default());
+        parts.push(&answered_by);
         let fingerprint = journal::fingerprint(&parts);
         let batch = batch::decision_form(decide.clone(), model.clone());
         let decide = Arc::new(decide);
