@@ -16,7 +16,7 @@ use crate::decision::{
 ///
 /// A question that is not valid (an empty id, two questions under one id) is reported
 /// when the operation runs, before anything is sent.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Questions {
     questions: Vec<DecisionQuestion>,
     /// The first question that could not be built.
