@@ -249,8 +249,15 @@ async fn cached_response(
     request: &DecisionRequest,
 ) -> Option<DecisionResponse> {
     let stored = cache.lookup(key).await.ok().flatten()?;
+    // Where the stored text breaks, not what it says: it may hold a provider's words.
     let read = serde_json::from_str::<DecisionResponse>(&stored.text)
-        .map_err(|error| error.to_string())
+        .map_err(|error| {
+            format!(
+                "not a stored decision response (line {}, column {})",
+                error.line(),
+                error.column()
+            )
+        })
         .and_then(|response| {
             response
                 .answering(request)

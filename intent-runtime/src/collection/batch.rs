@@ -264,11 +264,13 @@ struct Entry<I> {
     journaled: bool,
 }
 
-/// Runs `op` over `items` through batch jobs: the journal's answers first, then the job
-/// the batch directory holds pending for this operation (resumed with exactly its items),
-/// then one job of the items still unanswered.
+/// Runs `op` (its settings checked by the caller) over `items` through batch jobs kept
+/// in `above`'s directory: the journal's answers first, then the job the directory holds
+/// pending for this operation (resumed with exactly its items), then one job of the
+/// items still unanswered.
 pub(super) async fn run<'c, I, T>(
     op: Op<'c, I, T>,
+    above: &BatchAbove,
     items: impl Stream<Item = I>,
 ) -> Result<Outcomes<T>, CollectionError>
 where
@@ -281,20 +283,10 @@ where
         key,
         revise,
         rank_by,
-        invalid,
         digest,
         batch: form,
         ..
     } = op;
-    if let Some(invalid) = invalid {
-        return Err(invalid);
-    }
-    let Some(above) = &settings.batch else {
-        return Err(CollectionError::Setting {
-            setting: "batch_above",
-            problem: "is not set, so no batch job runs".to_owned(),
-        });
-    };
     let Some(form) = form else {
         return Err(CollectionError::Setting {
             setting: "batch_above",

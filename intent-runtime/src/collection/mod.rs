@@ -808,7 +808,7 @@ where
             Some(above) => match batch::peek(&mut items, total, above.items).await {
                 batch::Peeked::Over(read) => {
                     let items = futures_util::stream::iter(read).chain(items);
-                    return batch::run(self, items).await;
+                    return batch::run(self, above, items).await;
                 }
                 batch::Peeked::Under(read, total) => (read, total),
             },
